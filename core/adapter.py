@@ -1,0 +1,235 @@
+"""The adapter base: every framework adapter has this one shape.
+
+An adapter declares the distribution it adapts, the versions it supports, the releases
+that already fail closed upstream and the modules it patches; it implements
+``_patch``/``_unpatch``, the native -> Verdict mapping (``to_verdict``) and ``self_test``.
+It translates; the core decides (``decide``: plugin gates, required hooks, config errors,
+the reducer, the audit event).
+
+A patch that cannot apply must never leave the gate silently open: ``patch()`` marks the
+adapter refused, logs loudly, calls ``_lockdown()``, and from then on every ``decide``
+of that adapter denies.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from typing import Any, Callable, ClassVar, Iterable, Optional
+
+from . import audit, guard, policy, reduce as _reduce
+from .verdict import Decision, Failure, Outcome, Verdict
+
+log = logging.getLogger("failsecure")
+
+
+class PatchError(Exception):
+    """A patch target is not where the adapter expects it (an unknown release)."""
+
+
+class Check:
+    """One line of an adapter's self-test, shown by ``failsecure doctor``."""
+
+    __slots__ = ("name", "ok", "detail")
+
+    def __init__(self, name: str, ok: bool, detail: str = ""):
+        self.name, self.ok, self.detail = name, bool(ok), detail
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+    def __repr__(self) -> str:
+        return f"Check({self.name!r}, ok={self.ok}, {self.detail!r})"
+
+
+class Adapter:
+    #: framework id: hook-id prefix and the audit ``framework`` field
+    name: ClassVar[str] = ""
+    #: the PyPI distribution adapted
+    distribution: ClassVar[str] = ""
+    #: PEP 440 specifier of the releases this adapter is tested against
+    supported: ClassVar[str] = ""
+    #: the pinned releases in the tox matrix
+    tested: ClassVar[tuple] = ()
+    #: PEP 440 specifier of releases that already fail closed upstream ("" = none)
+    fail_closed_upstream: ClassVar[str] = ""
+    #: modules patched; modules[0] is the activation trigger
+    modules: ClassVar[tuple] = ()
+
+    def __init__(self) -> None:
+        self.state = "unpatched"  # | "patched" | "refused" | "native"
+        self.refused_reason: Optional[str] = None
+        self.untested = False
+        self._lock = threading.RLock()
+        self._version: Optional[str] = None
+
+    # ------------------------------------------------------------ to implement
+
+    def _patch(self) -> None:
+        raise NotImplementedError
+
+    def _unpatch(self) -> None:
+        raise NotImplementedError
+
+    def _lockdown(self) -> None:
+        """Best effort, when ``_patch`` failed: make the framework's gated calls deny."""
+
+    def upstream_fail_closed(self) -> bool:
+        """True when the installed release already fails closed on its own."""
+        if not self.fail_closed_upstream or self.version is None:
+            return False
+        return self._in(self.fail_closed_upstream)
+
+    def to_verdict(self, native: Any) -> Verdict:
+        raise NotImplementedError
+
+    def self_test(self) -> list[Check]:
+        return []
+
+    # ------------------------------------------------------------ provided
+
+    @property
+    def version(self) -> Optional[str]:
+        if self._version is None:
+            try:
+                from importlib.metadata import version
+
+                self._version = version(self.distribution)
+            except Exception:
+                return None
+        return self._version
+
+    def _in(self, spec: str) -> bool:
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            return Version(self.version) in SpecifierSet(spec)  # type: ignore[arg-type]
+        except InvalidVersion:
+            return False
+
+    def in_range(self) -> bool:
+        return self.version is not None and (not self.supported or self._in(self.supported))
+
+    def patch(self) -> str:
+        """Patch the framework. Idempotent; never raises; returns the state."""
+        with self._lock:
+            if self.state in ("patched", "native", "refused"):
+                return self.state
+            try:
+                if self.upstream_fail_closed():
+                    self.state = "native"
+                    log.info("failsecure: %s %s already fails closed; not wrapped", self.name, self.version)
+                    return self.state
+                if not self.in_range():
+                    self.untested = True
+                    msg = f"failsecure: {self.name} {self.version} is an untested release (supported {self.supported})"
+                    log.warning(msg)
+                    print(msg, file=sys.stderr)
+                self._patch()
+                self.state = "patched"
+            except Exception as exc:
+                self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+            return self.state
+
+    def refuse(self, reason: str) -> None:
+        """Mark the adapter refused: loud, and every decision of it denies from now on."""
+        self.state = "refused"
+        self.refused_reason = reason
+        msg = f"failsecure: cannot patch {self.name} {self.version} ({reason}); its gated tool calls are denied"
+        log.error(msg)
+        print(msg, file=sys.stderr)
+        try:
+            self._lockdown()
+        except Exception as exc:
+            log.error("failsecure: %s lockdown failed (%s)", self.name, type(exc).__name__)
+
+    def unpatch(self) -> None:
+        with self._lock:
+            if self.state == "patched":
+                self._unpatch()
+            self.state = "unpatched"
+            self.refused_reason = None
+
+    # ------------------------------------------------------------ guarded calls
+
+    def hook_id(self, name: str) -> str:
+        return f"{self.name}:{name}"
+
+    def hook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, **kwargs) -> Outcome:
+        timeout = policy.current().timeout_for(hook_id, _interactive)
+        return guard.call(hook_id, fn, args, kwargs, validate=_validate or self.to_verdict, timeout=timeout)
+
+    async def ahook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, **kwargs) -> Outcome:
+        timeout = policy.current().timeout_for(hook_id, _interactive)
+        return await guard.acall(hook_id, fn, args, kwargs, validate=_validate or self.to_verdict, timeout=timeout)
+
+    # ------------------------------------------------------------ deciding
+
+    def _fixed(self, config: policy.Config) -> list[Outcome]:
+        """Outcomes that deny before any hook is consulted: a refused adapter, a bad config."""
+        fixed = []
+        if self.state == "refused":
+            fixed.append(Outcome(hook=f"{self.name}:failsecure", failure=Failure.MISSING))
+        if config.error:
+            fixed.append(Outcome(hook="failsecure:config", failure=Failure.INVALID))
+        return fixed
+
+    def _plugin_calls(self, tool, arguments, call_id):
+        from . import plugins
+
+        gates = plugins.gates()
+        if not gates:
+            return None, ()
+        from .hookspecs import ToolCall
+
+        return ToolCall(self.name, tool, arguments, call_id), gates
+
+    def _finish(self, config, outcomes: list[Outcome], tool, call_id) -> Decision:
+        decision = _reduce.reduce(outcomes, config, config.required_for(self.name))
+        audit.emit(
+            audit.decision_event(decision, framework=self.name, framework_version=self.version, tool=tool, call_id=call_id),
+            config.audit_path,
+        )
+        return decision
+
+    def decide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None) -> Decision:
+        """Reduce the framework's hook outcomes with the plugin gates, required hooks,
+        config and patch state into one Decision, and audit it."""
+        config = policy.current()
+        outcomes = self._fixed(config) + list(outcomes)
+        call, gates = self._plugin_calls(tool, arguments, call_id)
+        for hook_id, fn in gates:
+            outcomes.append(self._plugin_outcome(config, hook_id, fn, call))
+        return self._finish(config, outcomes, tool, call_id)
+
+    async def adecide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None) -> Decision:
+        config = policy.current()
+        outcomes = self._fixed(config) + list(outcomes)
+        call, gates = self._plugin_calls(tool, arguments, call_id)
+        if gates:
+            from . import plugins
+
+            for hook_id, fn in gates:
+                timeout = config.timeout_for(hook_id)
+                outcomes.append(await guard.acall(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=timeout))
+        return self._finish(config, outcomes, tool, call_id)
+
+    def _plugin_outcome(self, config, hook_id, fn, call) -> Outcome:
+        from . import plugins
+
+        return guard.call(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=config.timeout_for(hook_id))
+
+    def status(self) -> dict:
+        return {
+            "framework": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "supported": self.supported,
+            "tested": list(self.tested),
+            "in_range": self.in_range(),
+            "state": self.state,
+            "refused_reason": self.refused_reason,
+            "fail_closed_upstream": self.upstream_fail_closed() if self.version else None,
+        }

@@ -1,0 +1,283 @@
+"""The guarded hook call: run one hook under the contract and return an Outcome.
+
+- Any exception is captured (SystemExit and other BaseExceptions too) as RAISED with its
+  type name only; KeyboardInterrupt and the caller's own asyncio cancellation propagate.
+- A deadline per call. Async hooks are cancelled at the deadline. Sync hooks run on a
+  small worker pool and are abandoned at the deadline (a thread cannot be killed); the
+  number of abandoned calls still running is bounded, and once the bound is reached
+  further calls with a deadline fail as TIMEOUT at once instead of piling up threads.
+- The adapter's validator turns the raw answer into a Verdict inside the same guard, so
+  junk or a hostile object (raising ``__bool__``, ``.get``, ``__eq__`` ...) is INVALID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import threading
+from time import perf_counter
+from typing import Any, Callable, Optional
+
+from .verdict import Failure, Invalid, Outcome, Verdict
+
+Validator = Callable[[Any], Verdict]
+
+#: Abandoned sync calls allowed to keep running before further deadlined calls fail at once.
+MAX_ABANDONED = 32
+#: Idle worker threads kept for reuse.
+MAX_IDLE = 4
+
+
+def _ms(start: float) -> float:
+    return round((perf_counter() - start) * 1000.0, 3)
+
+
+def _failed(hook: str, failure: Failure, start: float, exc: BaseException | None = None) -> Outcome:
+    return Outcome(
+        hook=hook,
+        failure=failure,
+        exception_type=type(exc).__name__ if exc is not None else None,
+        elapsed_ms=_ms(start),
+    )
+
+
+def _judge(hook: str, result: Any, validate: Validator, start: float) -> Outcome:
+    try:
+        verdict = validate(result)
+        if not isinstance(verdict, Verdict):
+            raise Invalid()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # junk, or a hostile object tripping the validator
+        return _failed(hook, Failure.INVALID, start, None if isinstance(exc, Invalid) else exc)
+    return Outcome(hook=hook, verdict=verdict, elapsed_ms=_ms(start))
+
+
+def _awaitable(result: Any) -> bool:
+    try:
+        return inspect.isawaitable(result)
+    except BaseException:  # a hostile __class__; the validator will judge it
+        return False
+
+
+def _close_awaitable(result: Any) -> None:
+    close = getattr(type(result), "close", None)
+    if close is not None:
+        try:
+            close(result)
+        except BaseException:
+            pass
+
+
+# ---------------------------------------------------------------- the worker pool
+
+
+class _Job:
+    __slots__ = ("fn", "args", "kwargs", "ctx", "done", "state", "result", "exc", "notify")
+
+    def __init__(self, fn, args, kwargs, notify=None):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.ctx = contextvars.copy_context()
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.state = "running"  # -> "done" | "abandoned"
+        self.result: Any = None
+        self.exc: BaseException | None = None
+        self.notify = notify  # async callers: called once when the job ends
+
+
+class _Worker:
+    __slots__ = ("wake", "job", "thread")
+
+    def __init__(self):
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self.job: _Job | None = None
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.idle: list[_Worker] = []
+        self.abandoned = 0
+
+    def submit(self, job: _Job) -> bool:
+        with self.lock:
+            if self.abandoned >= MAX_ABANDONED:
+                return False
+            worker = self.idle.pop() if self.idle else None
+        if worker is None:
+            worker = _Worker()
+            worker.job = job
+            worker.wake.release()
+            thread = threading.Thread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True)
+            thread.start()
+        else:
+            worker.job = job
+            worker.wake.release()
+        return True
+
+    def abandon(self, job: _Job) -> bool:
+        """Give up on a job at its deadline. False if it finished in the meantime."""
+        with self.lock:
+            if job.state == "done":
+                return False
+            job.state = "abandoned"
+            self.abandoned += 1
+            return True
+
+    def _run(self, worker: _Worker) -> None:
+        while True:
+            worker.wake.acquire()
+            job = worker.job
+            worker.job = None
+            try:
+                job.result = job.ctx.run(job.fn, *job.args, **job.kwargs)
+            except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
+                job.exc = exc
+            with self.lock:
+                if job.state == "abandoned":
+                    self.abandoned -= 1
+                    if _awaitable(job.result):
+                        _close_awaitable(job.result)
+                else:
+                    job.state = "done"
+                keep = len(self.idle) < MAX_IDLE
+                if keep:
+                    self.idle.append(worker)
+            job.done.release()
+            if job.notify is not None:
+                try:
+                    job.notify()
+                except BaseException:
+                    pass
+            if not keep:
+                return
+
+
+_pool = _Pool()
+
+
+def abandoned_calls() -> int:
+    """How many abandoned sync hook calls are still running."""
+    return _pool.abandoned
+
+
+# ---------------------------------------------------------------- sync
+
+
+def call(
+    hook_id: str,
+    fn: Callable[..., Any],
+    args: tuple = (),
+    kwargs: Optional[dict] = None,
+    *,
+    validate: Validator,
+    timeout: Optional[float] = None,
+) -> Outcome:
+    """Call a sync hook under the contract. Never raises, except KeyboardInterrupt."""
+    kwargs = kwargs or {}
+    start = perf_counter()
+    if not timeout:
+        try:
+            result = fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            return _failed(hook_id, Failure.RAISED, start, exc)
+    else:
+        job = _Job(fn, args, kwargs)
+        if not _pool.submit(job):
+            return _failed(hook_id, Failure.TIMEOUT, start)
+        if not job.done.acquire(timeout=timeout) and _pool.abandon(job):
+            return _failed(hook_id, Failure.TIMEOUT, start)
+        if job.exc is not None:
+            if isinstance(job.exc, KeyboardInterrupt):
+                raise job.exc
+            return _failed(hook_id, Failure.RAISED, start, job.exc)
+        result = job.result
+    if _awaitable(result):
+        # an async hook reached from a sync dispatcher is undecided, not unopposed
+        _close_awaitable(result)
+        return _failed(hook_id, Failure.INVALID, start)
+    return _judge(hook_id, result, validate, start)
+
+
+# ---------------------------------------------------------------- async
+
+
+async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, timeout: float, start: float):
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_future()
+
+    def notify() -> None:
+        loop.call_soon_threadsafe(lambda: waiter.done() or waiter.set_result(None))
+
+    job = _Job(fn, args, kwargs, notify)
+    if not _pool.submit(job):
+        return _failed(hook_id, Failure.TIMEOUT, start)
+    try:
+        await asyncio.wait_for(asyncio.shield(waiter), timeout)
+    except asyncio.TimeoutError:
+        if _pool.abandon(job):
+            return _failed(hook_id, Failure.TIMEOUT, start)
+    except asyncio.CancelledError:
+        _pool.abandon(job)
+        raise
+    job.done.acquire()
+    if job.exc is not None:
+        if isinstance(job.exc, KeyboardInterrupt):
+            raise job.exc
+        return _failed(hook_id, Failure.RAISED, start, job.exc)
+    return job
+
+
+async def acall(
+    hook_id: str,
+    fn: Callable[..., Any],
+    args: tuple = (),
+    kwargs: Optional[dict] = None,
+    *,
+    validate: Validator,
+    timeout: Optional[float] = None,
+) -> Outcome:
+    """Call a sync or async hook under the contract. Never raises, except
+    KeyboardInterrupt and the cancellation of the calling task."""
+    kwargs = kwargs or {}
+    start = perf_counter()
+    task = asyncio.current_task()
+    try:
+        if timeout and not inspect.iscoroutinefunction(fn):
+            ran = await _run_sync_in_pool(hook_id, fn, args, kwargs, timeout, start)
+            if isinstance(ran, Outcome):
+                return ran
+            result = ran.result
+        else:
+            result = fn(*args, **kwargs)
+        if _awaitable(result):
+            remaining = None
+            if timeout:
+                remaining = max(timeout - (perf_counter() - start), 0.0)
+            deadline = asyncio.timeout(remaining)
+            try:
+                async with deadline:
+                    result = await result
+            except TimeoutError as exc:
+                if deadline.expired():
+                    return _failed(hook_id, Failure.TIMEOUT, start)
+                return _failed(hook_id, Failure.RAISED, start, exc)
+            except asyncio.CancelledError:
+                if task is None or task.cancelling():
+                    raise
+                # the hook cancelled itself: a failure, not our cancellation
+                return _failed(hook_id, Failure.RAISED, start, asyncio.CancelledError())
+    except KeyboardInterrupt:
+        raise
+    except asyncio.CancelledError as exc:
+        if task is None or task.cancelling():
+            raise
+        return _failed(hook_id, Failure.RAISED, start, exc)
+    except BaseException as exc:
+        return _failed(hook_id, Failure.RAISED, start, exc)
+    return _judge(hook_id, result, validate, start)

@@ -1,0 +1,64 @@
+"""The verdict reducer: many outcomes -> one Decision. Pure and order-independent.
+
+Rank: deny > ask > allow > abstain. A failed gate ranks as deny unless its policy says
+``on_error = "allow"`` (then abstain); an observer never counts; a required hook with no
+outcome is a deny. Within a rank the outcomes keep call order, so an adapter can honour
+its framework's "first approve wins" detail while the action stays order-independent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from .verdict import Action, Decision, Failure, Outcome, Verdict, failure_reason
+
+if TYPE_CHECKING:
+    from .policy import Config
+
+_RANK = {Action.DENY: 3, Action.ASK: 2, Action.ALLOW: 1, Action.ABSTAIN: 0}
+_NOBODY = Verdict(action=Action.ABSTAIN)
+
+
+def effective(outcome: Outcome, config: "Config | None") -> Action:
+    """What one outcome counts as once its hook's policy is applied."""
+    if config is not None:
+        hook_policy = config.hook(outcome.hook)
+        if hook_policy.role == "observer":
+            return Action.ABSTAIN
+        on_error = hook_policy.on_error
+    else:
+        on_error = "deny"
+    if outcome.failure is not None:
+        return Action.DENY if on_error == "deny" else Action.ABSTAIN
+    return outcome.action
+
+
+def missing(required: Iterable[str], outcomes: Sequence[Outcome]) -> list[Outcome]:
+    """Synthetic MISSING outcomes for required hook ids that produced no outcome."""
+    seen = {o.hook for o in outcomes}
+    return [Outcome(hook=r, failure=Failure.MISSING) for r in required if r not in seen]
+
+
+def reduce(
+    outcomes: Iterable[Outcome],
+    config: "Config | None" = None,
+    required: Iterable[str] = (),
+) -> Decision:
+    outcomes = tuple(outcomes)
+    outcomes += tuple(missing(required, outcomes))
+    best = Action.ABSTAIN
+    deciding: list[Outcome] = []
+    for outcome in outcomes:
+        action = effective(outcome, config)
+        if _RANK[action] > _RANK[best]:
+            best, deciding = action, [outcome]
+        elif action is best and action is not Action.ABSTAIN:
+            deciding.append(outcome)
+    if not deciding:
+        return Decision(verdict=_NOBODY, outcomes=outcomes)
+    primary = deciding[0]
+    if primary.failure is not None:
+        verdict = Verdict(action=best, reason=failure_reason(primary.hook, primary.failure))
+    else:
+        verdict = primary.verdict  # type: ignore[assignment]
+    return Decision(verdict=verdict, outcomes=outcomes, deciding=tuple(deciding))

@@ -1,0 +1,97 @@
+"""Result types: what one hook said (Verdict), what one guarded call produced (Outcome),
+and what a gated tool call was decided (Decision).
+
+Immutable pydantic models. Nothing here ever calls into a hook's objects: a Verdict is
+built by an adapter's validator from plain values, so a hostile ``__str__`` or ``__bool__``
+in a hook's return value cannot reach the reducer or the audit trail.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Action(str, Enum):
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK = "ask"
+    ABSTAIN = "abstain"
+
+
+class Failure(str, Enum):
+    RAISED = "raised"  # the hook raised (any exception, SystemExit included)
+    TIMEOUT = "timeout"  # the hook did not answer before its deadline
+    INVALID = "invalid"  # the hook answered something the framework would not honour
+    MISSING = "missing"  # a required hook, or the patch target itself, was not there
+    CRASHED = "crashed"  # the hook process died (signal, could not start)
+
+
+class Invalid(Exception):
+    """Raised by a validator: the hook's answer is junk. Carries no payload text."""
+
+
+_FROZEN = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+class Verdict(BaseModel):
+    model_config = _FROZEN
+
+    action: Action
+    reason: Optional[str] = None
+    # adapter-private native detail (e.g. an approve's rule_key); never audited, never shown
+    data: Any = Field(default=None, repr=False, exclude=True)
+
+
+class Outcome(BaseModel):
+    model_config = _FROZEN
+
+    hook: str
+    verdict: Optional[Verdict] = None
+    failure: Optional[Failure] = None
+    exception_type: Optional[str] = None
+    elapsed_ms: float = 0.0
+
+    @property
+    def action(self) -> Action:
+        """The hook's own answer, before any policy; a failure has no answer (ABSTAIN)."""
+        return self.verdict.action if self.verdict is not None else Action.ABSTAIN
+
+
+class Decision(BaseModel):
+    model_config = _FROZEN
+
+    verdict: Verdict
+    outcomes: tuple[Outcome, ...] = ()
+    # every outcome that ranks with the decision, in call order (order-independent as a set)
+    deciding: tuple[Outcome, ...] = ()
+
+    @property
+    def action(self) -> Action:
+        return self.verdict.action
+
+    @property
+    def denied(self) -> bool:
+        return self.verdict.action is Action.DENY
+
+    @property
+    def reason(self) -> Optional[str]:
+        return self.verdict.reason
+
+    @property
+    def primary(self) -> Optional[Outcome]:
+        return self.deciding[0] if self.deciding else None
+
+
+ALLOW = Verdict(action=Action.ALLOW)
+ABSTAIN = Verdict(action=Action.ABSTAIN)
+ASK = Verdict(action=Action.ASK)
+
+
+def failure_reason(hook: str, failure: Failure) -> str:
+    """The only text a model or user sees for a fail-closed deny: hook id and category."""
+    if failure is Failure.MISSING:
+        return f"failsecure: required hook '{hook}' is missing"
+    return f"failsecure: hook '{hook}' failed closed ({failure.value})"
