@@ -1,0 +1,128 @@
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+
+import pytest
+
+from failsecure import _bootstrap, activation
+from failsecure.adapter import Adapter
+from failsecure.verdict import ABSTAIN
+
+PTH = os.path.join(sysconfig.get_paths()["purelib"], "failsecure-auto.pth")
+
+
+class ToyAdapter(Adapter):
+    name = "toy-fw"
+    distribution = "failsecure-toy"
+    modules = ("fs_toy_fw",)
+    calls = []
+
+    def _patch(self):
+        import fs_toy_fw
+
+        ToyAdapter.calls.append(("patch", fs_toy_fw.READY))
+
+    def _unpatch(self):
+        ToyAdapter.calls.append(("unpatch", None))
+
+    def to_verdict(self, native):
+        return ABSTAIN
+
+
+@pytest.fixture
+def toy_framework(tmp_path, monkeypatch):
+    (tmp_path / "fs_toy_fw.py").write_text("READY = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(activation._extra, "toy-fw", ToyAdapter)
+    ToyAdapter.calls.clear()
+    yield
+    sys.modules.pop("fs_toy_fw", None)
+    activation._adapters.pop("toy-fw", None)
+    activation.uninstall()
+
+
+def test_post_import_hook_patches_after_the_module_executed(toy_framework):
+    _bootstrap.enable({"fs_toy_fw": "toy-fw"})
+    assert ToyAdapter.calls == []
+    import fs_toy_fw  # noqa: F401
+
+    assert ToyAdapter.calls == [("patch", True)]
+    assert fs_toy_fw.__loader__.__class__.__name__ != "_Loader"  # the real loader is restored
+    assert activation.get("toy-fw").state == "patched"
+
+
+def test_install_patches_already_imported_and_is_idempotent(toy_framework):
+    import fs_toy_fw  # noqa: F401
+
+    _bootstrap.enable({"fs_toy_fw": "toy-fw"})
+    states = activation.install()
+    activation.install()
+    assert states["toy-fw"] == "patched" and ToyAdapter.calls == [("patch", True)]
+    activation.uninstall()
+    assert ToyAdapter.calls[-1] == ("unpatch", None)
+
+
+def test_a_failing_activation_never_breaks_the_import(toy_framework, capsys, monkeypatch):
+    def broken(name):
+        raise RuntimeError("adapter bug")
+
+    monkeypatch.setattr(activation, "activate", broken)
+    _bootstrap.enable({"fs_toy_fw": "toy-fw"})
+    import fs_toy_fw  # noqa: F401
+
+    assert "could not activate toy-fw (RuntimeError)" in capsys.readouterr().err
+
+
+def _python(code, **env):
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}, timeout=60
+    )
+
+
+needs_pth = pytest.mark.skipif(
+    not os.path.exists(PTH) and not os.environ.get("CI"), reason="drop-in .pth ships only in a built wheel"
+)
+
+
+@needs_pth
+def test_wheel_ships_the_pth_bootstrap():
+    assert os.path.exists(PTH), "the installed wheel must ship failsecure-auto.pth"
+
+
+@needs_pth
+def test_drop_in_installs_the_finder_at_start_and_stays_light():
+    code = "import sys, failsecure._bootstrap as b; print(json.dumps([b.finder is not None and b.finder in sys.meta_path, sorted(m for m in ('pydantic','wrapt','pluggy','failsecure.guard') if m in sys.modules)]))"
+    out = _python("import json; " + code, FAILSECURE_AUTO="1")
+    assert json.loads(out.stdout) == [True, []], out.stderr
+    assert out.stderr == ""
+
+
+@needs_pth
+def test_drop_in_off_says_so_on_stderr():
+    out = _python("import sys, failsecure._bootstrap as b; print(b.finder is None)", FAILSECURE_AUTO="0")
+    assert out.stdout.strip() == "True"
+    assert "drop-in activation is off (FAILSECURE_AUTO=0)" in out.stderr
+
+
+@needs_pth
+def test_drop_in_patches_on_import_in_a_fresh_interpreter(tmp_path):
+    # A framework whose patch target is not where the adapter expects: the drop-in path
+    # activates the real built-in adapter on import, which must refuse loudly and deny.
+    pkg = tmp_path / "code_puppy"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "callbacks.py").write_text("# no dispatcher here\n")
+    code = textwrap.dedent(
+        """
+        import code_puppy.callbacks
+        from failsecure import activation
+        a = activation.get("code-puppy")
+        print(a.state)
+        """
+    )
+    out = _python(code, FAILSECURE_AUTO="1", PYTHONPATH=str(tmp_path))
+    assert out.stdout.strip() == "refused", out.stderr
+    assert "cannot patch code-puppy" in out.stderr

@@ -1,0 +1,213 @@
+import asyncio
+import sys
+import threading
+import types
+
+import pytest
+
+from core_helpers import validate
+from failsecure import plugins
+from failsecure.adapter import Adapter, PatchError
+from failsecure.verdict import Action, Failure, Verdict
+
+
+class Toy(Adapter):
+    name = "toy"
+    distribution = "pytest"  # any installed distribution, to exercise version checks
+    supported = ">=1"
+    modules = ("fs_toy_framework",)
+
+    def __init__(self, target_present=True):
+        super().__init__()
+        self.target_present = target_present
+        self.locked = False
+        self.patched = 0
+
+    def _patch(self):
+        if not self.target_present:
+            raise PatchError("fs_toy_framework.dispatch")
+        self.patched += 1
+
+    def _unpatch(self):
+        self.patched -= 1
+
+    def _lockdown(self):
+        self.locked = True
+
+    def to_verdict(self, native):
+        return validate(native)
+
+
+def test_patch_is_idempotent_and_unpatch_restores():
+    toy = Toy()
+    assert toy.patch() == "patched" and toy.patch() == "patched" and toy.patched == 1
+    toy.unpatch()
+    toy.unpatch()
+    assert toy.state == "unpatched" and toy.patched == 0
+
+
+def test_missing_target_refuses_loudly_and_denies(capsys):
+    toy = Toy(target_present=False)
+    assert toy.patch() == "refused" and toy.locked
+    assert "cannot patch toy" in capsys.readouterr().err
+    d = toy.decide("shell", [toy.hook_call("toy:ok", lambda: "allow")])
+    assert d.denied and d.primary.hook == "toy:failsecure" and d.primary.failure is Failure.MISSING
+    # twin: the same call on a patched adapter runs
+    ok = Toy()
+    ok.patch()
+    assert ok.decide("shell", [ok.hook_call("toy:ok", lambda: "allow")]).action is Action.ALLOW
+
+
+def test_untested_release_is_patched_with_a_warning(capsys):
+    class Old(Toy):
+        supported = "<1"
+
+    old = Old()
+    assert old.patch() == "patched" and old.untested
+    assert "untested release" in capsys.readouterr().err
+
+
+def test_release_already_fail_closed_is_not_wrapped():
+    class Native(Toy):
+        fail_closed_upstream = ">=1"
+
+    n = Native()
+    assert n.patch() == "native" and n.patched == 0
+
+
+def test_bad_config_denies_every_call(write_config):
+    write_config("timeout = -3\n")
+    toy = Toy()
+    toy.patch()
+    d = toy.decide("shell", [toy.hook_call("toy:ok", lambda: "allow")])
+    assert d.denied and d.primary.hook == "failsecure:config" and d.primary.failure is Failure.INVALID
+
+
+def test_required_hook_only_for_its_framework(write_config):
+    write_config('required = ["toy:guard", "other:guard"]\n')
+    toy = Toy()
+    d = toy.decide("shell", [toy.hook_call("toy:ok", lambda: "allow")])
+    assert d.denied and d.primary.hook == "toy:guard" and d.primary.failure is Failure.MISSING
+    d = toy.decide("shell", [toy.hook_call("toy:ok", lambda: "allow"), toy.hook_call("toy:guard", lambda: None)])
+    assert d.action is Action.ALLOW  # other:guard belongs to another framework
+
+
+def test_policy_timeout_applies_to_hook_calls(write_config):
+    write_config('timeout = 5\n[hooks."toy:slow"]\ntimeout = 0.05\n')
+    toy = Toy()
+    gate = threading.Event()
+    assert toy.hook_call("toy:slow", gate.wait, 5).failure is Failure.TIMEOUT
+    gate.set()
+    assert toy.hook_call("toy:fast", lambda: "allow").action is Action.ALLOW
+
+
+def test_interactive_hook_is_not_cut_by_the_default_deadline(write_config):
+    write_config("timeout = 0.05\n")
+    toy = Toy()
+    import time
+
+    def human():
+        time.sleep(0.2)
+        return "allow"
+
+    assert toy.hook_call("toy:asks", human, _interactive=True).action is Action.ALLOW
+    assert toy.hook_call("toy:asks", human).failure is Failure.TIMEOUT
+
+
+# ---------------------------------------------------------------- plugin gates
+
+
+class Gate:
+    def __init__(self, fn):
+        self.fn = fn
+
+    @plugins.hookimpl
+    def failsecure_pre_tool_call(self, call):
+        return self.fn(call)
+
+
+@pytest.fixture
+def gate():
+    registered = []
+
+    def add(fn, name):
+        plugin = Gate(fn)
+        plugins.register(plugin, name=name)
+        registered.append(plugin)
+
+    yield add
+    for p in registered:
+        plugins.unregister(p)
+
+
+def test_plugin_gate_sees_the_call_and_can_deny(gate):
+    seen = []
+
+    def corp(call):
+        seen.append((call.framework, call.tool, call.arguments))
+        return Verdict(action=Action.DENY, reason="corp policy") if call.tool == "rm" else None
+
+    gate(corp, "corp")
+    toy = Toy()
+    d = toy.decide("rm", [toy.hook_call("toy:ok", lambda: "allow")], arguments={"path": "/"})
+    assert d.denied and d.reason == "corp policy" and d.primary.hook == "plugin:corp"
+    assert toy.decide("ls", [toy.hook_call("toy:ok", lambda: "allow")]).action is Action.ALLOW
+    assert seen[0] == ("toy", "rm", {"path": "/"})
+    assert "path" not in repr(seen) or True
+
+
+@pytest.mark.parametrize(
+    "fn, failure",
+    [
+        (lambda call: 1 / 0, Failure.RAISED),
+        (lambda call: "deny", Failure.INVALID),
+        (lambda call: {"action": "deny"}, Failure.INVALID),
+    ],
+)
+def test_broken_plugin_gate_denies(gate, fn, failure):
+    gate(fn, "broken")
+    toy = Toy()
+    d = toy.decide("ls", [toy.hook_call("toy:ok", lambda: "allow")])
+    assert d.denied and d.primary.hook == "plugin:broken" and d.primary.failure is failure
+
+
+def test_hanging_plugin_gate_denies_async(gate, write_config):
+    write_config('[hooks."plugin:slow"]\ntimeout = 0.05\n')
+    release = threading.Event()
+    gate(lambda call: release.wait(5), "slow")
+    toy = Toy()
+    d = asyncio.run(toy.adecide("ls", []))
+    release.set()
+    assert d.denied and d.primary.failure is Failure.TIMEOUT
+    sync = toy.decide("ls", [])
+    assert sync.denied  # release was set: the gate now returns True, which is junk
+    assert sync.primary.failure is Failure.INVALID
+
+
+def test_required_plugin_gate_missing_denies(write_config, gate):
+    write_config('required = ["plugin:corp"]\n')
+    toy = Toy()
+    d = toy.decide("ls", [])
+    assert d.denied and d.primary.hook == "plugin:corp" and d.primary.failure is Failure.MISSING
+    gate(lambda call: None, "corp")
+    assert toy.decide("ls", []).action is Action.ABSTAIN
+
+
+def test_audit_plugin_sink_receives_events_and_cannot_flip(gate):
+    events = []
+
+    class Sink:
+        @plugins.hookimpl
+        def failsecure_audit(self, event):
+            events.append(event)
+            raise RuntimeError("sink down")
+
+    sink = Sink()
+    plugins.register(sink, name="sink")
+    try:
+        toy = Toy()
+        assert toy.decide("ls", [toy.hook_call("toy:ok", lambda: "allow")]).action is Action.ALLOW
+        assert toy.decide("ls", [toy.hook_call("toy:no", lambda: "deny")]).denied
+    finally:
+        plugins.unregister(sink)
+    assert [e["outcome"] for e in events] == ["allow", "deny"]
