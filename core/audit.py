@@ -45,7 +45,7 @@ def outcome_fields(outcome) -> dict:
         "outcome": outcome.action.value,
         "failure": outcome.failure.value if outcome.failure is not None else None,
         "exception_type": outcome.exception_type,
-        "elapsed_ms": outcome.elapsed_ms,
+        "elapsed_ms": round(outcome.elapsed_ms, 3),
     }
 
 

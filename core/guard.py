@@ -29,17 +29,12 @@ MAX_ABANDONED = 32
 MAX_IDLE = 4
 
 
-def _ms(start: float) -> float:
-    return round((perf_counter() - start) * 1000.0, 3)
+_outcome = Outcome.trusted
 
 
 def _failed(hook: str, failure: Failure, start: float, exc: BaseException | None = None) -> Outcome:
-    return Outcome(
-        hook=hook,
-        failure=failure,
-        exception_type=type(exc).__name__ if exc is not None else None,
-        elapsed_ms=_ms(start),
-    )
+    exception_type = type(exc).__name__ if exc is not None else None
+    return _outcome(hook, None, failure, exception_type, (perf_counter() - start) * 1000.0)
 
 
 def _judge(hook: str, result: Any, validate: Validator, start: float) -> Outcome:
@@ -51,10 +46,15 @@ def _judge(hook: str, result: Any, validate: Validator, start: float) -> Outcome
         raise
     except BaseException as exc:  # junk, or a hostile object tripping the validator
         return _failed(hook, Failure.INVALID, start, None if isinstance(exc, Invalid) else exc)
-    return Outcome(hook=hook, verdict=verdict, elapsed_ms=_ms(start))
+    return _outcome(hook, verdict, None, None, (perf_counter() - start) * 1000.0)
+
+
+_PLAIN = frozenset({type(None), bool, int, float, str, bytes, dict, list, tuple})
 
 
 def _awaitable(result: Any) -> bool:
+    if type(result) in _PLAIN:
+        return False
     try:
         return inspect.isawaitable(result)
     except BaseException:  # a hostile __class__; the validator will judge it
@@ -103,10 +103,12 @@ class _Pool:
         self.abandoned = 0
 
     def submit(self, job: _Job) -> bool:
-        with self.lock:
-            if self.abandoned >= MAX_ABANDONED:
-                return False
-            worker = self.idle.pop() if self.idle else None
+        if self.abandoned >= MAX_ABANDONED:
+            return False
+        try:
+            worker = self.idle.pop()  # atomic under the GIL
+        except IndexError:
+            worker = None
         if worker is None:
             worker = _Worker()
             worker.job = job
@@ -137,21 +139,23 @@ class _Pool:
             except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
                 job.exc = exc
             with self.lock:
-                if job.state == "abandoned":
+                abandoned = job.state == "abandoned"
+                if abandoned:
                     self.abandoned -= 1
-                    if _awaitable(job.result):
-                        _close_awaitable(job.result)
                 else:
                     job.state = "done"
                 keep = len(self.idle) < MAX_IDLE
                 if keep:
                     self.idle.append(worker)
-            job.done.release()
+            if abandoned and _awaitable(job.result):
+                _close_awaitable(job.result)
             if job.notify is not None:
                 try:
                     job.notify()
                 except BaseException:
                     pass
+            # last, so the caller wakes while this thread is about to block again
+            job.done.release()
             if not keep:
                 return
 

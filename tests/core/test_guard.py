@@ -236,3 +236,14 @@ def test_async_keyboard_interrupt_propagates():
 
     with pytest.raises(KeyboardInterrupt):
         run(guard.acall("t:h", hook, validate=validate))
+
+
+def test_trusted_outcome_equals_a_validated_one():
+    from failsecure.verdict import ABSTAIN, Outcome
+
+    for args in [("t:h", ABSTAIN, None, None, 1.5), ("t:h", None, Failure.RAISED, "Boom", 0.25)]:
+        fast = Outcome.trusted(*args)
+        slow = Outcome(hook=args[0], verdict=args[1], failure=args[2], exception_type=args[3], elapsed_ms=args[4])
+        assert fast == slow and fast.model_dump() == slow.model_dump() and hash(fast) == hash(slow)
+        with pytest.raises(Exception):
+            fast.hook = "other"  # still frozen
