@@ -1,6 +1,7 @@
 import json
 import logging
-import multiprocessing
+import subprocess
+import sys
 import threading
 
 from core_helpers import validate
@@ -60,11 +61,16 @@ def _write_many(path, tag, n):
 def test_jsonl_is_safe_across_threads_and_processes(tmp_path):
     path = str(tmp_path / "a.jsonl")
     threads = [threading.Thread(target=_write_many, args=(path, f"t{k}", 50)) for k in range(4)]
-    procs = [multiprocessing.get_context("spawn").Process(target=_write_many, args=(path, f"p{k}", 50)) for k in range(2)]
-    for w in threads + procs:
+    code = (
+        "import json, sys; from failsecure import audit\n"
+        "for i in range(50): audit.write_jsonl(sys.argv[1], json.dumps({'tag': sys.argv[2], 'i': i, 'pad': 'x' * 2000}))"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, path, f"p{k}"]) for k in range(2)]
+    for w in threads:
         w.start()
-    for w in threads + procs:
+    for w in threads:
         w.join()
+    assert all(p.wait(timeout=60) == 0 for p in procs)
     lines = open(path).read().splitlines()
     assert len(lines) == 300
     assert all(json.loads(line)["pad"] == "x" * 2000 for line in lines)
