@@ -188,38 +188,56 @@ class Adapter:
 
     def _finish(self, config, outcomes: list[Outcome], tool, call_id) -> Decision:
         decision = _reduce.reduce(outcomes, config, config.required_for(self.name))
-        audit.emit(
-            audit.decision_event(decision, framework=self.name, framework_version=self.version, tool=tool, call_id=call_id),
-            config.audit_path,
-        )
+        try:
+            event = audit.decision_event(decision, framework=self.name, framework_version=self.version, tool=tool, call_id=call_id)
+            audit.emit(event, config.audit_path)
+        except Exception as exc:  # audit must never flip or lose a decision
+            print(f"failsecure: audit failed ({type(exc).__name__})", file=sys.stderr)
         return decision
+
+    def _broken(self, exc: BaseException, tool, call_id) -> Decision:
+        """Something inside failsecure itself failed while deciding: deny, never raise
+        (framework call sites swallow exceptions and run the tool)."""
+        outcome = Outcome(hook="failsecure:internal", failure=Failure.RAISED, exception_type=type(exc).__name__)
+        log.error("failsecure: internal error while deciding (%s); denied", type(exc).__name__)
+        try:
+            return self._finish(policy.Config(), [outcome], tool, call_id)
+        except Exception:
+            return _reduce.reduce([outcome])
 
     def decide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None) -> Decision:
         """Reduce the framework's hook outcomes with the plugin gates, required hooks,
-        config and patch state into one Decision, and audit it."""
-        config = policy.current()
-        outcomes = self._fixed(config) + list(outcomes)
-        call, gates = self._plugin_calls(tool, arguments, call_id)
-        for hook_id, fn in gates:
-            outcomes.append(self._plugin_outcome(config, hook_id, fn, call))
-        return self._finish(config, outcomes, tool, call_id)
+        config and patch state into one Decision, and audit it. Never raises."""
+        try:
+            config = policy.current()
+            outcomes = self._fixed(config) + list(outcomes)
+            call, gates = self._plugin_calls(tool, arguments, call_id)
+            if gates:
+                from . import plugins
+
+                for hook_id, fn in gates:
+                    timeout = config.timeout_for(hook_id)
+                    outcomes.append(guard.call(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=timeout))
+            return self._finish(config, outcomes, tool, call_id)
+        except Exception as exc:
+            return self._broken(exc, tool, call_id)
 
     async def adecide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None) -> Decision:
-        config = policy.current()
-        outcomes = self._fixed(config) + list(outcomes)
-        call, gates = self._plugin_calls(tool, arguments, call_id)
-        if gates:
-            from . import plugins
+        """``decide`` for async dispatchers: plugin gates may be coroutines. Never raises
+        (except the caller's own cancellation)."""
+        try:
+            config = policy.current()
+            outcomes = self._fixed(config) + list(outcomes)
+            call, gates = self._plugin_calls(tool, arguments, call_id)
+            if gates:
+                from . import plugins
 
-            for hook_id, fn in gates:
-                timeout = config.timeout_for(hook_id)
-                outcomes.append(await guard.acall(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=timeout))
-        return self._finish(config, outcomes, tool, call_id)
-
-    def _plugin_outcome(self, config, hook_id, fn, call) -> Outcome:
-        from . import plugins
-
-        return guard.call(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=config.timeout_for(hook_id))
+                for hook_id, fn in gates:
+                    timeout = config.timeout_for(hook_id)
+                    outcomes.append(await guard.acall(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=timeout))
+            return self._finish(config, outcomes, tool, call_id)
+        except Exception as exc:
+            return self._broken(exc, tool, call_id)
 
     def status(self) -> dict:
         return {

@@ -211,3 +211,31 @@ def test_audit_plugin_sink_receives_events_and_cannot_flip(gate):
     finally:
         plugins.unregister(sink)
     assert [e["outcome"] for e in events] == ["allow", "deny"]
+
+
+def test_an_internal_failure_while_deciding_denies_instead_of_raising(monkeypatch):
+    def broken():
+        raise RuntimeError("entry points unreadable")
+
+    monkeypatch.setattr(plugins, "gates", broken)
+    toy = Toy()
+    d = toy.decide("ls", [toy.hook_call("toy:ok", lambda: "allow")])
+    assert d.denied and d.primary.hook == "failsecure:internal" and d.primary.exception_type == "RuntimeError"
+    d = asyncio.run(toy.adecide("ls", []))
+    assert d.denied and d.primary.hook == "failsecure:internal"
+
+
+def test_hostile_tool_name_and_call_id_do_not_break_deciding(write_config, tmp_path):
+    write_config('[audit]\npath = "a.jsonl"\n')
+
+    class Evil(str):
+        def __str__(self):
+            raise RuntimeError
+
+        def __hash__(self):
+            raise RuntimeError
+
+    toy = Toy()
+    assert toy.decide(Evil("x"), [toy.hook_call("toy:no", lambda: "deny")], call_id=Evil("c")).denied
+    assert toy.decide(Evil("x"), [toy.hook_call("toy:ok", lambda: "allow")], call_id=Evil("c")).action is Action.ALLOW
+    assert (tmp_path / "a.jsonl").read_text().count("\n") == 2
