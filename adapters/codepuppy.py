@@ -1,0 +1,594 @@
+"""code-puppy: the gating callback phases run under the guard, the core decides.
+
+code-puppy dispatches every callback phase through two loops in ``code_puppy.callbacks``:
+``async _trigger_callbacks(phase, ...)`` and ``_trigger_callbacks_sync(phase, ...)``. Both
+log a raising callback and record ``None``, which the consumers of the gating phases
+read as approval; neither has a deadline; junk answers (``"DENY"``, ``False``,
+``{"block": True}``) are ignored; the sync loop closes an async callback it reaches from a
+running loop and records ``None``. Upstream's opt-in ``register_callback(...,
+fail_closed=True)`` (0.0.734+) covers only raising callbacks that opted in.
+
+The patch is one ``wrapt`` wrapper on each of the two loops, for the three gating phases
+only (``pre_tool_call``, ``run_shell_command``, ``file_permission``); every other phase
+goes straight to upstream's loop:
+
+- the callbacks come from upstream's own ``get_callbacks(phase)`` (looked up at call
+  time), so registrations before or after activation, from every plugin tier, count,
+  and disabled plugins stay filtered. Callbacks are never replaced or re-registered:
+  ``unregister_callback``, ``_fail_closed_callbacks`` keyed by ``(phase, callback)`` and
+  ``inspect.signature(register_callback)`` see exactly what upstream sees;
+- each callback is one guarded call (``ahook_call`` in the async loop, ``hook_call`` in
+  the sync loop) -> one Outcome; ``decide`` reduces them with the cross-framework gates,
+  ``required`` and the config;
+- the Decision goes back as the list of results the consumers already understand:
+  ``{"blocked": True, "error_message": "[BLOCKED] ...", "reasoning": ...}`` blocks for a
+  deny on ``pre_tool_call`` / ``run_shell_command`` (a callback's own valid block keeps
+  its own message), ``[False]`` for a deny on ``file_permission``; otherwise each
+  callback's own valid answer (``None``, ``context_message``, ``rewrite``, ``True`` ...).
+
+So ``command_runner``, ``pydantic_patches`` and ``file_modifications`` stay as they are.
+
+Timeouts and humans: a call is *interactive* when stdin is a TTY or code-puppy has an
+approval backend installed (an editor client answering over ACP). An interactive call
+gets no default deadline (a guard may be waiting for the user's approval); a per-hook
+``timeout`` in the config still applies. Every other call gets the global deadline.
+
+If code-puppy's own pre-tool patch (``pydantic_patches.patch_tool_call_callbacks``)
+failed to apply, ``pre_tool_call`` is never dispatched: the adapter says so once,
+loudly, wraps pydantic-ai's tool execution so every tool call is denied, and denies the
+other gating phases too.
+
+Hook ids: ``code-puppy:<module>.<qualname>`` of the callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import sys
+import threading
+from typing import Any, Optional
+
+from failsecure.adapter import Adapter, Check, PatchError
+from failsecure.reduce import effective
+from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
+
+log = logging.getLogger("failsecure")
+
+CALLBACKS = "code_puppy.callbacks"
+PATCHES = "code_puppy.pydantic_patches"
+PRE_TOOL_PATCH = "patch_tool_call_callbacks"
+ENTRY_POINT_NAME = "failsecure"  # [project.entry-points."code_puppy.plugins"]
+
+PRE_TOOL = "pre_tool_call"
+SHELL = "run_shell_command"
+FILE = "file_permission"
+GATING = frozenset({PRE_TOOL, SHELL, FILE})
+
+#: the parameters each gating phase is dispatched with (callbacks.on_* signatures)
+PARAMS = {
+    PRE_TOOL: ("tool_name", "tool_args", "context"),
+    SHELL: ("context", "command", "cwd", "timeout"),
+    FILE: ("context", "file_path", "operation", "preview", "message_group", "operation_data"),
+}
+#: keys of a blocked-dict answer the consumers read, and the type each must have
+_TEXT_KEYS = ("context_message", "rewrite", "rewrite_reason", "tool_result")
+_REASON_KEYS = ("error_message", "reason", "reasoning")
+_KNOWN_KEYS = frozenset(("blocked",) + _TEXT_KEYS + _REASON_KEYS)
+_GENERIC_BLOCK = "Tool execution blocked by hook"  # upstream's own default text
+_ABSTAIN = Verdict(action=Action.ABSTAIN)
+_ALLOW = Verdict(action=Action.ALLOW)
+_DENY = Verdict(action=Action.DENY)
+
+
+def _reason_text(value: Any) -> Optional[str]:
+    """A deny reason as text, without calling a hook object's own ``__str__``."""
+    if value is None:
+        return None
+    if type(value) is str:
+        return value
+    if type(value) in (int, float, bool):
+        return repr(value)
+    return _GENERIC_BLOCK
+
+
+def _block_verdict(native: Any) -> Verdict:
+    """Validator for ``pre_tool_call`` and ``run_shell_command`` answers.
+
+    ``None``: no opinion. A plain dict with only the keys the consumers read:
+    ``blocked`` (a bool), text fields (``context_message``, ``rewrite``,
+    ``rewrite_reason``, ``tool_result``: str or None) and reasons (``error_message``,
+    ``reason``, ``reasoning``: rendered as text). ``{"blocked": True, ...}`` is a deny with
+    its own message; any other valid dict an allow carrying it. Anything else (a string,
+    ``False``, a list, a typo'd key, a dict subclass, a hostile object) is INVALID.
+    """
+    if native is None:
+        return _ABSTAIN
+    if type(native) is not dict:
+        raise Invalid()
+    clean: dict = {}
+    for key, value in native.items():
+        if type(key) is not str or key not in _KNOWN_KEYS:
+            raise Invalid()
+        if key == "blocked":
+            if type(value) is not bool:
+                raise Invalid()
+            clean[key] = value
+        elif key in _TEXT_KEYS:
+            if value is not None and type(value) is not str:
+                raise Invalid()
+            clean[key] = value
+        else:
+            clean[key] = _reason_text(value)
+    if not clean:
+        return _ABSTAIN
+    if clean.get("blocked") is True:
+        reason = clean.get("error_message") or clean.get("reason") or _GENERIC_BLOCK
+        return Verdict(action=Action.DENY, reason=reason, data=clean)
+    return Verdict(action=Action.ALLOW, data=clean)
+
+
+def _file_verdict(native: Any) -> Verdict:
+    """Validator for ``file_permission``: True approves, False denies, None abstains."""
+    if native is None:
+        return _ABSTAIN
+    if native is True:
+        return _ALLOW
+    if native is False:
+        return _DENY
+    raise Invalid()
+
+
+def _blocked(text: str) -> dict:
+    """failsecure's own deny in code-puppy's block shape (``[BLOCKED]`` is the marker
+    ``pydantic_patches`` renders from): hook id and failure category, nothing else."""
+    return {"blocked": True, "error_message": f"[BLOCKED] {text}", "reasoning": text}
+
+
+def _interactive() -> bool:
+    """A human may be answering: stdin is a TTY (the core-plugins guards and the file
+    permission prompt ask on the TTY), or an approval backend is installed (ACP)."""
+    try:
+        if sys.stdin is not None and sys.stdin.isatty():
+            return True
+    except Exception:
+        pass
+    common = sys.modules.get("code_puppy.tools.common")
+    getter = getattr(common, "get_approval_backend", None) if common is not None else None
+    if getter is None:
+        return False
+    try:
+        return getter() is not None
+    except Exception:
+        return False
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False
+
+
+def _run_sync_callback(callback: Any, loop_running: bool, args: tuple, kwargs: dict) -> Any:
+    """What upstream's sync loop does with one callback: an async callback is run with
+    ``asyncio.run`` when the dispatching thread has no running loop. With a running loop
+    the coroutine is handed back, and the guard judges it INVALID (undecided is not
+    unopposed) where upstream records ``None``."""
+    result = callback(*args, **kwargs)
+    if not loop_running and asyncio.iscoroutine(result):
+        return asyncio.run(result)
+    return result
+
+
+def _bind(phase: str, args: tuple, kwargs: dict) -> dict:
+    names = PARAMS[phase]
+    bound = dict(zip(names, args))
+    for name in names:
+        if name in kwargs:
+            bound[name] = kwargs[name]
+    return bound
+
+
+class CodePuppyAdapter(Adapter):
+    name = "code-puppy"
+    distribution = "code-puppy"
+    supported = ">=0.0.733,<=0.0.946"
+    tested = ("0.0.733", "0.0.808", "0.0.946")
+    fail_closed_upstream = ""  # 0.0.734+'s fail_closed is opt-in and off by default
+    modules = (CALLBACKS, PATCHES)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._saved: list[tuple[Any, str, Any]] = []  # (owner, attr, original)
+        self._callbacks: Any = None
+        self._pretool_missing = False
+        self._pretool_saved: list[tuple[Any, str, Any]] = []
+        self._watching = False
+        self._active = False  # between _patch and _unpatch (the import hook checks it)
+        self._said = threading.Lock()
+
+    # ------------------------------------------------------------ patching
+
+    def _patch(self) -> None:
+        import wrapt
+
+        callbacks = importlib.import_module(CALLBACKS)
+        for attr in ("_trigger_callbacks", "_trigger_callbacks_sync", "get_callbacks"):
+            if not callable(getattr(callbacks, attr, None)):
+                raise PatchError(f"{CALLBACKS}.{attr}")
+        self._callbacks = callbacks
+        adapter = self
+
+        def async_loop(wrapped, instance, args, kwargs):
+            phase = args[0] if args else None
+            if phase not in GATING:
+                return wrapped(*args, **kwargs)
+            return adapter._gate_async(phase, args[1:], kwargs)
+
+        def sync_loop(wrapped, instance, args, kwargs):
+            phase = args[0] if args else None
+            if phase not in GATING:
+                return wrapped(*args, **kwargs)
+            kwargs = dict(kwargs)
+            kwargs.pop("raise_on_error", None)
+            return adapter._gate_sync(phase, args[1:], kwargs)
+
+        self._replace(callbacks, "_trigger_callbacks", wrapt.FunctionWrapper(callbacks._trigger_callbacks, async_loop))
+        self._replace(callbacks, "_trigger_callbacks_sync", wrapt.FunctionWrapper(callbacks._trigger_callbacks_sync, sync_loop))
+        self._active = True
+        self._watch_pre_tool_patch()
+
+    def _replace(self, owner: Any, attr: str, new: Any, saved: Optional[list] = None) -> None:
+        (self._saved if saved is None else saved).append((owner, attr, owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr)))
+        setattr(owner, attr, new)
+
+    def _unpatch(self) -> None:
+        self._active = False
+        for saved in (self._pretool_saved, self._saved):
+            while saved:
+                owner, attr, original = saved.pop()
+                setattr(owner, attr, original)
+        self._pretool_missing = False
+
+    def _lockdown(self) -> None:
+        """The loops are not where expected: every gating dispatcher the consumers import
+        by name answers a deny (the adapter is refused, so ``decide`` denies)."""
+        callbacks = sys.modules.get(CALLBACKS)
+        if callbacks is None:
+            return
+        adapter = self
+
+        async def on_pre_tool_call(*args, **kwargs):
+            return adapter._native(PRE_TOOL, adapter._decide_sync(PRE_TOOL, args, kwargs, []), [])
+
+        async def on_run_shell_command(*args, **kwargs):
+            return adapter._native(SHELL, adapter._decide_sync(SHELL, args, kwargs, []), [])
+
+        def on_file_permission(*args, **kwargs):
+            return adapter._native(FILE, adapter._decide_sync(FILE, args, kwargs, []), [])
+
+        async def on_file_permission_async(*args, **kwargs):
+            return on_file_permission(*args, **kwargs)
+
+        for fn in (on_pre_tool_call, on_run_shell_command, on_file_permission, on_file_permission_async):
+            self._replace(callbacks, fn.__name__, fn)
+
+    # ------------------------------------------------------------ code-puppy's pre-tool patch
+
+    def _watch_pre_tool_patch(self) -> None:
+        """Notice when ``pydantic_patches.patch_tool_call_callbacks`` fails (or failed
+        before activation: the CLI applies its patches before importing callbacks)."""
+        patches = sys.modules.get(PATCHES)
+        if patches is not None:
+            self._patch_pre_tool_watch(patches)
+        elif not self._watching:
+            import wrapt
+
+            self._watching = True
+            wrapt.register_post_import_hook(self._patch_pre_tool_watch, PATCHES)
+
+    def _patch_pre_tool_watch(self, patches: Any) -> None:
+        if not self._active:
+            return
+        if any(owner is patches for owner, _, _ in self._saved):
+            return
+        report = getattr(patches, "_patch_failed", None)
+        if callable(report):
+            import wrapt
+
+            adapter = self
+
+            def patch_failed(wrapped, instance, args, kwargs):
+                try:
+                    return wrapped(*args, **kwargs)
+                finally:
+                    name = args[0] if args else kwargs.get("patch_name")
+                    if name == PRE_TOOL_PATCH:
+                        adapter._pre_tool_failed()
+
+            self._replace(patches, "_patch_failed", wrapt.FunctionWrapper(report, patch_failed))
+        try:
+            failed = PRE_TOOL_PATCH in list(getattr(patches, "_LOUD_FAILURES", ()))
+        except Exception:
+            failed = False
+        if failed:
+            self._pre_tool_failed()
+
+    def _missing_pre_tool(self) -> Outcome:
+        return Outcome(hook=self.hook_id(f"pydantic_patches.{PRE_TOOL_PATCH}"), failure=Failure.MISSING)
+
+    def _pre_tool_failed(self) -> None:
+        """Say it once, loudly; deny every tool call pydantic-ai would run unhooked."""
+        with self._said:
+            if self._pretool_missing:
+                return
+            self._pretool_missing = True
+        msg = (
+            f"failsecure: code-puppy's pre-tool hook patch ({PATCHES}.{PRE_TOOL_PATCH}) did not apply; "
+            "every tool call is denied"
+        )
+        log.error(msg)
+        print(msg, file=sys.stderr)
+        try:
+            import wrapt
+            from pydantic_ai.tool_manager import ToolManager
+        except Exception as exc:
+            log.error("failsecure: pydantic-ai ToolManager not found (%s); only the gating phases deny", type(exc).__name__)
+            return
+        adapter = self
+
+        def denied(wrapped, instance, args, kwargs):
+            return adapter._deny_tool_call(args[0] if args else None)
+
+        for attr in ("execute_tool_call", "_call_tool"):
+            if callable(ToolManager.__dict__.get(attr)):
+                self._replace(ToolManager, attr, wrapt.FunctionWrapper(ToolManager.__dict__[attr], denied), self._pretool_saved)
+
+    async def _deny_tool_call(self, call: Any) -> str:
+        call = getattr(call, "call", call)
+        tool = getattr(call, "tool_name", None)
+        call_id = getattr(call, "tool_call_id", None)
+        decision = await self.adecide(
+            tool if isinstance(tool, str) else None,
+            [self._missing_pre_tool()],
+            call_id=call_id if isinstance(call_id, str) and call_id else None,
+        )
+        text = _blocked(decision.reason or failure_reason(self._missing_pre_tool().hook, Failure.MISSING))["error_message"]
+        return (
+            f"ERROR: 🚫 Hook blocked this tool call: {text}\n\n"
+            "The hook policy prevented this tool from running. Please inform the user and do not retry this specific command."
+        )
+
+    # ------------------------------------------------------------ the gate
+
+    def _callback_id(self, callback: Any) -> str:
+        try:
+            module = getattr(callback, "__module__", None)
+            qualname = getattr(callback, "__qualname__", None)
+            if type(qualname) is not str:
+                qualname = type(callback).__qualname__
+                module = type(callback).__module__
+            if type(module) is not str:
+                module = type(callback).__module__
+            return f"{self.name}:{module}.{qualname}"
+        except KeyboardInterrupt:
+            raise
+        except BaseException:
+            return f"{self.name}:<unnamed>"
+
+    def _opted_in(self, phase: str, callback: Any) -> bool:
+        """Registered with upstream's ``fail_closed=True`` (0.0.734+)."""
+        try:
+            return (phase, callback) in getattr(self._callbacks, "_fail_closed_callbacks", ())
+        except Exception:
+            return False
+
+    def _keep_opt_in(self, phase: str, callback: Any, outcome: Outcome) -> Outcome:
+        """A callback that opted into upstream's ``fail_closed=True`` stays fail-closed
+        even where the config says ``on_error = "allow"`` for it: a config cannot reopen
+        a check its author declared a security check."""
+        if outcome.failure is None or outcome.failure is Failure.MISSING:
+            return outcome
+        from failsecure import policy
+
+        hook_policy = policy.current().hook(outcome.hook)
+        if hook_policy.on_error != "allow" or hook_policy.role != "gate" or not self._opted_in(phase, callback):
+            return outcome
+        return Outcome(
+            hook=outcome.hook,
+            verdict=Verdict(action=Action.DENY, reason=failure_reason(outcome.hook, outcome.failure)),
+            exception_type=outcome.exception_type,
+            elapsed_ms=outcome.elapsed_ms,
+        )
+
+    def _tool_and_arguments(self, phase: str, args: tuple, kwargs: dict) -> tuple[Optional[str], Any]:
+        bound = _bind(phase, args, kwargs)
+        if phase == PRE_TOOL:
+            tool = bound.get("tool_name")
+            return (tool if isinstance(tool, str) else None), bound.get("tool_args")
+        if phase == SHELL:
+            return "agent_run_shell_command", {k: bound.get(k) for k in ("command", "cwd", "timeout")}
+        return FILE, {k: bound.get(k) for k in ("file_path", "operation")}
+
+    def _extra(self) -> list[Outcome]:
+        return [self._missing_pre_tool()] if self._pretool_missing else []
+
+    async def _gate_async(self, phase: str, args: tuple, kwargs: dict, timeout: Optional[float] = None) -> list:
+        """One dispatch of a gating phase from upstream's async loop."""
+        try:
+            validate = _file_verdict if phase == FILE else _block_verdict
+            interactive = _interactive()
+            outcomes = []
+            for callback in self._callbacks.get_callbacks(phase):
+                hook_id = self._callback_id(callback)
+                if timeout is not None:  # the self-test's short deadline
+                    from failsecure import guard
+
+                    outcome = await guard.acall(hook_id, callback, args, kwargs, validate=validate, timeout=timeout)
+                else:
+                    outcome = await self.ahook_call(hook_id, callback, *args, _validate=validate, _interactive=interactive, **kwargs)
+                outcomes.append(self._keep_opt_in(phase, callback, outcome))
+            tool, arguments = self._tool_and_arguments(phase, args, kwargs)
+            decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments)
+            return self._native(phase, decision, outcomes)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException as exc:  # a bug here must not read as "no callback objected"
+            return self._broken(phase, exc)
+
+    def _gate_sync(self, phase: str, args: tuple, kwargs: dict) -> list:
+        """One dispatch of a gating phase from upstream's sync loop (``on_file_permission``)."""
+        try:
+            validate = _file_verdict if phase == FILE else _block_verdict
+            interactive = _interactive()
+            loop_running = _loop_running()
+            outcomes = []
+            for callback in self._callbacks.get_callbacks(phase):
+                hook_id = self._callback_id(callback)
+                outcome = self.hook_call(
+                    hook_id, _run_sync_callback, callback, loop_running, args, kwargs,
+                    _validate=validate, _interactive=interactive,
+                )
+                outcomes.append(self._keep_opt_in(phase, callback, outcome))
+            return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes), outcomes)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            return self._broken(phase, exc)
+
+    def _decide_sync(self, phase: str, args: tuple, kwargs: dict, outcomes: list):
+        tool, arguments = self._tool_and_arguments(phase, args, kwargs)
+        return self.decide(tool, outcomes + self._extra(), arguments=arguments)
+
+    def _broken(self, phase: str, exc: BaseException) -> list:
+        """The answer when this adapter (or the core) raised: a deny."""
+        outcome = Outcome(hook=self.hook_id(phase), failure=Failure.RAISED, exception_type=type(exc).__name__)
+        log.error("failsecure: code-puppy %s dispatch raised %s; the call is denied", phase, type(exc).__name__)
+        try:
+            decision = self.decide(None, [outcome])
+            text = decision.reason or failure_reason(outcome.hook, Failure.RAISED)
+        except Exception:
+            text = failure_reason(outcome.hook, Failure.RAISED)
+        return [False] if phase == FILE else [_blocked(text)]
+
+    def _native(self, phase: str, decision: Any, outcomes: list) -> list:
+        """A Decision in the result-list shape the phase's consumers read."""
+        action = decision.action
+        if action is Action.DENY or action is Action.ASK:
+            if phase == FILE:
+                return [False]
+            return [self._native_block(o) for o in decision.deciding] or [_blocked(decision.reason or _GENERIC_BLOCK)]
+        from failsecure import policy
+
+        config = policy.current()
+        results: list = []
+        for outcome in outcomes:
+            if effective(outcome, config) is not Action.ALLOW:
+                results.append(None)  # no opinion, an observer, a tolerated failure
+            elif phase == FILE:
+                results.append(True)
+            else:
+                data = outcome.verdict.data
+                results.append(dict(data) if isinstance(data, dict) else None)
+        return results
+
+    def _native_block(self, outcome: Outcome) -> dict:
+        if outcome.failure is not None or outcome.verdict is None:
+            return _blocked(failure_reason(outcome.hook, outcome.failure or Failure.MISSING))
+        verdict = outcome.verdict
+        if verdict.action is Action.ASK:
+            return _blocked(f"failsecure: hook '{outcome.hook}' asked for approval, which code-puppy's hooks cannot do")
+        data = verdict.data
+        if isinstance(data, dict) and data.get("blocked") is True:
+            return dict(data)  # the callback's own block, its own message
+        return _blocked(verdict.reason or f"failsecure: hook '{outcome.hook}' denied the call")
+
+    def to_verdict(self, native: Any) -> Verdict:
+        return _block_verdict(native)
+
+    # ------------------------------------------------------------ doctor
+
+    def self_test(self) -> list[Check]:
+        if self.state != "patched" or self._callbacks is None:
+            return [Check("patched", False, f"state {self.state}")]
+        done: list = []
+        thread = threading.Thread(target=lambda: done.append(self._self_test()), name="failsecure-self-test", daemon=True)
+        thread.start()
+        thread.join(30)
+        return done[0] if done else [Check("self-test", False, "did not finish")]
+
+    def _self_test(self) -> list[Check]:
+        callbacks = self._callbacks
+
+        async def raising(*args, **kwargs):
+            raise RuntimeError("failsecure self-test")
+
+        async def junk(*args, **kwargs):
+            return "DENY"
+
+        async def hanging(*args, **kwargs):
+            await asyncio.sleep(5)
+
+        async def allowing(*args, **kwargs):
+            return None
+
+        def file_raising(*args, **kwargs):
+            raise RuntimeError("failsecure self-test")
+
+        cases = (
+            ("raising run_shell_command gate", SHELL, raising, "raised"),
+            ("junk run_shell_command gate", SHELL, junk, "invalid"),
+            ("hanging run_shell_command gate", SHELL, hanging, "timeout"),
+            ("allowing run_shell_command gate", SHELL, allowing, None),
+            ("raising file_permission gate", FILE, file_raising, "raised"),
+        )
+        checks = []
+        for label, phase, fn, category in cases:
+            registry = callbacks._callbacks[phase]
+            saved = list(registry)
+            registry[:] = [fn]
+            try:
+                if phase == FILE:
+                    result = callbacks.on_file_permission(None, "failsecure-self-test", "write")
+                    ok = result == [False]
+                elif fn is hanging:  # the real gate, with a short deadline instead of the policy's
+                    result = asyncio.run(self._gate_async(SHELL, (None, "true", None, 60), {}, timeout=0.25))
+                    ok = bool(result) and f"({category})" in result[0].get("error_message", "")
+                else:  # through code-puppy's real dispatcher
+                    result = asyncio.run(callbacks.on_run_shell_command(None, "true", None, 60))
+                    if category is None:
+                        ok = result == [None]
+                    else:
+                        ok = bool(result) and result[0].get("blocked") is True and f"({category})" in result[0].get("error_message", "")
+                checks.append(Check(label, ok, repr(result)[:200]))
+            except Exception as exc:
+                checks.append(Check(label, False, f"raised {type(exc).__name__}"))
+            finally:
+                registry[:] = saved
+        return checks
+
+
+def _activate_as_code_puppy_plugin() -> None:
+    """code-puppy's loader imports this module for the ``code_puppy.plugins`` entry point
+    (0.0.716+), inside its plugin-loading context: activate from there. An import by
+    failsecure itself (drop-in, ``install()``) happens outside that context and does
+    nothing here; activation is idempotent either way."""
+    callbacks = sys.modules.get(CALLBACKS)
+    if callbacks is None:
+        return
+    try:
+        if callbacks.get_loading_context() != ENTRY_POINT_NAME:
+            return
+        from failsecure import activation
+
+        activation.activate(CodePuppyAdapter.name)
+    except Exception as exc:  # never break code-puppy's plugin loading
+        print(f"failsecure: could not activate code-puppy ({type(exc).__name__})", file=sys.stderr)
+
+
+_activate_as_code_puppy_plugin()
+
+__all__ = ["CodePuppyAdapter"]
