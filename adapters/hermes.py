@@ -1,0 +1,464 @@
+"""hermes-agent: every ``pre_tool_call`` callback runs under the guard, the core decides.
+
+hermes has one loop over its ``pre_tool_call`` callbacks (``PluginManager.invoke_hook``)
+and one aggregator on top of it (``get_pre_tool_call_block_message`` up to 0.18.0,
+``_get_pre_tool_call_directive_details`` / ``resolve_pre_tool_block`` from 0.18.1). The
+loop logs and skips a raising plugin, has no deadline, and the aggregator ignores junk and
+lets the first directive win, so an approve registered before a block hides the block.
+
+The patch is one wrapper on ``PluginManager.invoke_hook`` for ``pre_tool_call`` only:
+
+- each callback (Python plugin or shell hook) is one guarded call -> one Outcome;
+- ``decide`` reduces them with the cross-framework gates, ``required`` and the config;
+- the Decision goes back to hermes as the single directive the upstream aggregator
+  honours: ``[{"action": "block", "message": ...}]`` for a deny,
+  ``[{"action": "approve", ...}]`` for an ask (0.18.1+), ``[]`` otherwise.
+
+So the upstream aggregator, the approval gate and every call site stay as they are. Two
+more small wrappers: ``PluginContext.register_hook`` records which plugin registered a
+callback (the hook id), and the aggregator entry points turn an exception the call sites
+would swallow (and then run the tool) into a block.
+
+Shell hooks (``hooks.pre_tool_call`` in config.yaml) are not called through their
+closure, which turns every failure into ``None``: failsecure runs hermes' own ``_spawn``
+with the hook's spec (its timeout bounded by failsecure's) and judges the raw result.
+
+Hook ids: ``hermes-agent:<plugin key>`` (the ``name`` in plugin.yaml, the entry-point
+name, or ``<category>/<name>``), ``hermes-agent:shell:<command>``, and
+``hermes-agent:<module>.<qualname>`` for a callback put in the hook list by other means.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib
+import json
+import logging
+import sys
+from typing import Any, Optional
+
+from failsecure.adapter import Adapter, Check, PatchError
+from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
+
+log = logging.getLogger("failsecure")
+
+EVENT = "pre_tool_call"
+PLUGINS = "hermes_cli.plugins"
+SHELL = "agent.shell_hooks"
+#: the aggregator entry points call sites import (lazily, inside try/except Exception)
+ENTRY_POINTS = ("resolve_pre_tool_block", "get_pre_tool_call_block_message")
+_ABSTAIN = Verdict(action=Action.ABSTAIN)
+_DEFAULT_SHELL_BLOCK = "Blocked by shell hook."  # hermes' own default for a shell block
+_SELF_TEST_TOOL = "failsecure-self-test"
+
+
+class HermesAdapter(Adapter):
+    name = "hermes-agent"
+    distribution = "hermes-agent"
+    supported = ">=0.13.0,<=0.19.0"
+    tested = ("0.13.0", "0.18.1", "0.19.0")
+    fail_closed_upstream = ""  # detected from the code instead: see upstream_fail_closed
+    modules = (PLUGINS,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._saved: list[tuple[Any, str, Any, bool]] = []  # (owner, attr, original, existed)
+        self._names: dict[int, tuple[Any, str]] = {}  # id(callback) -> (callback, plugin key)
+        self._ids: dict[int, tuple[Any, str, Any]] = {}  # id(callback) -> (callback, hook id, shell spec)
+        self._approve = False  # the release has the approve directive (0.18.1+)
+        self._schema: Any = None  # OBSERVER_SCHEMA_VERSION, added to the hook kwargs (0.18.1+)
+
+    # ------------------------------------------------------------ patching
+
+    def upstream_fail_closed(self) -> bool:
+        """hermes main (unreleased) has ``hermes_cli/plugins_dispatch.py``, whose
+        ``invoke_hook`` turns a raising or timed-out ``pre_tool_call`` callback into a
+        block. A release shipping it is left to its own dispatcher (not wrapped twice)."""
+        try:
+            dispatch = sys.modules.get(PLUGINS + "_dispatch")
+            if dispatch is None:
+                from importlib.util import find_spec
+
+                if find_spec(PLUGINS + "_dispatch") is None:
+                    return False
+                dispatch = importlib.import_module(PLUGINS + "_dispatch")
+            return EVENT in getattr(dispatch, "_HOOK_TIMEOUT_FAIL_CLOSED_HOOKS", ())
+        except Exception:
+            return False
+
+    def _targets(self) -> tuple[Any, Any, Any]:
+        plugins = importlib.import_module(PLUGINS)
+        manager = getattr(plugins, "PluginManager", None)
+        context = getattr(plugins, "PluginContext", None)
+        if manager is None or not callable(manager.__dict__.get("invoke_hook")):
+            raise PatchError(f"{PLUGINS}.PluginManager.invoke_hook")
+        if context is None or not callable(context.__dict__.get("register_hook")):
+            raise PatchError(f"{PLUGINS}.PluginContext.register_hook")
+        if not any(callable(getattr(plugins, attr, None)) for attr in ENTRY_POINTS):
+            raise PatchError(f"{PLUGINS}.{ENTRY_POINTS[1]}")
+        return plugins, manager, context
+
+    def _patch(self) -> None:
+        plugins, manager, context = self._targets()  # all checked before anything changes
+        self._approve = callable(getattr(plugins, "resolve_pre_tool_block", None))
+        self._schema = getattr(plugins, "OBSERVER_SCHEMA_VERSION", None)
+        adapter = self
+
+        invoke_hook = manager.__dict__["invoke_hook"]
+
+        @functools.wraps(invoke_hook)
+        def guarded_invoke_hook(manager_self, hook_name, **kwargs):
+            if hook_name != EVENT:
+                return invoke_hook(manager_self, hook_name, **kwargs)
+            return adapter._gate(manager_self, kwargs)
+
+        register_hook = context.__dict__["register_hook"]
+
+        @functools.wraps(register_hook)
+        def named_register_hook(ctx, hook_name, callback, *args, **kwargs):
+            result = register_hook(ctx, hook_name, callback, *args, **kwargs)
+            if hook_name == EVENT:
+                try:
+                    manifest = ctx.manifest
+                    adapter._names[id(callback)] = (callback, str(manifest.key or manifest.name))
+                except Exception:
+                    pass
+            return result
+
+        self._replace(manager, "invoke_hook", guarded_invoke_hook)
+        self._replace(context, "register_hook", named_register_hook)
+        for attr in ENTRY_POINTS:
+            original = getattr(plugins, attr, None)
+            if callable(original):
+                self._replace(plugins, attr, self._closed_on_error(original))
+
+    def _replace(self, owner: Any, attr: str, new: Any) -> None:
+        existed = attr in vars(owner)
+        self._saved.append((owner, attr, vars(owner).get(attr), existed))
+        new.__failsecure__ = True
+        setattr(owner, attr, new)
+
+    def _unpatch(self) -> None:
+        while self._saved:
+            owner, attr, original, existed = self._saved.pop()
+            if existed:
+                setattr(owner, attr, original)
+            else:
+                try:
+                    delattr(owner, attr)
+                except AttributeError:
+                    pass
+        self._ids.clear()
+
+    def _lockdown(self) -> None:
+        """The targets are not where expected: deny every ``pre_tool_call`` we can reach.
+        The entry-point names are (re)defined even when missing, since call sites import
+        them by name and a missing name would only be swallowed."""
+        plugins = sys.modules.get(PLUGINS)
+        if plugins is None:
+            return
+        adapter = self
+
+        def refused(tool_name=None, *args, **kwargs):
+            return adapter.decide(tool_name if isinstance(tool_name, str) else None, ()).reason
+
+        for attr in ENTRY_POINTS:
+            self._replace(plugins, attr, refused)
+        manager = getattr(plugins, "PluginManager", None)
+        invoke_hook = getattr(manager, "invoke_hook", None) if manager is not None else None
+        if callable(invoke_hook):
+
+            def locked_invoke_hook(manager_self, hook_name, **kwargs):
+                if hook_name != EVENT:
+                    return invoke_hook(manager_self, hook_name, **kwargs)
+                return [{"action": "block", "message": refused(kwargs.get("tool_name"))}]
+
+            self._replace(manager, "invoke_hook", locked_invoke_hook)
+
+    def _closed_on_error(self, original):
+        """An aggregator entry point whose exception becomes a block: the call sites
+        (model_tools, the agent loop) catch ``Exception`` and then run the tool."""
+        adapter = self
+
+        @functools.wraps(original)
+        def entry_point(*args, **kwargs):
+            try:
+                return original(*args, **kwargs)
+            except Exception as exc:
+                tool = args[0] if args else kwargs.get("tool_name")
+                return adapter._aggregation_failed(tool, kwargs.get("tool_call_id"), exc).reason
+
+        return entry_point
+
+    def _aggregation_failed(self, tool, call_id, exc: BaseException):
+        """The Decision when hermes' own aggregation (or this adapter) raised."""
+        outcome = Outcome(hook=self.hook_id(EVENT), failure=Failure.RAISED, exception_type=type(exc).__name__)
+        log.error("failsecure: hermes-agent %s aggregation raised %s; the call is denied", EVENT, type(exc).__name__)
+        tool = tool if isinstance(tool, str) else None
+        return self.decide(tool, [outcome], call_id=call_id if isinstance(call_id, str) and call_id else None)
+
+    # ------------------------------------------------------------ the gate
+
+    def _gate(self, manager: Any, kwargs: dict, timeout: Any = None) -> list:
+        """All ``pre_tool_call`` callbacks under the guard -> one native directive."""
+        try:
+            if self._schema is not None:
+                kwargs.setdefault("telemetry_schema_version", self._schema)
+            outcomes = [self._call(manager, cb, kwargs, timeout) for cb in list(manager._hooks.get(EVENT, ()))]
+            call_id = kwargs.get("tool_call_id")
+            decision = self.decide(
+                kwargs.get("tool_name"),
+                outcomes,
+                call_id=call_id if isinstance(call_id, str) and call_id else None,
+                arguments=kwargs.get("args"),
+            )
+        except Exception as exc:  # a bug here must not read as "no directive"
+            decision = self._aggregation_failed(kwargs.get("tool_name"), kwargs.get("tool_call_id"), exc)
+        return self._native(decision)
+
+    def _native(self, decision) -> list:
+        """A Decision in hermes' own directive shape (what the aggregator honours)."""
+        action = decision.action
+        primary = decision.primary
+        if action is Action.DENY:
+            message = decision.reason or f"failsecure: hook '{primary.hook if primary else self.name}' denied the call"
+            return [{"action": "block", "message": message}]
+        if action is Action.ASK:
+            if not self._approve:
+                hook = primary.hook if primary else self.name
+                return [{"action": "block", "message": f"failsecure: hook '{hook}' asked for approval, which this hermes-agent release cannot do"}]
+            directive: dict = {"action": "approve"}
+            if decision.reason:
+                directive["message"] = decision.reason
+            rule_key = primary.verdict.data if primary is not None and primary.verdict is not None else None
+            if type(rule_key) is str and rule_key:
+                directive["rule_key"] = rule_key
+            return [directive]
+        return []
+
+    def _call(self, manager: Any, cb: Any, kwargs: dict, timeout: Any) -> Outcome:
+        hook_id, spec = self._identify(manager, cb)
+        if spec is _UNREADABLE:
+            return Outcome(hook=hook_id, failure=Failure.MISSING)
+        if spec is not None:
+            return self._shell_call(hook_id, spec, kwargs, timeout)
+        if timeout is not None:  # the self-test's short deadline
+            from failsecure import guard
+
+            return guard.call(hook_id, cb, (), kwargs, validate=self.to_verdict, timeout=timeout)
+        return self.hook_call(hook_id, cb, **kwargs)
+
+    def _identify(self, manager: Any, cb: Any) -> tuple[str, Any]:
+        known = self._ids.get(id(cb))
+        if known is not None and known[0] is cb:
+            return known[1], known[2]
+        spec = None
+        module = getattr(cb, "__module__", None)
+        if module == SHELL:
+            spec = _shell_spec(cb)
+            name = f"shell:{spec.command}" if spec is not _UNREADABLE else f"shell:{getattr(cb, '__name__', '?')}"
+        else:
+            named = self._names.get(id(cb))
+            name = named[1] if named is not None and named[0] is cb else _plugin_key(manager, module)
+            if name is None:
+                qualname = getattr(cb, "__qualname__", None) or type(cb).__qualname__
+                name = f"{module or type(cb).__module__}.{qualname}"
+        hook_id = self.hook_id(name)
+        self._ids[id(cb)] = (cb, hook_id, spec)
+        return hook_id, spec
+
+    # ------------------------------------------------------------ Python plugins
+
+    def to_verdict(self, native: Any) -> Verdict:
+        """A plugin's ``pre_tool_call`` answer. None: no opinion. A block needs a
+        non-empty string message (a message-less block is junk, INVALID); an approve
+        (0.18.1+) may carry a message and a ``rule_key``. Anything else is INVALID."""
+        if native is None:
+            return _ABSTAIN
+        if not isinstance(native, dict):
+            raise Invalid()
+        action = native.get("action")
+        if type(action) is not str:
+            raise Invalid()
+        if action == "block":
+            message = native.get("message")
+            if type(message) is not str or not message:
+                raise Invalid()
+            return Verdict(action=Action.DENY, reason=message)
+        if action == "approve" and self._approve:
+            message = native.get("message")
+            rule_key = native.get("rule_key")
+            rule_key = rule_key.strip() if type(rule_key) is str else None
+            return Verdict(
+                action=Action.ASK,
+                reason=message if type(message) is str and message else None,
+                data=rule_key or None,
+            )
+        raise Invalid()
+
+    # ------------------------------------------------------------ shell hooks
+
+    def _shell_call(self, hook_id: str, spec: Any, kwargs: dict, timeout: Any) -> Outcome:
+        if timeout is None:
+            from failsecure import policy
+
+            limit = policy.current().timeout_for(hook_id)
+            outcome = self.hook_call(hook_id, _run_shell, spec, kwargs, limit, _validate=_shell_verdict)
+        else:
+            from failsecure import guard
+
+            outcome = guard.call(hook_id, _run_shell, (spec, kwargs, timeout), validate=_shell_verdict, timeout=timeout)
+        failure = outcome.verdict.data if outcome.verdict is not None else None
+        if isinstance(failure, Failure):
+            return Outcome(hook=hook_id, failure=failure, elapsed_ms=outcome.elapsed_ms)
+        return outcome
+
+    # ------------------------------------------------------------ doctor
+
+    def self_test(self) -> list[Check]:
+        if self.state != "patched":
+            return [Check("patched", False, f"state {self.state}")]
+        plugins = sys.modules.get(PLUGINS)
+        if plugins is None:
+            return [Check("patched", False, f"{PLUGINS} not imported")]
+        checks = []
+
+        def raising(**kwargs):
+            raise RuntimeError("failsecure self-test")
+
+        def junk(**kwargs):
+            return {"decision": "block"}
+
+        def hanging(**kwargs):
+            import threading
+
+            threading.Event().wait(5)
+
+        def allowing(**kwargs):
+            return None
+
+        cases = (("raising gate", raising, "raised"), ("junk gate", junk, "invalid"), ("hanging gate", hanging, "timeout"))
+        for label, fn, category in cases + (("allowing gate", allowing, None),):
+            manager = plugins.PluginManager()
+            manager._hooks[EVENT] = [fn]
+            kwargs = {"tool_name": _SELF_TEST_TOOL, "args": {}, "task_id": "", "session_id": "", "tool_call_id": ""}
+            try:
+                if fn is hanging:  # the real gate, with a short deadline instead of the policy's
+                    result = self._gate(manager, kwargs, timeout=0.25)
+                else:  # through hermes' real dispatcher entry point
+                    result = manager.invoke_hook(EVENT, **kwargs)
+            except Exception as exc:
+                checks.append(Check(label, False, f"raised {type(exc).__name__}"))
+                continue
+            if category is None:
+                checks.append(Check(label, result == [], "no directive: the tool runs" if result == [] else f"got {result!r}"))
+                continue
+            message = result[0].get("message", "") if result and isinstance(result[0], dict) else ""
+            ok = bool(result) and result[0].get("action") == "block" and f"({category})" in message
+            checks.append(Check(label, ok, message or f"got {result!r}"))
+        return checks
+
+
+# ---------------------------------------------------------------- helpers
+
+
+class _Unreadable:
+    def __repr__(self) -> str:
+        return "<unreadable shell hook>"
+
+
+_UNREADABLE: Any = _Unreadable()
+
+
+def _shell_spec(cb: Any) -> Any:
+    """The ShellHookSpec a hermes shell-hook callback closes over (identical 0.13-0.19)."""
+    try:
+        cell = cb.__closure__[cb.__code__.co_freevars.index("spec")]
+        spec = cell.cell_contents
+        shell = sys.modules[SHELL]
+        if isinstance(spec, shell.ShellHookSpec) and callable(getattr(shell, "_spawn", None)):
+            return spec
+    except Exception:
+        pass
+    return _UNREADABLE
+
+
+def _plugin_key(manager: Any, module: Optional[str]) -> Optional[str]:
+    """The plugin that owns a callback registered before failsecure was active."""
+    if not isinstance(module, str):
+        return None
+    try:
+        for key, loaded in list(manager._plugins.items()):
+            owner = getattr(getattr(loaded, "module", None), "__name__", None)
+            if owner and (module == owner or module.startswith(owner + ".")):
+                return str(key)
+    except Exception:
+        pass
+    return None
+
+
+def _run_shell(spec: Any, kwargs: dict, limit: Optional[float]) -> Optional[dict]:
+    """Run one shell hook the way hermes does, its own timeout bounded by ours."""
+    if not spec.matches_tool(kwargs.get("tool_name")):
+        return None
+    shell = sys.modules[SHELL]
+    if limit and limit < spec.timeout:
+        spec = copy.copy(spec)
+        spec.timeout = limit
+    return shell._spawn(spec, shell._serialize_payload(spec.event, kwargs))
+
+
+def _shell_verdict(run: Optional[dict]) -> Verdict:
+    """Judge hermes' raw ``_spawn`` result. A process that could not start or died is
+    CRASHED, one past its deadline TIMEOUT (both carried in ``data`` and turned into the
+    failure by the adapter); exit 2 is the Claude-style block; a non-zero exit without a
+    block is CRASHED; output other than nothing or a block directive is INVALID."""
+    if run is None:  # the matcher did not select this tool
+        return _ABSTAIN
+    if run.get("error"):
+        return Verdict(action=Action.ABSTAIN, data=Failure.CRASHED)
+    if run.get("timed_out"):
+        return Verdict(action=Action.ABSTAIN, data=Failure.TIMEOUT)
+    code = run.get("returncode")
+    if type(code) is not int or code < 0:  # killed by a signal
+        return Verdict(action=Action.ABSTAIN, data=Failure.CRASHED)
+    kind, message = _shell_directive(run.get("stdout"))
+    if code == 2 or kind == "block":
+        return Verdict(action=Action.DENY, reason=message or _DEFAULT_SHELL_BLOCK)
+    if code != 0:
+        return Verdict(action=Action.ABSTAIN, data=Failure.CRASHED)
+    if kind == "none":
+        return _ABSTAIN
+    raise Invalid()
+
+
+def _shell_directive(stdout: Any) -> tuple[str, Optional[str]]:
+    text = stdout.strip() if isinstance(stdout, str) else ""
+    if not text:
+        return "none", None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return "junk", None
+    if not isinstance(data, dict):
+        return "junk", None
+    if data.get("action") == "block":
+        fields = (data.get("message"), data.get("reason"))
+    elif data.get("decision") == "block":
+        fields = (data.get("reason"), data.get("message"))
+    else:
+        return "junk", None
+    message = next((f for f in fields if isinstance(f, str) and f), None)
+    return "block", message
+
+
+def register(ctx: Any) -> None:
+    """hermes plugin entry point (``hermes_agent.plugins``, enabled with
+    ``plugins.enabled: [failsecure]``): activate the adapter from inside hermes."""
+    from failsecure import activation
+
+    activation.activate("hermes-agent")
+
+
+__all__ = ["HermesAdapter", "register"]

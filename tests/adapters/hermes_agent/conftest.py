@@ -1,0 +1,90 @@
+"""Fixtures for the hermes-agent adapter tests (real pinned hermes-agent, no fakes of it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("failsecure_hermes_rig", _HERE / "hermes_rig.py")
+rig_module = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = rig_module
+_spec.loader.exec_module(rig_module)
+
+# Before anything of hermes is imported: its home, then failsecure (idempotent with the
+# drop-in .pth of the tox env, and what makes a plain venv behave the same).
+_HOME = rig_module.isolate()
+_WORK = Path(_HOME).parent / (Path(_HOME).name + "-work")
+_WORK.mkdir(exist_ok=True)
+os.environ["FAILSECURE_CONFIG"] = str(_WORK / "failsecure.toml")
+(_WORK / "failsecure.toml").write_text("")
+
+import failsecure  # noqa: E402
+
+failsecure.install()
+import model_tools  # noqa: E402,F401  (imports hermes_cli.plugins and discovers plugins)
+from hermes_cli import plugins as hermes_plugins  # noqa: E402
+
+from failsecure import activation  # noqa: E402
+
+@pytest.fixture(scope="session")
+def adapter():
+    a = activation.get("hermes-agent")
+    assert a.state == "patched", a.refused_reason
+    return a
+
+
+@pytest.fixture(scope="session")
+def _session_rig(adapter):
+    r = rig_module.Rig(_HOME, _WORK)
+    r.register_tool()
+    return r
+
+
+@pytest.fixture
+def rig(_session_rig, tmp_path):
+    """A clean hermes setup per test; the audit file lives in the test's tmp dir."""
+    r = _session_rig
+    r.work = tmp_path
+    r.audit_path = tmp_path / "audit.jsonl"
+    r.reset()
+    yield r
+    r.reset()
+    r.load()
+    hermes_plugins.clear_thread_tool_whitelist()
+
+
+@pytest.fixture
+def run_fresh(tmp_path):
+    """Run one scenario in a fresh interpreter (frozen-at-import hermes state)."""
+
+    def run(spec: dict, env: dict | None = None, timeout: float = 120) -> dict:
+        work = tmp_path / f"fresh-{len(list(tmp_path.iterdir()))}"
+        work.mkdir()
+        spec = dict(spec, work=str(work), home=str(work / "home"))
+        (work / "home").mkdir()
+        spec_path = work / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        child_env = dict(os.environ)
+        child_env.pop("FAILSECURE_CONFIG", None)
+        pkg_root = str(Path(failsecure.__file__).resolve().parent.parent)
+        child_env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, child_env.get("PYTHONPATH")) if p)
+        child_env.update(env or {})
+        proc = subprocess.run(
+            [sys.executable, str(_HERE / "hermes_rig.py"), str(spec_path)],
+            capture_output=True, text=True, timeout=timeout, env=child_env, cwd=str(work),
+        )
+        for line in proc.stdout.splitlines():
+            if line.startswith("FAILSECURE-RESULT "):
+                out = json.loads(line[len("FAILSECURE-RESULT "):])
+                out["stderr"] = proc.stderr
+                return out
+        raise AssertionError(f"scenario failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+
+    return run
