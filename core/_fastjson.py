@@ -1,0 +1,111 @@
+"""Tiny JSON helpers for the command-hook runner's hot path.
+
+``import json`` costs ~11 ms on a slow machine (json.decoder pulls in ``re``);
+the C accelerator ``_json`` costs ~1 ms. The runner only needs to parse a
+payload / a hook's answer strictly and to emit small objects, so this module
+drives ``_json.make_scanner`` and ``_json.encode_basestring_ascii`` directly
+and falls back to :mod:`json` where the accelerator is missing.
+
+``loads`` is strict: one JSON value surrounded by optional whitespace, no
+NaN/Infinity, no trailing data; anything else raises :class:`ValueError`.
+"""
+
+__all__ = ("loads", "dumps")
+
+_WS = " \t\n\r"
+
+
+def _reject_constant(name):
+    raise ValueError("non-standard JSON constant " + name)
+
+
+class _Context:
+    # The attributes the C scanner reads from a JSONDecoder.
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_reject_constant)
+    memo = None
+
+
+try:
+    from _json import encode_basestring_ascii as _encode_str
+    from _json import make_scanner as _make_scanner
+
+    _scan_once = _make_scanner(_Context())
+except ImportError:  # pragma: no cover - CPython always ships _json
+    _scan_once = None
+    _encode_str = None
+
+
+def loads(text):
+    """Parse one strict JSON document from ``text`` (str or bytes)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")  # UnicodeDecodeError is a ValueError
+    if _scan_once is None:  # pragma: no cover
+        import json
+
+        return json.loads(text, parse_constant=_reject_constant)
+    end = len(text.rstrip(_WS))
+    start = len(text) - len(text.lstrip(_WS))
+    if start >= end:
+        raise ValueError("empty JSON document")
+    try:
+        value, stop = _scan_once(text, start)
+    except StopIteration as exc:
+        raise ValueError("invalid JSON at %d" % exc.value) from None
+    if stop != end:
+        raise ValueError("extra data after JSON value at %d" % stop)
+    return value
+
+
+def _encode(value, out):
+    if isinstance(value, str):
+        out.append(_encode_str(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError("NaN/Infinity are not JSON")
+        out.append(float.__repr__(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        first = True
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError("JSON object keys must be str")
+            if not first:
+                out.append(",")
+            first = False
+            out.append(_encode_str(key))
+            out.append(":")
+            _encode(item, out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            _encode(item, out)
+        out.append("]")
+    else:
+        raise TypeError("not JSON serialisable: %s" % type(value).__name__)
+
+
+def dumps(value):
+    """Compact, ASCII-only JSON text for str/int/float/bool/None/dict/list."""
+    if _encode_str is None:  # pragma: no cover
+        import json
+
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    out = []
+    _encode(value, out)
+    return "".join(out)
