@@ -24,6 +24,25 @@ from .verdict import Decision, Failure, Outcome, Verdict
 log = logging.getLogger("failsecure")
 
 
+class _Capture:
+    """Decisions made while the self-test runs (any thread; doctor runs nothing else)."""
+
+    decisions: Optional[list] = None
+
+
+_capture = _Capture()
+
+#: the deadline the self-test's hanging gate gets, whatever the config says
+SELF_TEST_TIMEOUT = 0.25
+
+
+class _SelfTestConfig(policy.Config):
+    """Defaults, with a short deadline for every hook, interactive ones included."""
+
+    def timeout_for(self, hook_id: str, interactive: bool = False) -> float:
+        return SELF_TEST_TIMEOUT
+
+
 class PatchError(Exception):
     """A patch target is not where the adapter expects it (an unknown release)."""
 
@@ -63,6 +82,7 @@ class Adapter:
         self.untested = False
         self._lock = threading.RLock()
         self._version: Optional[str] = None
+        self._replaced: list[tuple[Any, str, Any, bool]] = []  # (owner, attr, original, own attr)
 
     # ------------------------------------------------------------ to implement
 
@@ -70,7 +90,8 @@ class Adapter:
         raise NotImplementedError
 
     def _unpatch(self) -> None:
-        raise NotImplementedError
+        """Default: undo every ``replace``."""
+        self.restore()
 
     def _lockdown(self) -> None:
         """Best effort, when ``_patch`` failed: make the framework's gated calls deny."""
@@ -83,9 +104,6 @@ class Adapter:
 
     def to_verdict(self, native: Any) -> Verdict:
         raise NotImplementedError
-
-    def self_test(self) -> list[Check]:
-        return []
 
     # ------------------------------------------------------------ provided
 
@@ -152,6 +170,103 @@ class Adapter:
             self.state = "unpatched"
             self.refused_reason = None
 
+    # ------------------------------------------------------------ patching helpers
+
+    def replace(self, owner: Any, attr: str, new: Any) -> Any:
+        """Set ``owner.attr = new``, remembering the original for ``restore``. Returns the
+        original (looked up through ``getattr``)."""
+        own = attr in vars(owner)
+        original = vars(owner)[attr] if own else getattr(owner, attr, None)
+        self._replaced.append((owner, attr, original, own))
+        setattr(owner, attr, new)
+        return original
+
+    def wrap(self, owner: Any, attr: str, wrapper: Callable) -> None:
+        """Wrap ``owner.attr`` with a wrapt wrapper ``wrapper(wrapped, instance, args,
+        kwargs)``; the wrapped function keeps its signature, hash and equality."""
+        import wrapt
+
+        original = vars(owner)[attr] if attr in vars(owner) else getattr(owner, attr)
+        if isinstance(owner, type) and isinstance(original, (staticmethod, classmethod)):
+            raise PatchError(f"{owner.__name__}.{attr} is a {type(original).__name__}")
+        self.replace(owner, attr, wrapt.FunctionWrapper(original, wrapper))
+
+    def restore(self) -> None:
+        """Undo every ``replace``/``wrap``, last first."""
+        while self._replaced:
+            owner, attr, original, own = self._replaced.pop()
+            if own:
+                setattr(owner, attr, original)
+            else:
+                try:
+                    delattr(owner, attr)
+                except AttributeError:
+                    pass
+
+    # ------------------------------------------------------------ self-test
+
+    #: what a junk answer looks like natively (the self-test's junk gate returns it)
+    self_test_junk: ClassVar[Any] = "DENY"
+
+    def _probe(self, gate: Callable) -> bool:
+        """Run ``gate`` as the only pre-tool gate through the framework's real dispatcher
+        and return True when the framework would deny the tool call. ``gate`` accepts
+        any arguments. Each adapter implements it; ``self_test`` does the rest."""
+        raise NotImplementedError
+
+    def self_test(self) -> list[Check]:
+        """Inject a raising, a hanging and a junk gate (and an allowing twin) into the
+        framework's real dispatcher and check each is denied for the right reason."""
+        if self.state != "patched":
+            return [Check("patched", False, f"state {self.state}")]
+        release = threading.Event()
+
+        def raising(*args, **kwargs):
+            raise RuntimeError("failsecure self-test")
+
+        def hanging(*args, **kwargs):
+            release.wait(10)
+
+        def junk(*args, **kwargs):
+            return self.self_test_junk
+
+        def allowing(*args, **kwargs):
+            return None
+
+        probes = (
+            ("raising gate", raising, Failure.RAISED),
+            ("hanging gate", hanging, Failure.TIMEOUT),
+            ("junk gate", junk, Failure.INVALID),
+            ("allowing gate", allowing, None),
+        )
+        checks = []
+        saved = policy._current
+        policy._current = _SelfTestConfig()
+        try:
+            for label, gate, expected in probes:
+                seen: list[Decision] = []
+                _capture.decisions = seen
+                try:
+                    denied = self._probe(gate)
+                except Exception as exc:
+                    checks.append(Check(label, False, f"the probe raised {type(exc).__name__}"))
+                    continue
+                finally:
+                    _capture.decisions = None
+                decision = seen[-1] if seen else None
+                failures = {o.failure for o in decision.outcomes} if decision is not None else set()
+                if expected is None:
+                    ok = not denied and decision is not None and not decision.denied
+                    detail = "allowed" if ok else f"denied={denied}, decision={decision.action.value if decision else None}"
+                else:
+                    ok = denied and decision is not None and decision.denied and expected in failures
+                    detail = decision.reason if ok and decision else f"denied={denied}, failures={sorted(f.value for f in failures if f)}"
+                checks.append(Check(label, ok, detail or ""))
+        finally:
+            release.set()
+            policy._current = saved
+        return checks
+
     # ------------------------------------------------------------ guarded calls
 
     def hook_id(self, name: str) -> str:
@@ -188,6 +303,8 @@ class Adapter:
 
     def _finish(self, config, outcomes: list[Outcome], tool, call_id) -> Decision:
         decision = _reduce.reduce(outcomes, config, config.required_for(self.name))
+        if _capture.decisions is not None:
+            _capture.decisions.append(decision)
         try:
             event = audit.decision_event(decision, framework=self.name, framework_version=self.version, tool=tool, call_id=call_id)
             audit.emit(event, config.audit_path)
@@ -195,11 +312,14 @@ class Adapter:
             print(f"failsecure: audit failed ({type(exc).__name__})", file=sys.stderr)
         return decision
 
-    def _broken(self, exc: BaseException, tool, call_id) -> Decision:
-        """Something inside failsecure itself failed while deciding: deny, never raise
-        (framework call sites swallow exceptions and run the tool)."""
-        outcome = Outcome(hook="failsecure:internal", failure=Failure.RAISED, exception_type=type(exc).__name__)
-        log.error("failsecure: internal error while deciding (%s); denied", type(exc).__name__)
+    def failed(self, exc: BaseException, tool=None, call_id=None, hook: str = "failsecure:internal") -> Decision:
+        """The Decision when failsecure itself (the core, or an adapter's translation)
+        raised while gating a call: a deny, audited; never raises. Framework call sites
+        swallow exceptions from their pre-tool hooks and run the tool."""
+        tool = tool if isinstance(tool, str) else None
+        call_id = call_id if isinstance(call_id, str) and call_id else None
+        outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=type(exc).__name__)
+        log.error("failsecure: %s raised %s while gating a tool call; denied", hook, type(exc).__name__)
         try:
             return self._finish(policy.Config(), [outcome], tool, call_id)
         except Exception:
@@ -220,7 +340,7 @@ class Adapter:
                     outcomes.append(guard.call(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=timeout))
             return self._finish(config, outcomes, tool, call_id)
         except Exception as exc:
-            return self._broken(exc, tool, call_id)
+            return self.failed(exc, tool, call_id)
 
     async def adecide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None) -> Decision:
         """``decide`` for async dispatchers: plugin gates may be coroutines. Never raises
@@ -237,7 +357,7 @@ class Adapter:
                     outcomes.append(await guard.acall(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=timeout))
             return self._finish(config, outcomes, tool, call_id)
         except Exception as exc:
-            return self._broken(exc, tool, call_id)
+            return self.failed(exc, tool, call_id)
 
     def status(self) -> dict:
         return {

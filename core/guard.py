@@ -44,8 +44,10 @@ def _judge(hook: str, result: Any, validate: Validator, start: float) -> Outcome
             raise Invalid()
     except KeyboardInterrupt:
         raise
-    except BaseException as exc:  # junk, or a hostile object tripping the validator
-        return _failed(hook, Failure.INVALID, start, None if isinstance(exc, Invalid) else exc)
+    except Invalid as exc:
+        return _failed(hook, exc.failure, start)
+    except BaseException as exc:  # a hostile object tripping the validator
+        return _failed(hook, Failure.INVALID, start, exc)
     return _outcome(hook, verdict, None, None, (perf_counter() - start) * 1000.0)
 
 

@@ -30,7 +30,15 @@ class Failure(str, Enum):
 
 
 class Invalid(Exception):
-    """Raised by a validator: the hook's answer is junk. Carries no payload text."""
+    """Raised by a validator: the hook's answer is not one the framework would honour.
+
+    ``failure`` names the category when the answer itself reports a failure (a command
+    hook's result that says the process timed out or died): ``Invalid(Failure.CRASHED)``.
+    Carries no payload text."""
+
+    def __init__(self, failure: "Failure | None" = None):
+        super().__init__()
+        self.failure = failure if failure is not None else Failure.INVALID
 
 
 _FROZEN = ConfigDict(frozen=True, arbitrary_types_allowed=True)

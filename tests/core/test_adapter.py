@@ -239,3 +239,56 @@ def test_hostile_tool_name_and_call_id_do_not_break_deciding(write_config, tmp_p
     assert toy.decide(Evil("x"), [toy.hook_call("toy:no", lambda: "deny")], call_id=Evil("c")).denied
     assert toy.decide(Evil("x"), [toy.hook_call("toy:ok", lambda: "allow")], call_id=Evil("c")).action is Action.ALLOW
     assert (tmp_path / "a.jsonl").read_text().count("\n") == 2
+
+
+# ---------------------------------------------------------------- patching helpers, self-test
+
+
+def test_replace_wrap_and_restore():
+    class Owner:
+        def run(self, tool):
+            return "original"
+
+    toy = Toy()
+    original = Owner.run
+    toy.wrap(Owner, "run", lambda wrapped, instance, args, kwargs: "wrapped:" + wrapped(*args, **kwargs))
+    assert Owner().run("x") == "wrapped:original"
+    assert Owner.run == original and hash(Owner.__dict__["run"]) == hash(original)  # wrapt keeps equality
+    module = types.ModuleType("m")
+    toy.replace(module, "added", 1)
+    toy.restore()
+    assert Owner.__dict__["run"] is original and not hasattr(module, "added")
+
+
+class Probed(Toy):
+    self_test_junk = {"blocked": True}
+
+    def __init__(self, honest=True):
+        super().__init__()
+        self.honest = honest
+
+    def _probe(self, gate):
+        outcome = self.hook_call("toy:probe", gate, "ls")
+        decision = self.decide("ls", [outcome])
+        return decision.denied if self.honest else False
+
+
+def test_self_test_shows_each_injected_gate_denied_for_its_reason():
+    adapter = Probed()
+    adapter.patch()
+    checks = adapter.self_test()
+    assert [(c.name, c.ok) for c in checks] == [
+        ("raising gate", True), ("hanging gate", True), ("junk gate", True), ("allowing gate", True)
+    ], checks
+    assert "(timeout)" in checks[1].detail
+
+
+def test_self_test_fails_when_the_framework_would_not_deny():
+    adapter = Probed(honest=False)
+    adapter.patch()
+    checks = adapter.self_test()
+    assert [c.ok for c in checks] == [False, False, False, True]
+
+
+def test_self_test_of_an_unpatched_adapter_fails():
+    assert [c.ok for c in Probed().self_test()] == [False]

@@ -247,3 +247,16 @@ def test_trusted_outcome_equals_a_validated_one():
         assert fast == slow and fast.model_dump() == slow.model_dump() and hash(fast) == hash(slow)
         with pytest.raises(Exception):
             fast.hook = "other"  # still frozen
+
+
+def test_validator_can_name_the_failure_category():
+    from failsecure.verdict import Invalid
+
+    def judge(result):
+        if result == "died":
+            raise Invalid(Failure.CRASHED)
+        return validate(result)
+
+    o = guard.call("t:h", lambda: "died", validate=judge)
+    assert o.failure is Failure.CRASHED and o.exception_type is None
+    assert guard.call("t:h", lambda: "allow", validate=judge).action is Action.ALLOW
