@@ -24,13 +24,15 @@ TOOLSET = "fs_test"
 _serial = itertools.count(1)
 
 
-def isolate(home: str | None = None) -> str:
-    """Point hermes at a throwaway home. Must run before anything of hermes is imported."""
+def isolate(home: str | None = None, *, clean_env: bool = True) -> str:
+    """Point hermes at a throwaway home. Must run before anything of hermes is imported.
+    ``clean_env`` drops the hermes mode variables (a scenario sets them on purpose)."""
     sys.dont_write_bytecode = True
     home = home or tempfile.mkdtemp(prefix="failsecure-hermes-")
     os.environ["HERMES_HOME"] = home
-    for var in ("HERMES_YOLO_MODE", "HERMES_SAFE_MODE", "HERMES_ENABLE_PROJECT_PLUGINS", "HERMES_INTERACTIVE"):
-        os.environ.pop(var, None)
+    if clean_env:
+        for var in ("HERMES_YOLO_MODE", "HERMES_SAFE_MODE", "HERMES_ENABLE_PROJECT_PLUGINS", "HERMES_INTERACTIVE"):
+            os.environ.pop(var, None)
     return home
 
 
@@ -180,7 +182,7 @@ def has_safe_mode() -> bool:
 
 def run_spec(spec: dict) -> dict:
     """Build a rig from a JSON spec in a fresh interpreter and make one call."""
-    home = isolate(spec.get("home"))
+    home = isolate(spec.get("home"), clean_env=False)
     work = Path(spec["work"])
     if spec.get("install", True):
         import failsecure
