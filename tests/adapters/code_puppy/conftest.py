@@ -1,0 +1,157 @@
+"""Rig for the code-puppy adapter tests: the real pinned code-puppy and core-plugins.
+
+HOME (and the XDG dirs) point at a temp dir before code-puppy is imported (it writes its
+config there); stdin is never a TTY unless a test says so; every test gets a config with
+a short deadline and an audit file, and a registry of gating callbacks of its own.
+"""
+
+import io
+import json
+import os
+import sys
+import tempfile
+
+_HOME = tempfile.mkdtemp(prefix="failsecure-puppy-home-")
+os.environ["HOME"] = _HOME
+for _var, _sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
+                   ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state")):
+    os.environ[_var] = os.path.join(_HOME, _sub)
+
+import pytest  # noqa: E402
+
+import failsecure  # noqa: E402
+from failsecure import activation, policy  # noqa: E402
+
+GATING = ("pre_tool_call", "run_shell_command", "file_permission")
+DEADLINE = 0.3
+
+
+class NotATTY(io.StringIO):
+    def isatty(self):
+        return False
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.fixture(scope="session")
+def adapter():
+    failsecure.install()
+    import code_puppy.callbacks  # noqa: F401  (the trigger module: patched on import)
+
+    puppy = activation.get("code-puppy")
+    assert puppy.state == "patched", puppy.refused_reason
+    return puppy
+
+
+@pytest.fixture(scope="session")
+def cb(adapter):
+    import code_puppy.callbacks as callbacks
+
+    return callbacks
+
+
+class Rig:
+    def __init__(self, path, monkeypatch):
+        self.dir = path
+        self.audit_path = path / "audit.jsonl"
+        self._monkeypatch = monkeypatch
+
+    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
+        path = self.dir / "failsecure.toml"
+        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
+        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
+        cfg = policy.reload()
+        assert cfg.error is None, cfg.error
+
+    def events(self) -> list:
+        if not self.audit_path.exists():
+            return []
+        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
+
+    def last(self) -> dict:
+        events = self.events()
+        assert events, "no audit event was written"
+        return events[-1]
+
+    def outcome_of(self, hook_suffix: str, event: dict | None = None) -> dict:
+        """The audited outcome of the one hook whose id ends with ``hook_suffix``."""
+        event = event or self.last()
+        found = [o for o in event["outcomes"] if o["hook"].endswith(hook_suffix)]
+        assert len(found) == 1, event["outcomes"]
+        return found[0]
+
+
+@pytest.fixture
+def rig(tmp_path, monkeypatch, adapter):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", NotATTY())
+    r = Rig(tmp_path, monkeypatch)
+    r.config()
+    yield r
+    monkeypatch.delenv("FAILSECURE_CONFIG", raising=False)
+    policy.reload()
+
+
+@pytest.fixture(autouse=True)
+def registry(request):
+    """Each test starts with no callback on the gating phases; everything is restored."""
+    if "cb" not in request.fixturenames and "rig" not in request.fixturenames:
+        yield None
+        return
+    request.getfixturevalue("loaded_plugins")  # loaded once, before the first snapshot
+    import code_puppy.callbacks as callbacks
+
+    saved = {phase: list(lst) for phase, lst in callbacks._callbacks.items()}
+    owners = dict(callbacks._callback_owners)
+    fail_closed = set(getattr(callbacks, "_fail_closed_callbacks", ()))
+    for phase in GATING:
+        callbacks._callbacks[phase][:] = []
+    yield callbacks
+    for phase, lst in saved.items():
+        callbacks._callbacks[phase][:] = lst
+    callbacks._callback_owners.clear()
+    callbacks._callback_owners.update(owners)
+    if hasattr(callbacks, "_fail_closed_callbacks"):
+        callbacks._fail_closed_callbacks.clear()
+        callbacks._fail_closed_callbacks.update(fail_closed)
+
+
+_PLUGIN_CALLBACKS: dict = {}
+
+
+@pytest.fixture(scope="session")
+def loaded_plugins(adapter):
+    """What the CLI does at start: code-puppy's pre-tool patch, then every plugin
+    (the real core-plugins, and failsecure's own entry point)."""
+    from code_puppy import callbacks, plugins, pydantic_patches
+
+    assert pydantic_patches.patch_tool_call_callbacks() is True
+    plugins.load_plugin_callbacks()
+    for phase in GATING:
+        _PLUGIN_CALLBACKS[phase] = list(callbacks._callbacks[phase])
+    return _PLUGIN_CALLBACKS
+
+
+@pytest.fixture
+def real_plugins(loaded_plugins, registry, rig):
+    """The real plugins' gating callbacks, back in this test's registry."""
+    for phase, lst in loaded_plugins.items():
+        registry._callbacks[phase][:] = lst
+    return registry
+
+
+@pytest.fixture
+def tty(monkeypatch):
+    """Call to make stdin a TTY for the rest of the test."""
+    return lambda: monkeypatch.setattr(sys, "stdin", FakeTTY())
+
+
+@pytest.fixture
+def run(adapter):
+    """Run a coroutine to completion on a fresh loop."""
+    import asyncio
+
+    return asyncio.run
