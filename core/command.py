@@ -799,7 +799,7 @@ def runner_path():
 # launch line `hook install` writes imports the runner with -c. The package's
 # parent directory goes to the END of sys.path: the stdlib always comes first.
 _BOOT = (
-    "import sys;sys.path.append(sys.argv[1]);"
+    "import sys;sys.stderr=None;sys.path.append(sys.argv[1]);"
     "from failsecure.command import script_main;script_main(sys.argv[2:])"
 )
 
@@ -889,8 +889,11 @@ def prelude(python, runner, protocol, hook_id, timeout, record, command):
     return (
         "R=%s; F=%s; " % (shlex.quote(python), shlex.quote(runner))
         + 'if [ -x "$R" ] && [ -f "$F" ]; then '
+        # stderr is held back so that a crashing runner's traceback never reaches the host
+        + "{ e=$("
         + call
-        + '; s=$?; if [ "$s" -eq 0 ] || [ "$s" -eq 2 ]; then exit "$s"; fi; '
+        + ' 2>&1 1>&3 3>&-); s=$?; } 3>&1; if [ "$s" -eq 0 ] || [ "$s" -eq 2 ]; then '
+        + '[ -z "$e" ] || printf \'%s\\n\' "$e" >&2; exit "$s"; fi; '
         + _shell_deny_lines(proto, failure_reason(hid, CRASHED))
         + "; else "
         + _shell_deny_lines(proto, failure_reason(hid, MISSING))
@@ -1012,7 +1015,11 @@ def _render(document, original_text):
         indent = prefix if prefix.startswith("\t") else (len(prefix) or 2)
     ascii_only = original_text.isascii() and "\\u" in original_text
     if indent is None:
-        separators = (", ", ": ") if ", " in original_text or ": " in original_text else (",", ":")
+        import re
+
+        match = re.match(r'\s*\{\s*"(?:[^"\\]|\\.)*"(\s*):(\s*)', original_text)
+        spaced = bool(match and match.group(2))
+        separators = (", ", ": ") if spaced else (",", ":")
         text = json.dumps(document, ensure_ascii=ascii_only, separators=separators)
     else:
         text = json.dumps(document, ensure_ascii=ascii_only, indent=indent)
@@ -1265,6 +1272,9 @@ def main(args=None):
 def script_main(args=None):
     """Entry of the launch line `hook install` writes; exits the process without teardown."""
     _ensure_std_fds()
+    args = sys.argv[1:] if args is None else list(args)
+    if sys.stderr is None and args[:1] != ["run"]:
+        sys.stderr = sys.__stderr__  # the launch line silences tracebacks of `run` only
     code = main(args)
     try:
         sys.stdout.flush()
