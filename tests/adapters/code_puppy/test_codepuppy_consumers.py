@@ -1,0 +1,222 @@
+"""Consumer level: code-puppy's real shell tool (``command_runner.run_shell_command``) and
+file-modification tools, with injected callbacks and with the real core-plugins guards.
+Each test asserts whether the command or the write actually happened."""
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+CTX = SimpleNamespace(deps=None)
+
+
+def run_shell(run, command, cwd):
+    from code_puppy.tools import command_runner
+
+    return run(command_runner.run_shell_command(CTX, command, cwd=str(cwd), timeout=10))
+
+
+# ---------------------------------------------------------------- the shell tool
+
+
+def test_shell_tool_raising_callback_denies(cb, rig, run, tmp_path):
+    async def guard(context, command, cwd=None, timeout=60):
+        raise RuntimeError("boom")
+
+    cb.register_callback("run_shell_command", guard)
+    marker = tmp_path / "ran"
+    out = run_shell(run, f"touch {marker}", tmp_path)
+    assert not marker.exists()
+    assert out.success is False and "(raised)" in out.error and "boom" not in out.error
+    assert (rig.last()["failure"], rig.last()["exception_type"]) == ("raised", "RuntimeError")
+
+
+def test_shell_tool_allowing_callback_runs(cb, rig, run, tmp_path):
+    async def guard(context, command, cwd=None, timeout=60):
+        return None
+
+    cb.register_callback("run_shell_command", guard)
+    marker = tmp_path / "ran"
+    out = run_shell(run, f"touch {marker}", tmp_path)
+    assert marker.exists() and out.success is True
+    assert rig.last()["outcome"] == "abstain"
+
+
+@pytest.mark.parametrize("answer", ["DENY", False, {"block": True}, ["blocked"]], ids=["str", "False", "typo", "list"])
+def test_shell_tool_junk_denies(cb, rig, run, tmp_path, answer):
+    async def guard(context, command, cwd=None, timeout=60):
+        return answer
+
+    cb.register_callback("run_shell_command", guard)
+    marker = tmp_path / "ran"
+    out = run_shell(run, f"touch {marker}", tmp_path)
+    assert not marker.exists() and out.success is False
+    assert rig.last()["failure"] == "invalid"
+
+
+def test_shell_tool_hang_denies(cb, rig, run, tmp_path):
+    async def guard(context, command, cwd=None, timeout=60):
+        await asyncio.sleep(3)
+
+    cb.register_callback("run_shell_command", guard)
+    marker = tmp_path / "ran"
+    assert run_shell(run, f"touch {marker}", tmp_path).success is False
+    assert not marker.exists()
+    assert rig.last()["failure"] == "timeout"
+
+
+def test_shell_tool_non_string_reason_blocks(cb, rig, run, tmp_path):
+    async def guard(context, command, cwd=None, timeout=60):
+        return {"blocked": True, "error_message": 123, "reasoning": object()}
+
+    cb.register_callback("run_shell_command", guard)
+    marker = tmp_path / "ran"
+    out = run_shell(run, f"touch {marker}", tmp_path)
+    assert not marker.exists()
+    assert out.error == "123" and isinstance(out.user_feedback, str)
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", None)
+
+
+def test_shell_tool_rewrite_keeps_working(cb, rig, run, tmp_path):
+    rewritten = tmp_path / "rewritten"
+
+    async def guard(context, command, cwd=None, timeout=60):
+        return {"rewrite": f"touch {rewritten}", "rewrite_reason": "test"}
+
+    cb.register_callback("run_shell_command", guard)
+    original = tmp_path / "original"
+    assert run_shell(run, f"touch {original}", tmp_path).success is True
+    assert rewritten.exists() and not original.exists()
+    assert rig.last()["outcome"] == "allow"
+
+
+# ---------------------------------------------------------------- the real core-plugins guards
+
+GUARDS = {
+    "destructive_command_guard": ("detect_destructive_command", "git reset --hard"),
+    "force_push_guard": ("detect_force_push", "git push --force origin main"),
+}
+
+
+def guard_module(name):
+    import importlib
+
+    return importlib.import_module(f"code_puppy_core_plugins.{name}.register_callbacks")
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+def test_real_guard_detector_fault_denies(real_plugins, rig, run, tmp_path, monkeypatch, name):
+    """Upstream: the detector raises, the dispatcher records None, the command runs."""
+    module = guard_module(name)
+    detector, _ = GUARDS[name]
+
+    def broken(command):
+        raise RuntimeError("detector bug")
+
+    monkeypatch.setattr(module, detector, broken)
+    marker = tmp_path / "ran"
+    out = run_shell(run, f"touch {marker}", tmp_path)
+    assert not marker.exists() and out.success is False
+    outcome = rig.outcome_of(f"{name}.register_callbacks.{name}_callback")
+    assert (outcome["outcome"], outcome["failure"], outcome["exception_type"]) == ("abstain", "raised", "RuntimeError")
+    assert rig.last()["failure"] == "raised" and rig.last()["outcome"] == "deny"
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+def test_real_guard_intact_allows_a_safe_command(real_plugins, rig, run, tmp_path, name):
+    marker = tmp_path / "ran"
+    assert run_shell(run, f"touch {marker}", tmp_path).success is True
+    assert marker.exists()
+    assert rig.outcome_of(f"{name}_callback")["failure"] is None
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+def test_real_guard_blocks_with_its_own_message(real_plugins, rig, run, tmp_path, name):
+    """Outside a TTY the guards hard-block; their own block and message stand."""
+    _, command = GUARDS[name]
+    marker = tmp_path / "ran"
+    out = run_shell(run, f"{command}; touch {marker}", tmp_path)
+    assert not marker.exists() and out.success is False
+    assert "blocked" in out.error.lower() and "failsecure" not in out.error
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", None)
+    assert rig.last()["hook"].endswith(f"{name}_callback")
+
+
+# ---------------------------------------------------------------- the file tools
+
+
+def write_async(run, path):
+    from code_puppy.tools import file_modifications as fm
+
+    return run(fm.write_to_file_async(CTX, str(path), "hello\n", False))
+
+
+def write_sync(path):
+    from code_puppy.tools import file_modifications as fm
+
+    return fm.write_to_file(CTX, str(path), "hello\n", False)
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_file_tool_raising_permission_callback_denies(cb, rig, run, tmp_path, mode):
+    """Upstream: the crash becomes None and the write happens."""
+
+    def guard(*args, **kwargs):
+        raise PermissionError("boom")
+
+    cb.register_callback("file_permission", guard)
+    target = tmp_path / "out.txt"
+    result = write_async(run, target) if mode == "async" else write_sync(target)
+    assert not target.exists() and result.get("success") is False
+    assert (rig.last()["failure"], rig.last()["exception_type"], rig.last()["tool"]) == ("raised", "PermissionError", "file_permission")
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_file_tool_approving_callback_writes(cb, rig, run, tmp_path, mode):
+    async def guard(*args, **kwargs):
+        return True
+
+    cb.register_callback("file_permission", guard)
+    target = tmp_path / "out.txt"
+    result = write_async(run, target) if mode == "async" else write_sync(target)
+    assert target.read_text() == "hello\n" and result.get("success") is True
+    assert rig.last()["outcome"] == "allow"
+
+
+def test_file_tool_delete_denied_on_junk(cb, rig, run, tmp_path):
+    from code_puppy.tools import file_modifications as fm
+
+    async def guard(*args, **kwargs):
+        return "yes"
+
+    cb.register_callback("file_permission", guard)
+    target = tmp_path / "keep.txt"
+    target.write_text("x")
+    run(fm._delete_file_async(CTX, str(target)))
+    assert target.exists()
+    assert rig.last()["failure"] == "invalid"
+    cb.unregister_callback("file_permission", guard)  # the twin: no objection, deleted
+    run(fm._delete_file_async(CTX, str(target)))
+    assert not target.exists()
+
+
+def test_real_file_permission_handler_fault_denies(real_plugins, rig, run, tmp_path, monkeypatch):
+    """The real core-plugins handler (yolo mode: approves) with an injected config fault."""
+    module = guard_module("file_permission_handler")
+
+    def broken():
+        raise RuntimeError("config interpolation")
+
+    monkeypatch.setattr(module, "get_yolo_mode", broken)
+    target = tmp_path / "out.txt"
+    write_async(run, target)
+    assert not target.exists()
+    outcome = rig.outcome_of("handle_file_permission_async")
+    assert (outcome["failure"], outcome["exception_type"]) == ("raised", "RuntimeError")
+
+
+def test_real_file_permission_handler_intact_writes(real_plugins, rig, run, tmp_path):
+    target = tmp_path / "out.txt"
+    write_async(run, target)
+    assert target.read_text() == "hello\n"
+    assert rig.outcome_of("handle_file_permission_async")["outcome"] == "allow"
