@@ -80,6 +80,7 @@ PAYLOAD_CAP = 32 * 1024 * 1024  # bytes read from the host's stdin
 STDOUT_CAP = 1024 * 1024  # a hook answer larger than this is INVALID
 STDERR_CAP = 64 * 1024  # stderr kept (the rest is drained and dropped)
 REASON_CAP = 2000  # characters of a hook's own deny reason passed on
+DRAIN_GRACE = 0.2  # seconds to read the pipes after the hook exited
 _SIGPIPE = 13
 _SIGXFSZ = 25
 _SIGKILL = 9
@@ -412,8 +413,12 @@ def execute(argv, payload, timeout):
         pidfd = -1
     exited = False
     status = None
+    drain_until = deadline
     while readers or (not exited and pidfd >= 0):
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        if exited and now >= drain_until:
+            break  # the hook answered; something outside its group still holds a pipe
+        remaining = min(deadline, drain_until) - now
         if remaining <= 0:
             result.timed_out = True
             break
@@ -436,8 +441,10 @@ def execute(argv, payload, timeout):
                 pidfd = -1
                 exited = True
                 # Whatever the hook left behind in its group goes with it (and
-                # releases the pipes it may still hold).
+                # releases the pipes it may still hold); what is already in the
+                # pipes is read for at most DRAIN_GRACE more.
                 _kill_group(pid)
+                drain_until = min(deadline, time.monotonic() + DRAIN_GRACE)
             elif fd in readers:
                 try:
                     data = os.read(fd, 65536)
@@ -573,14 +580,12 @@ def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, 
     """Run one hook under the contract and write the host's answer. -> exit code."""
     proto = PROTOCOLS[protocol]
     hid = hook_id_for(hook_id, argv)
-    event = None
     start = time.monotonic()
     try:
         return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd)
-    except Exception as exc:  # the runner itself failed: deny, never say why
-        out, err, code = proto.deny(failure_reason(hid, RAISED), event)
+    except Exception:  # the runner itself failed: deny, never say why
+        out, err, code = proto.deny(failure_reason(hid, RAISED), None)
         _emit(stdout_fd, stderr_fd, out, err)
-        _ = exc
         return code
 
 

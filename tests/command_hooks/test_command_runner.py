@@ -172,6 +172,20 @@ def test_exited_hook_leaves_no_orphans_and_does_not_wait_for_them(run_hook, prot
     assert_dead_soon(int(pidfile.read_text()))
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_escaped_daemon_holding_stdout_does_not_turn_an_answer_into_a_timeout(run_hook, protocol, tmp_path):
+    # A daemon in its own session keeps the stdout pipe open after the hook exited.
+    pidfile = tmp_path / "daemon.pid"
+    started = time.monotonic()
+    run = run_hook(protocol, sh("setsid sh -c 'echo $$ > %s; exec sleep 30' & sleep 0.1; exit 0" % pidfile), timeout=5)
+    assert time.monotonic() - started < 3
+    assert_passed(run)
+    import os
+    import signal
+
+    os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
 # ---------------------------------------------------------------- exit 2: the hook's own deny
 
 
