@@ -360,6 +360,27 @@ def _kill_group(pgid):
         pass
 
 
+_FORWARD_SIGNALS = False  # set by the `hook run` entry points (a process of its own)
+
+
+def _forward_termination(pgid):
+    """If the host terminates the runner, take the hook's process group along (exit 2: a block)."""
+    try:
+        import _signal  # built in: no import cost
+    except ImportError:  # pragma: no cover
+        return
+
+    def stop(signum, frame):
+        _kill_group(pgid)
+        os._exit(2)
+
+    for signum in (1, 2, 15):  # SIGHUP, SIGINT, SIGTERM
+        try:
+            _signal.signal(signum, stop)
+        except (OSError, ValueError):  # not the main thread (in-process use)
+            pass
+
+
 def execute(argv, payload, timeout):
     """Run argv with payload on stdin in a new session under a deadline -> _Result."""
     import select
@@ -393,6 +414,8 @@ def execute(argv, payload, timeout):
     os.close(in_r)
     os.close(out_w)
     os.close(err_w)
+    if _FORWARD_SIGNALS:
+        _forward_termination(pid)
 
     poller = select.poll()
     readers = {out_r: [], err_r: []}
@@ -758,6 +781,8 @@ def _run_from_args(args):
     if not argv:
         os.write(2, b"failsecure: hook runner usage error (no command)\n")
         return 2
+    global _FORWARD_SIGNALS
+    _FORWARD_SIGNALS = True
     return run(protocol, argv, timeout, hook_id)
 
 
@@ -1174,6 +1199,8 @@ def _cmd_run(args):
     if not argv:
         sys.stderr.write("failsecure: hook runner usage error (no command)\n")
         return 2
+    global _FORWARD_SIGNALS
+    _FORWARD_SIGNALS = True
     return run(args.protocol, argv, args.timeout, args.hook_id)
 
 

@@ -158,7 +158,7 @@ def test_host_timeout_is_above_the_runner_timeout(tmp_path, host):
     command.install(str(path), host, on_failure="omit")
     _doc, key, unit = HOSTS[host]
     original = gating_handlers(host, json.loads(json.dumps(HOSTS[host][0])))
-    for before, handler in zip(original, gating_handlers(host, json.loads(path.read_text()))):
+    for before, handler in zip(original, gating_handlers(host, json.loads(path.read_text())), strict=True):
         runner_timeout = float(handler["command"].split(" --timeout ")[1].split(" ")[0])
         if key in before:
             assert runner_timeout == before[key] / unit  # the user's budget goes to the runner

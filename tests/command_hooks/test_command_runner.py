@@ -186,6 +186,29 @@ def test_escaped_daemon_holding_stdout_does_not_turn_an_answer_into_a_timeout(ru
     os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
+def test_terminated_runner_takes_the_hook_group_along(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    pidfile = tmp_path / "hook.pid"
+    line = command.launch_argv(sys.executable, command.runner_path()) + [
+        "run", "--protocol", "claude", "--timeout", "30", "--", "/bin/sh", "-c", "echo $$ > %s; exec sleep 30" % pidfile,
+    ]
+    proc = subprocess.Popen(line, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(payload_for("claude"))
+    proc.stdin.close()
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=5) == 2
+    assert_dead_soon(int(pidfile.read_text()))
+    proc.stdout.close()
+    proc.stderr.close()
+
+
 # ---------------------------------------------------------------- exit 2: the hook's own deny
 
 
