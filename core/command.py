@@ -435,7 +435,6 @@ def execute(argv, payload, timeout):
     except (AttributeError, OSError):
         pidfd = -1
     exited = False
-    status = None
     drain_until = deadline
     while readers or (not exited and pidfd >= 0):
         now = time.monotonic()
@@ -493,20 +492,16 @@ def execute(argv, payload, timeout):
         if result.oversized:
             break
     if not (result.timed_out or result.oversized or exited):
-        # No pidfd (old kernel): the pipes are closed, wait for the exit under the deadline.
-        while True:
-            reaped, status = os.waitpid(pid, os.WNOHANG)
-            if reaped:
-                break
+        # No pidfd (old kernel): the pipes are closed; wait for the exit under the
+        # deadline without reaping, so the group id stays reserved for the kill below.
+        while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
             if time.monotonic() >= deadline:
                 result.timed_out = True
                 break
             time.sleep(0.002)
-    if result.timed_out or result.oversized:
-        _kill_group(pid)
-    if status is None or result.timed_out or result.oversized:
-        _, status = os.waitpid(pid, 0)
+    # The leader is not reaped yet, so its group id cannot have been reused.
     _kill_group(pid)
+    _, status = os.waitpid(pid, 0)
     result.status = os.waitstatus_to_exitcode(status)
     for fd in list(readers):
         os.close(fd)

@@ -501,3 +501,21 @@ def test_runner_as_a_script_and_through_the_cli(tmp_path):
         assert (deny.returncode, deny.stderr) == (2, b"failsecure: hook 'command:g' failed closed (crashed)\n")
         allow = subprocess.run(prefix + ["run", "--protocol", "kiro", "--hook-id", "g", "--", "true"], input=b"{}", capture_output=True, timeout=30)
         assert (allow.returncode, allow.stdout, allow.stderr) == (0, b"", b"")
+
+
+# ---------------------------------------------------------------- kernels without pidfd_open
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "no-pidfd"])
+def test_execute_with_and_without_pidfd(monkeypatch, pidfd):
+    import os
+
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    done = command.execute(["/bin/sh", "-c", "cat; echo err >&2; exit 3"], b"payload", 5)
+    assert (done.status, done.stdout, done.stderr, done.timed_out) == (3, b"payload", b"err\n", False)
+    started = time.monotonic()
+    hung = command.execute(["/bin/sh", "-c", "exec sleep 30"], b"", 0.3)
+    assert hung.timed_out and hung.status == -9 and time.monotonic() - started < 3
+    missing = command.execute(["/no/such/hook"], b"", 1)
+    assert missing.spawn_errno is not None
