@@ -1094,7 +1094,7 @@ def install(path, host, *, python=None, runner=None, timeout=None, on_failure="a
         raise InstallError("the interpreter must be an absolute path, got %r" % (python,))
     if not os.path.isabs(runner):
         raise InstallError("the runner must be an absolute path, got %r" % (runner,))
-    if on_failure not in ("auto", "block", "continue", "omit"):
+    if on_failure not in ("auto", "block", "omit"):
         raise InstallError("--on-failure must be auto, block or omit")
     text, document = _read_document(path)
     block = False
