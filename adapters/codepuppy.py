@@ -481,6 +481,8 @@ class CodePuppyAdapter(Adapter):
             if phase == FILE:
                 return [False]
             return [self._native_block(o) for o in decision.deciding] or [_blocked(decision.reason or _GENERIC_BLOCK)]
+        if action is Action.ABSTAIN and all(o.failure is None and o.verdict.action is Action.ABSTAIN for o in outcomes):
+            return [None] * len(outcomes)  # nobody had an opinion (the common case)
         from failsecure import policy
 
         config = policy.current()
