@@ -8,23 +8,21 @@ our own Outcome fields, which hold none of those.
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 import time
 
-_file_lock = threading.Lock()
+from ._fastjson import dumps as _dumps
+
+# Light on purpose (no threading, no json): the command-hook runner writes through
+# write_jsonl on the critical path of a tool call.
+_file_lock = _thread.allocate_lock()
 
 
-def _dumps(event: dict) -> str:
-    import json
-
-    return json.dumps(event, separators=(",", ":"), default=str)
-
-
-def write_jsonl(path: str, line: str) -> None:
-    """Append one line to a JSON-lines file: one write, flushed, flock'd across processes."""
-    data = (line + "\n").encode("utf-8")
+def write_jsonl(path: str, event: dict) -> None:
+    """Append one event to a JSON-lines file: one write, flushed, flock'd across processes."""
+    data = (_dumps(event) + "\n").encode("utf-8")
     with _file_lock:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -40,30 +38,57 @@ def write_jsonl(path: str, line: str) -> None:
 
 
 def outcome_fields(outcome) -> dict:
+    return entry(
+        outcome.hook,
+        outcome.action.value,
+        outcome.failure.value if outcome.failure is not None else None,
+        outcome.exception_type,
+        outcome.elapsed_ms,
+    )
+
+
+def entry(hook, outcome, failure, exception_type, elapsed_ms) -> dict:
+    """One hook's line in an event's ``outcomes``: its own answer, before policy."""
     return {
-        "hook": outcome.hook,
-        "outcome": outcome.action.value,
-        "failure": outcome.failure.value if outcome.failure is not None else None,
-        "exception_type": outcome.exception_type,
-        "elapsed_ms": round(outcome.elapsed_ms, 3),
+        "hook": hook,
+        "outcome": outcome,
+        "failure": failure,
+        "exception_type": exception_type,
+        "elapsed_ms": round(elapsed_ms, 3),
     }
 
 
-def decision_event(decision, *, framework: str, framework_version: str | None, tool: str | None, call_id: str | None) -> dict:
-    primary = decision.primary
+def event(*, framework, framework_version, tool, call_id, outcome, primary, elapsed_ms, outcomes) -> dict:
+    """The audit event: the design's fields, from plain values only. ``primary`` is the
+    ``entry`` of the outcome that decided (or None)."""
     return {
         "ts": time.time(),
         "framework": framework,
         "framework_version": framework_version,
-        "hook": primary.hook if primary is not None else None,
+        "hook": primary["hook"] if primary else None,
         "tool": tool if isinstance(tool, str) else None,
-        "outcome": decision.action.value,
-        "failure": primary.failure.value if primary is not None and primary.failure is not None else None,
-        "exception_type": primary.exception_type if primary is not None else None,
-        "elapsed_ms": round(sum(o.elapsed_ms for o in decision.outcomes), 3),
+        "outcome": outcome,
+        "failure": primary["failure"] if primary else None,
+        "exception_type": primary["exception_type"] if primary else None,
+        "elapsed_ms": round(elapsed_ms, 3),
         "call_id": call_id if isinstance(call_id, str) else None,
-        "outcomes": [outcome_fields(o) for o in decision.outcomes],
+        "outcomes": outcomes,
     }
+
+
+def decision_event(decision, *, framework: str, framework_version: str | None, tool: str | None, call_id: str | None) -> dict:
+    outcomes = [outcome_fields(o) for o in decision.outcomes]
+    primary = decision.primary
+    return event(
+        framework=framework,
+        framework_version=framework_version,
+        tool=tool,
+        call_id=call_id,
+        outcome=decision.action.value,
+        primary=outcomes[decision.outcomes.index(primary)] if primary is not None else None,
+        elapsed_ms=sum(o.elapsed_ms for o in decision.outcomes),
+        outcomes=outcomes,
+    )
 
 
 def emit(event: dict, audit_path: str | None = None) -> None:
@@ -79,7 +104,7 @@ def emit(event: dict, audit_path: str | None = None) -> None:
         pass
     if audit_path:
         try:
-            write_jsonl(audit_path, _dumps(event))
+            write_jsonl(audit_path, event)
         except Exception as exc:
             print(f"failsecure: cannot write the audit file {audit_path} ({type(exc).__name__})", file=sys.stderr)
     plugins = sys.modules.get("failsecure.plugins")

@@ -56,6 +56,7 @@ if __name__ == "__main__":  # started as a script: make `failsecure` importable
 
 from failsecure._fastjson import dumps as _dumps
 from failsecure._fastjson import loads as _loads
+from failsecure.failures import CRASHED, INVALID, MISSING, RAISED, TIMEOUT, failure_reason, process_failure
 
 __all__ = (
     "PROTOCOLS",
@@ -68,14 +69,6 @@ __all__ = (
     "main",
 )
 
-# Failure categories (the same strings as failsecure.verdict.Failure; the enum
-# is not imported here because verdict pulls in pydantic).
-RAISED = "raised"
-TIMEOUT = "timeout"
-INVALID = "invalid"
-MISSING = "missing"
-CRASHED = "crashed"
-
 PAYLOAD_CAP = 32 * 1024 * 1024  # bytes read from the host's stdin
 STDOUT_CAP = 1024 * 1024  # a hook answer larger than this is INVALID
 STDERR_CAP = 64 * 1024  # stderr kept (the rest is drained and dropped)
@@ -87,15 +80,6 @@ _SIGKILL = 9
 
 
 CONFIG_HOOK = "failsecure:config"  # the hook id the core blames for an invalid config
-
-
-def failure_reason(hook_id, category):
-    """The fixed text a host is told on a fail-closed deny: hook id and category only.
-
-    The same text as failsecure.verdict.failure_reason (which imports pydantic)."""
-    if category == MISSING:
-        return "failsecure: required hook '%s' is missing" % (hook_id,)
-    return "failsecure: hook '%s' failed closed (%s)" % (hook_id, category)
 
 
 class _Invalid(Exception):
@@ -550,23 +534,6 @@ def _hook_policy(config, hook_id):
     return str(getattr(on_error, "value", on_error)), str(getattr(role, "value", role)), explicit, default
 
 
-def _write_audit(path, event):
-    """Append one JSON line, flock'd: failsecure.audit.write_jsonl's format without
-    its imports (threading and friends cost ~11 ms here). Never raises."""
-    try:
-        import fcntl
-
-        line = (_dumps(event) + "\n").encode()
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, line)
-        finally:
-            os.close(fd)
-    except Exception:
-        pass
-
-
 def _sanitize_id(text):
     out = []
     for ch in text:
@@ -641,31 +608,25 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd):
             action, out, err, code = "abstain", b"", b"", 0
         audit_path = getattr(config, "audit_path", None) if config is not None else None
         if audit_path:
-            elapsed = round(elapsed, 3)
-            _write_audit(
-                audit_path,
-                {
-                    "ts": time.time(),
-                    "framework": proto.framework,
-                    "framework_version": None,
-                    "hook": hid,
-                    "tool": tool,
-                    "outcome": action,
-                    "failure": failure,
-                    "exception_type": exc_type,
-                    "elapsed_ms": elapsed,
-                    "call_id": call_id,
-                    "outcomes": [
-                        {
-                            "hook": hid,
-                            "outcome": verdict or "abstain",  # a failure has no answer
-                            "failure": failure,
-                            "exception_type": exc_type,
-                            "elapsed_ms": elapsed,
-                        }
-                    ],
-                },
-            )
+            try:
+                from failsecure import audit
+
+                entry = audit.entry(hid, verdict or "abstain", failure, exc_type, elapsed)  # a failure has no answer
+                audit.write_jsonl(
+                    audit_path,
+                    audit.event(
+                        framework=proto.framework,
+                        framework_version=None,
+                        tool=tool,
+                        call_id=call_id,
+                        outcome=action,
+                        primary=entry,
+                        elapsed_ms=elapsed,
+                        outcomes=[entry],
+                    ),
+                )
+            except Exception:
+                pass  # audit must never flip or lose the answer
         _emit(stdout_fd, stderr_fd, out, err)
         return code
 
@@ -687,17 +648,12 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd):
 
     result = execute(argv, raw, max(deadline - time.monotonic(), 0.001))
     elapsed = result.elapsed_ms
-    if result.spawn_errno is not None:
-        return failed(MISSING, elapsed)
-    if result.timed_out:
-        return failed(TIMEOUT, elapsed)
-    if result.oversized:
-        return failed(INVALID, elapsed)
     status = result.status
-    if status in (126, 127):  # the shell could not find / execute the hook
-        return failed(MISSING, elapsed)
-    if status != 0 and status != 2:  # a signal (negative) or any other exit
-        return failed(CRASHED, elapsed)
+    category = process_failure(result.spawn_errno is not None, result.timed_out, status)
+    if result.oversized and category not in (MISSING, TIMEOUT):
+        category = INVALID  # the runner killed it for answering too much
+    if category is not None:
+        return failed(category, elapsed)
     if not gating:  # advisory event: the host gets exactly what the hook said
         action = "deny" if status == 2 else "abstain"
         return answer(action, None, result.stdout, result.stderr, status, action, elapsed)

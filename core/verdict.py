@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import failures
+
 
 class Action(str, Enum):
     ALLOW = "allow"
@@ -22,11 +24,13 @@ class Action(str, Enum):
 
 
 class Failure(str, Enum):
-    RAISED = "raised"  # the hook raised (any exception, SystemExit included)
-    TIMEOUT = "timeout"  # the hook did not answer before its deadline
-    INVALID = "invalid"  # the hook answered something the framework would not honour
-    MISSING = "missing"  # a required hook, or the patch target itself, was not there
-    CRASHED = "crashed"  # the hook process died (signal, could not start)
+    """See ``failsecure.failures`` for what each category means."""
+
+    RAISED = failures.RAISED
+    TIMEOUT = failures.TIMEOUT
+    INVALID = failures.INVALID
+    MISSING = failures.MISSING
+    CRASHED = failures.CRASHED
 
 
 class Invalid(Exception):
@@ -115,8 +119,4 @@ ABSTAIN = Verdict(action=Action.ABSTAIN)
 ASK = Verdict(action=Action.ASK)
 
 
-def failure_reason(hook: str, failure: Failure) -> str:
-    """The only text a model or user sees for a fail-closed deny: hook id and category."""
-    if failure is Failure.MISSING:
-        return f"failsecure: required hook '{hook}' is missing"
-    return f"failsecure: hook '{hook}' failed closed ({failure.value})"
+failure_reason = failures.failure_reason

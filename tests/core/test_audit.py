@@ -55,7 +55,7 @@ def test_allow_event_twin(write_config, tmp_path):
 
 def _write_many(path, tag, n):
     for i in range(n):
-        audit.write_jsonl(path, json.dumps({"tag": tag, "i": i, "pad": "x" * 2000}))
+        audit.write_jsonl(path, {"tag": tag, "i": i, "pad": "x" * 2000})
 
 
 def test_jsonl_is_safe_across_threads_and_processes(tmp_path):
@@ -63,7 +63,7 @@ def test_jsonl_is_safe_across_threads_and_processes(tmp_path):
     threads = [threading.Thread(target=_write_many, args=(path, f"t{k}", 50)) for k in range(4)]
     code = (
         "import json, sys; from failsecure import audit\n"
-        "for i in range(50): audit.write_jsonl(sys.argv[1], json.dumps({'tag': sys.argv[2], 'i': i, 'pad': 'x' * 2000}))"
+        "for i in range(50): audit.write_jsonl(sys.argv[1], {'tag': sys.argv[2], 'i': i, 'pad': 'x' * 2000})"
     )
     procs = [subprocess.Popen([sys.executable, "-c", code, path, f"p{k}"]) for k in range(2)]
     for w in threads:
