@@ -39,6 +39,7 @@ import sys
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, Check, PatchError
+from failsecure.failures import process_failure
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 log = logging.getLogger("failsecure")
@@ -304,15 +305,10 @@ class HermesAdapter(Adapter):
             from failsecure import policy
 
             limit = policy.current().timeout_for(hook_id)
-            outcome = self.hook_call(hook_id, _run_shell, spec, kwargs, limit, _validate=_shell_verdict)
-        else:
-            from failsecure import guard
+            return self.hook_call(hook_id, _run_shell, spec, kwargs, limit, _validate=_shell_verdict)
+        from failsecure import guard
 
-            outcome = guard.call(hook_id, _run_shell, (spec, kwargs, timeout), validate=_shell_verdict, timeout=timeout)
-        failure = outcome.verdict.data if outcome.verdict is not None else None
-        if isinstance(failure, Failure):
-            return Outcome(hook=hook_id, failure=failure, elapsed_ms=outcome.elapsed_ms)
-        return outcome
+        return guard.call(hook_id, _run_shell, (spec, kwargs, timeout), validate=_shell_verdict, timeout=timeout)
 
     # ------------------------------------------------------------ doctor
 
@@ -410,24 +406,24 @@ def _run_shell(spec: Any, kwargs: dict, limit: Optional[float]) -> Optional[dict
 
 
 def _shell_verdict(run: Optional[dict]) -> Verdict:
-    """Judge hermes' raw ``_spawn`` result. A process that could not start or died is
-    CRASHED, one past its deadline TIMEOUT (both carried in ``data`` and turned into the
-    failure by the adapter); exit 2 is the Claude-style block; a non-zero exit without a
-    block is CRASHED; output other than nothing or a block directive is INVALID."""
+    """Judge hermes' raw ``_spawn`` result. A block directive on stdout is honoured
+    whatever the exit status (hermes parses stdout after a non-zero exit too); otherwise
+    a process that could not start, timed out or died fails with the category
+    ``failsecure.failures.process_failure`` gives it (the same for every command-hook
+    host); exit 2 is the Claude-style block; output other than nothing or a block
+    directive is INVALID."""
     if run is None:  # the matcher did not select this tool
         return _ABSTAIN
-    if run.get("error"):
-        return Verdict(action=Action.ABSTAIN, data=Failure.CRASHED)
-    if run.get("timed_out"):
-        return Verdict(action=Action.ABSTAIN, data=Failure.TIMEOUT)
     code = run.get("returncode")
-    if type(code) is not int or code < 0:  # killed by a signal
-        return Verdict(action=Action.ABSTAIN, data=Failure.CRASHED)
-    kind, message = _shell_directive(run.get("stdout"))
-    if code == 2 or kind == "block":
+    category = process_failure(bool(run.get("error")), bool(run.get("timed_out")), code)
+    ran_to_exit = type(code) is int and code >= 0 and not run.get("timed_out")
+    kind, message = _shell_directive(run.get("stdout")) if ran_to_exit else ("none", None)
+    if kind == "block":
         return Verdict(action=Action.DENY, reason=message or _DEFAULT_SHELL_BLOCK)
-    if code != 0:
-        return Verdict(action=Action.ABSTAIN, data=Failure.CRASHED)
+    if category is not None:
+        raise Invalid(Failure(category))
+    if code == 2:
+        return Verdict(action=Action.DENY, reason=_DEFAULT_SHELL_BLOCK)
     if kind == "none":
         return _ABSTAIN
     raise Invalid()

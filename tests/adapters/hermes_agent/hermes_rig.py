@@ -161,7 +161,9 @@ class Rig:
 
 
 def fail_closed(hook_id: str, category: str) -> str:
-    return f"failsecure: hook '{hook_id}' failed closed ({category})"
+    from failsecure.failures import failure_reason
+
+    return failure_reason(hook_id, category)
 
 
 def has_approve() -> bool:

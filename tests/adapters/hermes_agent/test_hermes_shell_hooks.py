@@ -38,21 +38,29 @@ def test_failing_shell_hook_denies(rig, case, body, category):
         ("unparsable command", "'/bin/echo unterminated"),
     ],
 )
-def test_shell_hook_that_cannot_start_is_crashed(rig, case, command):
+def test_shell_hook_that_cannot_start_is_missing(rig, case, command):
     hook = rig.shell_hook(command)
     rig.load()
     out = rig.call()
     assert not out["ran"]
-    assert out["result"] == {"error": H.fail_closed(hook, "crashed")}
-    assert rig.last()["failure"] == "crashed"
+    assert out["result"] == {"error": H.fail_closed(hook, "missing")}
+    assert rig.last()["failure"] == "missing"
 
 
-def test_non_executable_script_is_crashed(rig):
+def test_non_executable_script_is_missing(rig):
     hook = rig.shell_hook(rig.script("exit 0", executable=False))
     rig.load()
     out = rig.call()
     assert not out["ran"]
-    assert out["result"] == {"error": H.fail_closed(hook, "crashed")}
+    assert out["result"] == {"error": H.fail_closed(hook, "missing")}
+    assert rig.last()["failure"] == "missing"
+
+
+def test_command_not_found_in_a_wrapper_shell_is_missing(rig):
+    """Exit 127 (the shell could not find the command): one category with the runner."""
+    hook = rig.shell_hook(rig.script("exec /nonexistent/failsecure-inner-hook"))
+    rig.load()
+    assert rig.call()["result"] == {"error": H.fail_closed(hook, "missing")}
 
 
 def test_shell_hook_timeout_bounded_by_failsecure(rig):
