@@ -436,3 +436,40 @@ def test_approval_backend_counts_as_interactive(cb, rig, run, monkeypatch):
     monkeypatch.setattr(common, "get_approval_backend", lambda: object())
     assert shell(cb, run) == [None]
     assert rig.last()["failure"] is None
+
+
+# ---------------------------------------------------------------- a handled call (tool_result)
+
+
+def _handled(results, expected):
+    """Upstream's own reading of the blocks (the helper exists from 0.0.9xx)."""
+    try:
+        from code_puppy._pydantic_tool_helpers import _handled_result_for_blocks
+    except ImportError:
+        return True
+    return _handled_result_for_blocks(results) == expected
+
+
+def test_handled_tool_result_keeps_working(cb, rig, run):
+    async def handler(*args, **kwargs):
+        return {"blocked": True, "tool_result": "answered in the editor"}
+
+    cb.register_callback("pre_tool_call", handler)
+    results = pre_tool(cb, run)
+    assert results == [{"blocked": True, "tool_result": "answered in the editor"}]
+    assert _handled(results, "answered in the editor")
+
+
+def test_handled_tool_result_does_not_hide_a_failure(cb, rig, run):
+    async def handler(*args, **kwargs):
+        return {"blocked": True, "tool_result": "answered in the editor"}
+
+    async def raising(*args, **kwargs):
+        raise RuntimeError
+
+    cb.register_callback("pre_tool_call", handler)
+    cb.register_callback("pre_tool_call", raising)
+    results = pre_tool(cb, run)
+    assert len(blocked(results)) == 2
+    assert _handled(results, None)  # an ordinary deny: the failure is not answered for
+    assert rig.outcome_of(".raising")["failure"] == "raised"
