@@ -1,0 +1,150 @@
+"""hermes-agent: the cost failsecure adds per tool call.
+
+One tool call through the real ``model_tools.handle_function_call`` with three trivial
+``pre_tool_call`` guards (real plugins in a throwaway HERMES_HOME, no opinion). Unpatched
+and patched in the same process, interleaved rounds, medians and the ratio printed, for:
+
+- a fake tool that returns at once (the worst case: the ratio is then the cost of the
+  gate against hermes' ~25-40 us of dispatch, and the added microseconds are the number
+  that matters), and
+- hermes' own ``read_file`` on a local file (a real tool),
+
+under the default failsecure config (30 s deadline per gate: each gate runs on the
+guard's worker pool) and under ``timeout = 0`` (no deadline: gates run inline). No audit
+file.
+
+    tox -e bench-hermes          (or: python benchmarks/bench_hermes.py [ROUNDS])
+
+Target: patched / unpatched <= 1.05.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+GUARDS = 3
+TARGET = 1.05
+
+
+def setup_home() -> str:
+    home = tempfile.mkdtemp(prefix="failsecure-bench-hermes-")
+    os.environ["HERMES_HOME"] = home
+    for var in ("HERMES_YOLO_MODE", "HERMES_SAFE_MODE", "FAILSECURE_CONFIG"):
+        os.environ.pop(var, None)
+    names = []
+    for i in range(GUARDS):
+        name = f"bench_guard_{i}"
+        folder = os.path.join(home, "plugins", name)
+        os.makedirs(folder)
+        with open(os.path.join(folder, "plugin.yaml"), "w") as fh:
+            fh.write(f"name: {name}\nversion: '1.0'\n")
+        with open(os.path.join(folder, "__init__.py"), "w") as fh:
+            fh.write(
+                "def hook(tool_name=None, args=None, **kw):\n"
+                "    if tool_name == 'never':\n"
+                "        return {'action': 'block', 'message': 'no'}\n"
+                "    return None\n\n"
+                "def register(ctx):\n"
+                "    ctx.register_hook('pre_tool_call', hook)\n"
+            )
+        names.append(name)
+    with open(os.path.join(home, "config.yaml"), "w") as fh:
+        fh.write("plugins:\n  enabled: [%s]\n" % ", ".join(names))
+    return home
+
+
+def main(argv: list[str]) -> int:
+    rounds = int(argv[0]) if argv else 15
+    setup_home()
+    cwd = tempfile.mkdtemp(prefix="failsecure-bench-cwd-")
+    os.chdir(cwd)  # failsecure.toml is written here per configuration
+
+    import failsecure
+
+    failsecure.install()
+    import model_tools
+    from hermes_cli import plugins
+    from tools.registry import registry
+
+    from failsecure import activation, policy
+
+    adapter = activation.get("hermes-agent")
+    plugins.discover_plugins(force=True)
+    hooks = plugins.get_plugin_manager()._hooks.get("pre_tool_call", [])
+    assert len(hooks) == GUARDS, f"expected {GUARDS} guards, got {len(hooks)}"
+
+    registry.register(
+        name="bench_probe", toolset="bench",
+        schema={"name": "bench_probe", "description": "bench", "parameters": {"type": "object", "properties": {}}},
+        handler=lambda args, **kw: '{"ok": true}',
+    )
+    big = os.path.join(cwd, "lines.txt")
+    with open(big, "w") as fh:
+        fh.writelines(f"line {i}\n" for i in range(20000))
+    offsets = itertools.count(1)  # read_file blocks a 4th read of the same region
+
+    def read_file_args():
+        return {"path": big, "offset": next(offsets), "limit": 5}
+
+    tools = [
+        ("fake tool (returns at once)", "bench_probe", lambda: {"path": "/tmp/x"}, 300),
+        ("hermes read_file, 5 lines", "read_file", read_file_args, 12),
+    ]
+    configs = [
+        ("default config (30 s deadline per gate)", ""),
+        ("timeout = 0 (no deadline, gates inline)", "timeout = 0\n"),
+    ]
+
+    def per_call_us(tool, make_args, n) -> float:
+        calls = [make_args() for _ in range(n)]
+        t = time.perf_counter()
+        for args in calls:
+            model_tools.handle_function_call(tool, args, task_id="t", tool_call_id="c", session_id="s")
+        return (time.perf_counter() - t) / n * 1e6
+
+    import importlib.metadata
+
+    print(f"hermes-agent {importlib.metadata.version('hermes-agent')}: one tool call through "
+          f"handle_function_call, {GUARDS} trivial guards; median us per call, {rounds} interleaved rounds")
+    worst = 0.0
+    for config_label, config in configs:
+        with open(os.path.join(cwd, "failsecure.toml"), "w") as fh:
+            fh.write(config)
+        policy.reload()
+        print(f"  {config_label}")
+        for tool_label, tool, args, n in tools:
+            # sanity: the tool really runs in both modes, and the patched mode really gates
+            adapter.unpatch()
+            assert "error" not in json.loads(model_tools.handle_function_call(tool, args()))
+            assert adapter.patch() == "patched"
+            got = json.loads(model_tools.handle_function_call(tool, args()))
+            assert "error" not in got, got
+            for _ in range(1):  # warm-up, both modes
+                adapter.unpatch()
+                per_call_us(tool, args, n)
+                adapter.patch()
+                per_call_us(tool, args, n)
+            unpatched, patched = [], []
+            for _ in range(rounds):
+                adapter.unpatch()
+                unpatched.append(per_call_us(tool, args, n))
+                adapter.patch()
+                patched.append(per_call_us(tool, args, n))
+            assert adapter.state == "patched"
+            u, p = statistics.median(unpatched), statistics.median(patched)
+            ratio = p / u
+            worst = max(worst, ratio)
+            verdict = "OK" if ratio <= TARGET else "OVER"
+            print(f"    {tool_label:<30} unpatched {u:8.1f}  patched {p:8.1f}  +{p - u:6.1f} us  "
+                  f"x{ratio:.3f}  (target x{TARGET:.2f}: {verdict})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
