@@ -50,7 +50,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, Check, PatchError
+from failsecure.adapter import Adapter, PatchError
 from failsecure.reduce import effective
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
@@ -202,10 +202,8 @@ class CodePuppyAdapter(Adapter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._saved: list[tuple[Any, str, Any]] = []  # (owner, attr, original)
         self._callbacks: Any = None
         self._pretool_missing = False
-        self._pretool_saved: list[tuple[Any, str, Any]] = []
         self._watching = False
         self._active = False  # between _patch and _unpatch (the import hook checks it)
         self._said = threading.Lock()
@@ -213,8 +211,6 @@ class CodePuppyAdapter(Adapter):
     # ------------------------------------------------------------ patching
 
     def _patch(self) -> None:
-        import wrapt
-
         callbacks = importlib.import_module(CALLBACKS)
         for attr in ("_trigger_callbacks", "_trigger_callbacks_sync", "get_callbacks"):
             if not callable(getattr(callbacks, attr, None)):
@@ -236,21 +232,14 @@ class CodePuppyAdapter(Adapter):
             kwargs.pop("raise_on_error", None)
             return adapter._gate_sync(phase, args[1:], kwargs)
 
-        self._replace(callbacks, "_trigger_callbacks", wrapt.FunctionWrapper(callbacks._trigger_callbacks, async_loop))
-        self._replace(callbacks, "_trigger_callbacks_sync", wrapt.FunctionWrapper(callbacks._trigger_callbacks_sync, sync_loop))
+        self.wrap(callbacks, "_trigger_callbacks", async_loop)
+        self.wrap(callbacks, "_trigger_callbacks_sync", sync_loop)
         self._active = True
         self._watch_pre_tool_patch()
 
-    def _replace(self, owner: Any, attr: str, new: Any, saved: Optional[list] = None) -> None:
-        (self._saved if saved is None else saved).append((owner, attr, owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr)))
-        setattr(owner, attr, new)
-
     def _unpatch(self) -> None:
         self._active = False
-        for saved in (self._pretool_saved, self._saved):
-            while saved:
-                owner, attr, original = saved.pop()
-                setattr(owner, attr, original)
+        self.restore()
         self._pretool_missing = False
 
     def _lockdown(self) -> None:
@@ -274,7 +263,7 @@ class CodePuppyAdapter(Adapter):
             return on_file_permission(*args, **kwargs)
 
         for fn in (on_pre_tool_call, on_run_shell_command, on_file_permission, on_file_permission_async):
-            self._replace(callbacks, fn.__name__, fn)
+            self.replace(callbacks, fn.__name__, fn)
 
     # ------------------------------------------------------------ code-puppy's pre-tool patch
 
@@ -293,12 +282,9 @@ class CodePuppyAdapter(Adapter):
     def _patch_pre_tool_watch(self, patches: Any) -> None:
         if not self._active:
             return
-        if any(owner is patches for owner, _, _ in self._saved):
+        if any(replaced[0] is patches for replaced in self._replaced):
             return
-        report = getattr(patches, "_patch_failed", None)
-        if callable(report):
-            import wrapt
-
+        if callable(getattr(patches, "_patch_failed", None)):
             adapter = self
 
             def patch_failed(wrapped, instance, args, kwargs):
@@ -309,7 +295,7 @@ class CodePuppyAdapter(Adapter):
                     if name == PRE_TOOL_PATCH:
                         adapter._pre_tool_failed()
 
-            self._replace(patches, "_patch_failed", wrapt.FunctionWrapper(report, patch_failed))
+            self.wrap(patches, "_patch_failed", patch_failed)
         try:
             failed = PRE_TOOL_PATCH in list(getattr(patches, "_LOUD_FAILURES", ()))
         except Exception:
@@ -333,7 +319,6 @@ class CodePuppyAdapter(Adapter):
         log.error(msg)
         print(msg, file=sys.stderr)
         try:
-            import wrapt
             from pydantic_ai.tool_manager import ToolManager
         except Exception as exc:
             log.error("failsecure: pydantic-ai ToolManager not found (%s); only the gating phases deny", type(exc).__name__)
@@ -345,7 +330,7 @@ class CodePuppyAdapter(Adapter):
 
         for attr in ("execute_tool_call", "_call_tool"):
             if callable(ToolManager.__dict__.get(attr)):
-                self._replace(ToolManager, attr, wrapt.FunctionWrapper(ToolManager.__dict__[attr], denied), self._pretool_saved)
+                self.wrap(ToolManager, attr, denied)
 
     async def _deny_tool_call(self, call: Any) -> str:
         call = getattr(call, "call", call)
@@ -464,14 +449,12 @@ class CodePuppyAdapter(Adapter):
         return self.decide(tool, outcomes + self._extra(), arguments=arguments)
 
     def _broken(self, phase: str, exc: BaseException) -> list:
-        """The answer when this adapter (or the core) raised: a deny."""
-        outcome = Outcome(hook=self.hook_id(phase), failure=Failure.RAISED, exception_type=type(exc).__name__)
-        log.error("failsecure: code-puppy %s dispatch raised %s; the call is denied", phase, type(exc).__name__)
+        """The answer when this adapter's translation (or the core) raised: a deny."""
+        hook = self.hook_id(phase)
         try:
-            decision = self.decide(None, [outcome])
-            text = decision.reason or failure_reason(outcome.hook, Failure.RAISED)
+            text = self.failed(exc, hook=hook).reason or failure_reason(hook, Failure.RAISED)
         except Exception:
-            text = failure_reason(outcome.hook, Failure.RAISED)
+            text = failure_reason(hook, Failure.RAISED)
         return [False] if phase == FILE else [_blocked(text)]
 
     def _native(self, phase: str, decision: Any, outcomes: list) -> list:
@@ -513,64 +496,26 @@ class CodePuppyAdapter(Adapter):
 
     # ------------------------------------------------------------ doctor
 
-    def self_test(self) -> list[Check]:
-        if self.state != "patched" or self._callbacks is None:
-            return [Check("patched", False, f"state {self.state}")]
-        done: list = []
-        thread = threading.Thread(target=lambda: done.append(self._self_test()), name="failsecure-self-test", daemon=True)
-        thread.start()
-        thread.join(30)
-        return done[0] if done else [Check("self-test", False, "did not finish")]
-
-    def _self_test(self) -> list[Check]:
+    def _probe(self, gate: Any) -> bool:
+        """``gate`` as the only ``run_shell_command`` callback, through code-puppy's real
+        ``on_run_shell_command``: True when the command would be blocked."""
         callbacks = self._callbacks
-
-        async def raising(*args, **kwargs):
-            raise RuntimeError("failsecure self-test")
-
-        async def junk(*args, **kwargs):
-            return "DENY"
-
-        async def hanging(*args, **kwargs):
-            await asyncio.sleep(5)
-
-        async def allowing(*args, **kwargs):
-            return None
-
-        def file_raising(*args, **kwargs):
-            raise RuntimeError("failsecure self-test")
-
-        cases = (
-            ("raising run_shell_command gate", SHELL, raising, "raised"),
-            ("junk run_shell_command gate", SHELL, junk, "invalid"),
-            ("hanging run_shell_command gate", SHELL, hanging, "timeout"),
-            ("allowing run_shell_command gate", SHELL, allowing, None),
-            ("raising file_permission gate", FILE, file_raising, "raised"),
-        )
-        checks = []
-        for label, phase, fn, category in cases:
-            registry = callbacks._callbacks[phase]
-            saved = list(registry)
-            registry[:] = [fn]
-            try:
-                if phase == FILE:
-                    result = callbacks.on_file_permission(None, "failsecure-self-test", "write")
-                    ok = result == [False]
-                elif fn is hanging:  # the real gate, with a short deadline instead of the policy's
-                    result = asyncio.run(self._gate_async(SHELL, (None, "true", None, 60), {}, timeout=0.25))
-                    ok = bool(result) and f"({category})" in result[0].get("error_message", "")
-                else:  # through code-puppy's real dispatcher
-                    result = asyncio.run(callbacks.on_run_shell_command(None, "true", None, 60))
-                    if category is None:
-                        ok = result == [None]
-                    else:
-                        ok = bool(result) and result[0].get("blocked") is True and f"({category})" in result[0].get("error_message", "")
-                checks.append(Check(label, ok, repr(result)[:200]))
-            except Exception as exc:
-                checks.append(Check(label, False, f"raised {type(exc).__name__}"))
-            finally:
-                registry[:] = saved
-        return checks
+        registry = callbacks._callbacks[SHELL]
+        saved = list(registry)
+        registry[:] = [gate]
+        try:
+            dispatch = callbacks.on_run_shell_command(None, "failsecure-self-test", None, 60)
+            if _loop_running():  # asyncio.run needs a thread without a loop
+                done: list = []
+                thread = threading.Thread(target=lambda: done.append(asyncio.run(dispatch)), daemon=True)
+                thread.start()
+                thread.join(30)
+                results = done[0] if done else None
+            else:
+                results = asyncio.run(dispatch)
+        finally:
+            registry[:] = saved
+        return any(isinstance(r, dict) and r.get("blocked") for r in results or ())
 
 
 def _activate_as_code_puppy_plugin() -> None:

@@ -129,3 +129,10 @@ def test_missing_patch_target_is_refused_and_denies(rig, tmp_path, release):
     else:
         assert "STATES patched" in out and "SHELL []" in out and "FILE []" in out
         assert rig.last()["outcome"] == "abstain"
+
+
+def test_doctor_self_test_through_the_real_dispatcher(adapter, cb, rig):
+    checks = adapter.self_test()
+    assert [c.name for c in checks] == ["raising gate", "hanging gate", "junk gate", "allowing gate"]
+    assert all(c.ok for c in checks), checks
+    assert cb.get_callbacks("run_shell_command") == []  # the test's registry is back as it was
