@@ -313,6 +313,8 @@ class HermesAdapter(Adapter):
     # ------------------------------------------------------------ doctor
 
     def self_test(self) -> list[Check]:
+        if self.state == "native":
+            return [Check("native", True, "hermes' own dispatcher fails closed; not wrapped")]
         if self.state != "patched":
             return [Check("patched", False, f"state {self.state}")]
         plugins = sys.modules.get(PLUGINS)
@@ -336,6 +338,7 @@ class HermesAdapter(Adapter):
 
         cases = (("raising gate", raising, "raised"), ("junk gate", junk, "invalid"), ("hanging gate", hanging, "timeout"))
         for label, fn, category in cases + (("allowing gate", allowing, None),):
+            self._names[id(fn)] = (fn, f"self-test.{fn.__name__}")
             manager = plugins.PluginManager()
             manager._hooks[EVENT] = [fn]
             kwargs = {"tool_name": _SELF_TEST_TOOL, "args": {}, "task_id": "", "session_id": "", "tool_call_id": ""}
@@ -353,6 +356,9 @@ class HermesAdapter(Adapter):
             message = result[0].get("message", "") if result and isinstance(result[0], dict) else ""
             ok = bool(result) and result[0].get("action") == "block" and f"({category})" in message
             checks.append(Check(label, ok, message or f"got {result!r}"))
+        for _, fn, _ in cases + (("allowing gate", allowing, None),):
+            self._names.pop(id(fn), None)
+            self._ids.pop(id(fn), None)
         return checks
 
 

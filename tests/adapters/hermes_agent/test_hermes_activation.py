@@ -138,3 +138,5 @@ def test_self_test_injects_into_the_real_dispatcher(adapter, rig):
     checks = adapter.self_test()
     assert [c.name for c in checks] == ["raising gate", "junk gate", "hanging gate", "allowing gate"]
     assert all(c.ok for c in checks), checks
+    assert checks[0].detail == H.fail_closed("hermes-agent:self-test.raising", "raised")
+    assert checks[2].detail == H.fail_closed("hermes-agent:self-test.hanging", "timeout")
