@@ -138,3 +138,44 @@ def test_yolo_cannot_run_a_crashing_guard_after_approve(run_fresh, approve_relea
     event = out["events"][-1]
     assert (event["outcome"], event["failure"], event["exception_type"]) == ("deny", "raised", "RuntimeError")
     assert out["result"] == {"error": H.fail_closed(event["hook"], "raised")}
+
+
+# ---------------------------------------------------------------- auto-approve read at call time (in-process)
+
+
+@pytest.fixture
+def session_yolo(approve_release):
+    from tools import approval
+
+    token = approval.set_current_session_key("failsecure-yolo-session")
+    approval.enable_session_yolo("failsecure-yolo-session")
+    yield
+    approval.disable_session_yolo("failsecure-yolo-session")
+    approval.reset_current_session_key(token)
+
+
+@pytest.fixture
+def cron_approve(approve_release, rig, monkeypatch):
+    monkeypatch.setenv("HERMES_CRON_SESSION", "1")
+    rig.config = {"approvals": {"cron_mode": "approve"}}
+
+
+@pytest.mark.parametrize("mode", ["session_yolo", "cron_approve"])
+def test_auto_approve_runs_an_approve_only(rig, mode, request):
+    request.getfixturevalue(mode)
+    rig.plugin("approver", APPROVE)
+    rig.load()
+    assert rig.call()["ran"]
+
+
+@pytest.mark.parametrize("mode", ["session_yolo", "cron_approve"])
+def test_auto_approve_cannot_run_a_block_or_a_failure(rig, mode, request):
+    request.getfixturevalue(mode)
+    rig.plugin("approver", APPROVE)
+    rig.plugin("security", BLOCK)
+    shell = rig.shell_hook(rig.script("exit 1"))
+    rig.load()
+    out = rig.call()
+    assert not out["ran"] and out["result"] == {"error": "later security plugin blocks"}
+    outcomes = {o["hook"]: (o["outcome"], o["failure"]) for o in rig.last()["outcomes"]}
+    assert outcomes[shell] == ("abstain", "crashed")
