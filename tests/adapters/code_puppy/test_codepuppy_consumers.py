@@ -220,3 +220,51 @@ def test_real_file_permission_handler_intact_writes(real_plugins, rig, run, tmp_
     write_async(run, target)
     assert target.read_text() == "hello\n"
     assert rig.outcome_of("handle_file_permission_async")["outcome"] == "allow"
+
+
+# ---------------------------------------------------------------- a cross-framework failsecure gate
+
+
+@pytest.fixture
+def plugin_gate():
+    from failsecure import Action, Verdict, hookimpl
+    from failsecure import plugins as fs_plugins
+
+    class Gate:
+        @hookimpl
+        def failsecure_pre_tool_call(self, call):
+            command = (call.arguments or {}).get("command") or ""
+            if call.framework != "code-puppy" or call.tool != "agent_run_shell_command":
+                return None
+            if "forbidden" in command:
+                return Verdict(action=Action.DENY, reason="no forbidden things")
+            if "ask-me" in command:
+                return Verdict(action=Action.ASK, reason="really?")
+            if "crash" in command:
+                raise RuntimeError("gate bug")
+            return None
+
+    fs_plugins.register(Gate(), name="puppy_test_gate")
+    yield
+    fs_plugins.unregister(name="puppy_test_gate")
+
+
+@pytest.mark.parametrize("word,failure,shown", [
+    ("forbidden", None, "no forbidden things"),
+    ("ask-me", None, "asked for approval"),
+    ("crash", "raised", "hook 'plugin:puppy_test_gate' failed closed (raised)"),
+])
+def test_plugin_gate_is_consulted_beside_the_callbacks(cb, rig, run, tmp_path, plugin_gate, word, failure, shown):
+    marker = tmp_path / "ran"
+    out = run_shell(run, f"touch {marker} # {word}", tmp_path)
+    assert not marker.exists() and shown in out.error
+    event = rig.last()
+    assert (event["hook"], event["failure"]) == ("plugin:puppy_test_gate", failure)
+    assert event["outcome"] == ("ask" if word == "ask-me" else "deny")
+
+
+def test_plugin_gate_allowing_twin(cb, rig, run, tmp_path, plugin_gate):
+    marker = tmp_path / "ran"
+    assert run_shell(run, f"touch {marker}", tmp_path).success is True
+    assert marker.exists()
+    assert rig.outcome_of("plugin:puppy_test_gate")["outcome"] == "abstain"
