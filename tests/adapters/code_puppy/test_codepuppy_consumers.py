@@ -268,3 +268,31 @@ def test_plugin_gate_allowing_twin(cb, rig, run, tmp_path, plugin_gate):
     assert run_shell(run, f"touch {marker}", tmp_path).success is True
     assert marker.exists()
     assert rig.outcome_of("plugin:puppy_test_gate")["outcome"] == "abstain"
+
+
+def test_unpatched_twin_fails_open(cb, rig, run, tmp_path, adapter):
+    """The same raising callbacks with the adapter unpatched: code-puppy logs them, the
+    command runs and the file is written (what the tests above guard against)."""
+
+    async def shell_guard(context, command, cwd=None, timeout=60):
+        raise RuntimeError("boom")
+
+    def file_guard(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    cb.register_callback("run_shell_command", shell_guard)
+    cb.register_callback("file_permission", file_guard)
+    marker, target = tmp_path / "ran", tmp_path / "out.txt"
+    adapter.unpatch()
+    try:
+        assert adapter.state == "unpatched"
+        run_shell(run, f"touch {marker}", tmp_path)
+        write_async(run, target)
+        assert marker.exists() and target.exists()
+    finally:
+        assert adapter.patch() == "patched"
+    marker.unlink()
+    target.unlink()
+    run_shell(run, f"touch {marker}", tmp_path)
+    write_async(run, target)
+    assert not marker.exists() and not target.exists()
