@@ -86,23 +86,29 @@ def test_refusal_twin_targets_present_runs(run_fresh):
 
 
 def test_install_is_idempotent_and_wraps_once(adapter):
+    import wrapt
+
     import failsecure
     from hermes_cli import plugins
 
     first = plugins.PluginManager.__dict__["invoke_hook"]
+    assert isinstance(first, wrapt.FunctionWrapper)
     assert failsecure.install()["hermes-agent"] == "patched"
     assert plugins.PluginManager.__dict__["invoke_hook"] is first
-    assert not getattr(first.__wrapped__, "__failsecure__", False)
+    assert not isinstance(first.__wrapped__, wrapt.FunctionWrapper)
 
 
 def test_unpatch_restores_upstream(adapter):
     from hermes_cli import plugins
 
+    import wrapt
+
     wrapped = plugins.PluginManager.__dict__["invoke_hook"]
     adapter.unpatch()
     try:
         assert plugins.PluginManager.__dict__["invoke_hook"] is wrapped.__wrapped__
-        assert not getattr(plugins.resolve_pre_tool_block if H.has_approve() else plugins.get_pre_tool_call_block_message, "__failsecure__", False)
+        entry = plugins.resolve_pre_tool_block if H.has_approve() else plugins.get_pre_tool_call_block_message
+        assert not isinstance(entry, wrapt.FunctionWrapper)
     finally:
         assert adapter.patch() == "patched"
 
@@ -117,7 +123,7 @@ def test_native_fail_closed_release_is_detected_and_not_wrapped(monkeypatch):
     fresh = HermesAdapter()
     assert fresh.upstream_fail_closed()
     assert fresh.patch() == "native"
-    assert fresh._saved == []
+    assert fresh._replaced == []
 
 
 def test_native_twin_dispatch_without_pre_tool_call_is_wrapped(monkeypatch):
@@ -136,7 +142,8 @@ def test_released_versions_are_not_native(adapter):
 
 def test_self_test_injects_into_the_real_dispatcher(adapter, rig):
     checks = adapter.self_test()
-    assert [c.name for c in checks] == ["raising gate", "junk gate", "hanging gate", "allowing gate"]
+    assert [c.name for c in checks] == ["raising gate", "hanging gate", "junk gate", "allowing gate"]
     assert all(c.ok for c in checks), checks
     assert checks[0].detail == H.fail_closed("hermes-agent:self-test.raising", "raised")
-    assert checks[2].detail == H.fail_closed("hermes-agent:self-test.hanging", "timeout")
+    assert checks[1].detail == H.fail_closed("hermes-agent:self-test.hanging", "timeout")
+    assert checks[2].detail == H.fail_closed("hermes-agent:self-test.junk", "invalid")
