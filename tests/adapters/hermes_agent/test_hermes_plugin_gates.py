@@ -89,7 +89,7 @@ def test_real_block_keeps_its_own_message(rig):
     assert (event["hook"], event["outcome"], event["failure"]) == (hook, "deny", None)
 
 
-def test_block_outranks_crash_order_and_all_hooks_are_audited(rig):
+def test_crash_denies_beside_a_quiet_gate_and_all_hooks_are_audited(rig):
     crash = rig.plugin("crash", "raise RuntimeError('x')")
     allow = rig.plugin("allow", "return None")
     rig.load()
