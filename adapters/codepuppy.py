@@ -401,7 +401,7 @@ class CodePuppyAdapter(Adapter):
     def _extra(self) -> list[Outcome]:
         return [self._missing_pre_tool()] if self._pretool_missing else []
 
-    async def _gate_async(self, phase: str, args: tuple, kwargs: dict, timeout: Optional[float] = None) -> list:
+    async def _gate_async(self, phase: str, args: tuple, kwargs: dict) -> list:
         """One dispatch of a gating phase from upstream's async loop."""
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
@@ -409,12 +409,7 @@ class CodePuppyAdapter(Adapter):
             outcomes = []
             for callback in self._callbacks.get_callbacks(phase):
                 hook_id = self._callback_id(callback)
-                if timeout is not None:  # the self-test's short deadline
-                    from failsecure import guard
-
-                    outcome = await guard.acall(hook_id, callback, args, kwargs, validate=validate, timeout=timeout)
-                else:
-                    outcome = await self.ahook_call(hook_id, callback, *args, _validate=validate, _interactive=interactive, **kwargs)
+                outcome = await self.ahook_call(hook_id, callback, *args, _validate=validate, _interactive=interactive, **kwargs)
                 outcomes.append(self._keep_opt_in(phase, callback, outcome))
             tool, arguments = self._tool_and_arguments(phase, args, kwargs)
             decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments)
