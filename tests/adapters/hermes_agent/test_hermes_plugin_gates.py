@@ -223,3 +223,69 @@ def test_unpatched_twin_fails_open(rig, adapter):
     finally:
         assert adapter.patch() == "patched"
     assert not rig.call()["ran"]
+
+
+@pytest.fixture
+def plugin_gate():
+    """Register a cross-framework failsecure gate answering ``answer(call)``."""
+    from failsecure import hookimpl
+    from failsecure import plugins as fs_plugins
+
+    names = []
+
+    def register(answer):
+        class Gate:
+            @hookimpl
+            def failsecure_pre_tool_call(self, call):
+                return answer(call)
+
+        name = f"hermes_test_gate_{len(names)}"
+        fs_plugins.register(Gate(), name=name)
+        names.append(name)
+        return f"plugin:{name}"
+
+    yield register
+    for name in names:
+        fs_plugins.unregister(name=name)
+
+
+def test_cross_framework_gate_that_raises_denies(rig, plugin_gate):
+    def answer(call):
+        raise LookupError("policy server down")
+
+    hook = plugin_gate(answer)
+    rig.load()
+    out = rig.call()
+    assert not out["ran"] and out["result"] == {"error": H.fail_closed(hook, "raised")}
+    event = rig.last()
+    assert (event["hook"], event["failure"], event["exception_type"]) == (hook, "raised", "LookupError")
+
+
+def test_cross_framework_gate_junk_denies(rig, plugin_gate):
+    hook = plugin_gate(lambda call: {"action": "allow"})  # not a failsecure Verdict
+    rig.load()
+    assert rig.call()["result"] == {"error": H.fail_closed(hook, "invalid")}
+
+
+def test_cross_framework_gate_ask(rig, plugin_gate):
+    """ask -> hermes' approve directive (0.18.1+); 0.13.0 has no approval gate: a block."""
+    from hermes_cli import plugins
+
+    from failsecure import Action, Verdict
+
+    hook = plugin_gate(lambda call: Verdict(action=Action.ASK, reason="a human should look"))
+    rig.plugin("quiet", "return None")
+    rig.load()
+    if H.has_approve():
+        details = plugins._get_pre_tool_call_directive_details(H.TOOL, {}, tool_call_id="call-1")
+        assert (details.action, details.message) == ("approve", "a human should look")
+    else:
+        out = rig.call()
+        assert not out["ran"]
+        assert out["result"] == {"error": f"failsecure: hook '{hook}' asked for approval, which this hermes-agent release cannot do"}
+
+
+def test_cross_framework_gate_allow_twin(rig, plugin_gate):
+    plugin_gate(lambda call: None)
+    rig.load()
+    assert rig.call()["ran"]
