@@ -75,6 +75,18 @@ def test_shell_hook_timeout_bounded_by_failsecure(rig):
     assert rig.last()["failure"] == "timeout"
 
 
+def test_shell_hook_own_timeout_applies_when_shorter(rig):
+    """hermes' own timeout (1 s, its minimum) under failsecure's 5 s: the hook is killed
+    at 1 s, and that is a timeout too."""
+    rig.failsecure(timeout=5)
+    hook = rig.shell_hook(rig.script("sleep 4"), timeout=1)
+    rig.load()
+    start = time.monotonic()
+    out = rig.call()
+    assert 0.9 < time.monotonic() - start < 3
+    assert out["result"] == {"error": H.fail_closed(hook, "timeout")}
+
+
 def test_exit_2_is_a_block(rig):
     """The Claude-style block: exit 2. A real block (the hook's own verdict), not a failure."""
     hook = rig.shell_hook(rig.script("echo 'policy says no' >&2; exit 2"))
