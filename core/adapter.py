@@ -306,8 +306,9 @@ class Adapter:
         if _capture.decisions is not None:
             _capture.decisions.append(decision)
         try:
-            event = audit.decision_event(decision, framework=self.name, framework_version=self.version, tool=tool, call_id=call_id)
-            audit.emit(event, config.audit_path)
+            if audit.listening(config.audit_path, decision.primary is not None and decision.primary.failure is not None):
+                event = audit.decision_event(decision, framework=self.name, framework_version=self.version, tool=tool, call_id=call_id)
+                audit.emit(event, config.audit_path)
         except Exception as exc:  # audit must never flip or lose a decision
             print(f"failsecure: audit failed ({type(exc).__name__})", file=sys.stderr)
         return decision
@@ -321,7 +322,7 @@ class Adapter:
         outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=type(exc).__name__)
         log.error("failsecure: %s raised %s while gating a tool call; denied", hook, type(exc).__name__)
         try:
-            return self._finish(policy.Config(), [outcome], tool, call_id)
+            return self._finish(policy.current(), [outcome], tool, call_id)
         except Exception:
             return _reduce.reduce([outcome])
 

@@ -91,13 +91,28 @@ def decision_event(decision, *, framework: str, framework_version: str | None, t
     )
 
 
+def _level(failed: bool) -> int:
+    return 30 if failed else 20  # logging.WARNING, logging.INFO
+
+
+def listening(audit_path: str | None, failed: bool) -> bool:
+    """Whether any sink would receive an event: skip building one nobody reads."""
+    if audit_path:
+        return True
+    plugins = sys.modules.get("failsecure.plugins")
+    if plugins is not None and plugins.has_audit_sinks():
+        return True
+    logging = sys.modules.get("logging")
+    return logging is not None and logging.getLogger("failsecure").isEnabledFor(_level(failed))
+
+
 def emit(event: dict, audit_path: str | None = None) -> None:
     """Send one event to every sink. Never raises: audit must not flip a decision."""
     try:
         import logging
 
         logger = logging.getLogger("failsecure")
-        level = logging.WARNING if event.get("failure") else logging.INFO
+        level = _level(bool(event.get("failure")))
         if logger.isEnabledFor(level):
             logger.log(level, "failsecure decision %s", event.get("outcome"), extra={"failsecure": event})
     except Exception:

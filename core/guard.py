@@ -213,6 +213,38 @@ def call(
 # ---------------------------------------------------------------- async
 
 
+class _Resumed:
+    """The rest of a coroutine whose first step already ran and yielded ``first``:
+    awaiting it drives the coroutine on exactly as ``await coro`` would have (values
+    sent and exceptions thrown in by the Task, the deadline's cancellation included,
+    are passed through)."""
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro, first):
+        self.coro, self.first = coro, first
+
+    def __await__(self):
+        coro, value = self.coro, self.first
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    value = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    value = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+
 async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, timeout: float, start: float):
     loop = asyncio.get_running_loop()
     waiter = loop.create_future()
@@ -261,6 +293,15 @@ async def acall(
             result = ran.result
         else:
             result = fn(*args, **kwargs)
+        if _awaitable(result) and inspect.iscoroutine(result):
+            # Run the first step now: most gates return without ever suspending, and
+            # those need no timer (arming asyncio.timeout costs ~7 us here).
+            try:
+                first = result.send(None)
+            except StopIteration as stop:
+                result = stop.value
+            else:
+                result = _Resumed(result, first)
         if _awaitable(result):
             remaining = None
             if timeout:
@@ -269,6 +310,8 @@ async def acall(
             try:
                 async with deadline:
                     result = await result
+                if deadline.expired():  # the hook swallowed the deadline's cancellation
+                    return _failed(hook_id, Failure.TIMEOUT, start)
             except TimeoutError as exc:
                 if deadline.expired():
                     return _failed(hook_id, Failure.TIMEOUT, start)

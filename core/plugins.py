@@ -93,6 +93,10 @@ def to_verdict(result: Any) -> Verdict:
     return result
 
 
+def has_audit_sinks() -> bool:
+    return _pm is not None and bool(_pm.hook.failsecure_audit.get_hookimpls())
+
+
 def audit(event: dict) -> None:
     if _pm is None:
         return

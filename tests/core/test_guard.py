@@ -260,3 +260,67 @@ def test_validator_can_name_the_failure_category():
     o = guard.call("t:h", lambda: "died", validate=judge)
     assert o.failure is Failure.CRASHED and o.exception_type is None
     assert guard.call("t:h", lambda: "allow", validate=judge).action is Action.ALLOW
+
+
+def test_async_hook_that_suspends_then_answers_or_raises():
+    async def deny_later():
+        await asyncio.sleep(0.01)
+        return "deny"
+
+    async def raise_later():
+        await asyncio.sleep(0)
+        raise Boom()
+
+    assert run(guard.acall("t:h", deny_later, validate=validate, timeout=1)).action is Action.DENY
+    o = run(guard.acall("t:h", raise_later, validate=validate, timeout=1))
+    assert o.failure is Failure.RAISED and o.exception_type == "Boom"
+
+
+def test_async_hook_swallowing_the_deadline_is_still_a_timeout():
+    async def stubborn():
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            return "allow"
+
+    o = run(guard.acall("t:h", stubborn, validate=validate, timeout=0.05))
+    assert o.failure is Failure.TIMEOUT
+    # twin: the same hook answering in time is allowed
+    async def prompt():
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            return "deny"
+        return "allow"
+
+    assert run(guard.acall("t:h", prompt, validate=validate, timeout=1)).action is Action.ALLOW
+
+
+def test_hook_cancelling_itself_after_suspending_is_a_failure():
+    async def hook():
+        await asyncio.sleep(0)
+        raise asyncio.CancelledError()
+
+    o = run(guard.acall("t:h", hook, validate=validate, timeout=1))
+    assert o.failure is Failure.RAISED and o.exception_type == "CancelledError"
+
+
+def test_caller_cancellation_after_the_hook_suspended_reaches_the_hook():
+    seen = []
+
+    async def hang():
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    async def main():
+        task = asyncio.ensure_future(guard.acall("t:h", hang, validate=validate, timeout=10))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(main())
+    assert seen == ["cancelled"]
