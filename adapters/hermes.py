@@ -33,7 +33,6 @@ from __future__ import annotations
 import copy
 import importlib
 import json
-import logging
 import sys
 from typing import Any, Optional
 
@@ -41,7 +40,6 @@ from failsecure.adapter import Adapter, Check, PatchError
 from failsecure.failures import process_failure
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
-log = logging.getLogger("failsecure")
 
 EVENT = "pre_tool_call"
 PLUGINS = "hermes_cli.plugins"
@@ -128,21 +126,13 @@ class HermesAdapter(Adapter):
                 return wrapped(*args, **kwargs)
             except Exception as exc:
                 tool = args[0] if args else kwargs.get("tool_name")
-                return adapter._aggregation_failed(exc, tool, kwargs.get("tool_call_id")).reason
+                return adapter.failed(exc, tool, kwargs.get("tool_call_id"), hook=adapter.hook_id(EVENT)).reason
 
         self.wrap(manager, "invoke_hook", invoke_hook)
         self.wrap(context, "register_hook", register_hook)
         for attr in ENTRY_POINTS:
             if callable(getattr(plugins, attr, None)):
                 self.wrap(plugins, attr, entry_point)
-
-    def _aggregation_failed(self, exc: BaseException, tool: Any, call_id: Any):
-        """hermes' own aggregation raised: one RAISED outcome for ``hermes-agent:pre_tool_call``,
-        decided and audited like any other (decide never raises)."""
-        log.error("failsecure: hermes-agent %s aggregation raised %s; the call is denied", EVENT, type(exc).__name__)
-        outcome = Outcome(hook=self.hook_id(EVENT), failure=Failure.RAISED, exception_type=type(exc).__name__)
-        tool = tool if isinstance(tool, str) else None
-        return self.decide(tool, [outcome], call_id=call_id if isinstance(call_id, str) and call_id else None)
 
     def _unpatch(self) -> None:
         self.restore()
