@@ -102,8 +102,16 @@ def listening(audit_path: str | None, failed: bool) -> bool:
     plugins = sys.modules.get("failsecure.plugins")
     if plugins is not None and plugins.has_audit_sinks():
         return True
-    logging = sys.modules.get("logging")
-    return logging is not None and logging.getLogger("failsecure").isEnabledFor(_level(failed))
+    global _logger
+    if _logger is None:
+        logging = sys.modules.get("logging")
+        if logging is None:
+            return False
+        _logger = logging.getLogger("failsecure")
+    return _logger.isEnabledFor(_level(failed))
+
+
+_logger = None
 
 
 def emit(event: dict, audit_path: str | None = None) -> None:

@@ -213,6 +213,17 @@ def call(
 # ---------------------------------------------------------------- async
 
 
+_CO_COROUTINE = inspect.CO_COROUTINE
+
+
+def _is_async(fn: Any) -> bool:
+    """inspect.iscoroutinefunction, with a fast path for plain functions and methods."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and type(code) is type(_is_async.__code__):
+        return bool(code.co_flags & _CO_COROUTINE)
+    return inspect.iscoroutinefunction(fn)
+
+
 class _Resumed:
     """The rest of a coroutine whose first step already ran and yielded ``first``:
     awaiting it drives the coroutine on exactly as ``await coro`` would have (values
@@ -284,9 +295,8 @@ async def acall(
     KeyboardInterrupt and the cancellation of the calling task."""
     kwargs = kwargs or {}
     start = perf_counter()
-    task = asyncio.current_task()
     try:
-        if timeout and not inspect.iscoroutinefunction(fn):
+        if timeout and not _is_async(fn):
             ran = await _run_sync_in_pool(hook_id, fn, args, kwargs, timeout, start)
             if isinstance(ran, Outcome):
                 return ran
@@ -317,6 +327,7 @@ async def acall(
                     return _failed(hook_id, Failure.TIMEOUT, start)
                 return _failed(hook_id, Failure.RAISED, start, exc)
             except asyncio.CancelledError:
+                task = asyncio.current_task()
                 if task is None or task.cancelling():
                     raise
                 # the hook cancelled itself: a failure, not our cancellation
@@ -324,6 +335,7 @@ async def acall(
     except KeyboardInterrupt:
         raise
     except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
         if task is None or task.cancelling():
             raise
         return _failed(hook_id, Failure.RAISED, start, exc)
