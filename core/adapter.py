@@ -22,6 +22,7 @@ from . import audit, guard, policy, reduce as _reduce
 from .verdict import Decision, Failure, Outcome, Verdict
 
 log = logging.getLogger("failsecure")
+log.addHandler(logging.NullHandler())  # a library: silent unless the application configures logging
 
 
 class _Capture:

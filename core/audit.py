@@ -108,7 +108,18 @@ def listening(audit_path: str | None, failed: bool) -> bool:
         if logging is None:
             return False
         _logger = logging.getLogger("failsecure")
-    return _logger.isEnabledFor(_level(failed))
+    level = _level(failed)
+    if not _logger.isEnabledFor(level):
+        return False
+    logger = _logger  # a handler other than the library's NullHandler, up the chain
+    while logger is not None:
+        for handler in logger.handlers:
+            if type(handler).__name__ != "NullHandler" and level >= handler.level:
+                return True
+        if not logger.propagate:
+            return False
+        logger = logger.parent
+    return False
 
 
 _logger = None

@@ -15,7 +15,7 @@ def failure_reason(hook, category):
     """Hook id and category, nothing from the payload or the exception."""
     category = getattr(category, "value", category)
     if category == MISSING:
-        return "failsecure: required hook '%s' is missing" % (hook,)
+        return "failsecure: hook '%s' is missing" % (hook,)
     return "failsecure: hook '%s' failed closed (%s)" % (hook, category)
 
 

@@ -49,7 +49,7 @@ def test_required_hook_missing_denies():
     d = reduce([out("a:1", "allow")], None, ["a:guard"])
     assert d.action is Action.DENY
     assert d.primary.failure is Failure.MISSING and d.primary.hook == "a:guard"
-    assert d.reason == "failsecure: required hook 'a:guard' is missing"
+    assert d.reason == "failsecure: hook 'a:guard' is missing"
     # twin: present (whatever it said) is not missing
     assert reduce([out("a:1", "allow"), out("a:guard", "abstain")], None, ["a:guard"]).action is Action.ALLOW
 

@@ -123,7 +123,7 @@ def test_missing_patch_target_is_refused_and_denies(rig, tmp_path, release):
     )
     if release == "unknown":
         assert "STATES refused" in out
-        assert "failsecure: required hook 'code-puppy:failsecure' is missing" in out and "FILE [False]" in out
+        assert "failsecure: hook 'code-puppy:failsecure' is missing" in out and "FILE [False]" in out
         event = rig.last()
         assert (event["outcome"], event["failure"], event["hook"]) == ("deny", "missing", "code-puppy:failsecure")
     else:

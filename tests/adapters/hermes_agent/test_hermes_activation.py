@@ -75,7 +75,7 @@ def test_missing_patch_targets_refuse_loudly_and_deny(run_fresh):
     assert out["state"] == "refused"
     assert "cannot patch hermes-agent" in out["stderr"]
     assert not out["ran"]
-    assert out["result"] == {"error": "failsecure: required hook 'hermes-agent:failsecure' is missing"}
+    assert out["result"] == {"error": "failsecure: hook 'hermes-agent:failsecure' is missing"}
     event = out["events"][-1]
     assert (event["hook"], event["outcome"], event["failure"]) == ("hermes-agent:failsecure", "deny", "missing")
 

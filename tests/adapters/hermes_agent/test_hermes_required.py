@@ -13,7 +13,7 @@ def _require(rig, *hook_ids):
 
 
 def _missing(hook_id):
-    return f"failsecure: required hook '{hook_id}' is missing"
+    return f"failsecure: hook '{hook_id}' is missing"
 
 
 def test_required_guard_that_failed_to_import_denies(rig):
