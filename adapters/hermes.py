@@ -170,7 +170,7 @@ class HermesAdapter(Adapter):
         try:
             if self._schema is not None:
                 kwargs.setdefault("telemetry_schema_version", self._schema)
-            outcomes = [self._call(manager, cb, kwargs) for cb in list(manager._hooks.get(EVENT, ()))]
+            outcomes = self._call_all(manager, kwargs)
             decision = self.decide(
                 tool,
                 outcomes,
@@ -201,16 +201,25 @@ class HermesAdapter(Adapter):
             return [directive]
         return []
 
-    def _call(self, manager: Any, cb: Any, kwargs: dict) -> Outcome:
-        hook_id, spec = self._identify(manager, cb)
-        if spec is _UNREADABLE:
-            return Outcome(hook=hook_id, failure=Failure.MISSING)
-        if spec is not None:
-            from failsecure import policy
+    def _call_all(self, manager: Any, kwargs: dict) -> list[Outcome]:
+        """Every ``pre_tool_call`` callback, in registration order, under the guard (one
+        thread hand-off for all of them): Python plugins with the hook kwargs, shell hooks
+        through hermes' own ``_spawn`` with their timeout bounded by ours."""
+        from failsecure import policy
 
-            limit = policy.current().timeout_for(hook_id)
-            return self.hook_call(hook_id, _run_shell, spec, kwargs, limit, _validate=_shell_verdict)
-        return self.hook_call(hook_id, cb, **kwargs)
+        config = policy.current()
+        callbacks = list(manager._hooks.get(EVENT, ()))
+        calls, unreadable = [], {}
+        for index, cb in enumerate(callbacks):
+            hook_id, spec = self._identify(manager, cb)
+            if spec is _UNREADABLE:
+                unreadable[index] = Outcome(hook=hook_id, failure=Failure.MISSING)
+            elif spec is not None:
+                calls.append((hook_id, _run_shell, (spec, kwargs, config.timeout_for(hook_id)), None, _shell_verdict))
+            else:
+                calls.append((hook_id, cb, (), kwargs, None))
+        ran = iter(self.hook_calls(calls))
+        return [unreadable[i] if i in unreadable else next(ran) for i in range(len(callbacks))]
 
     def _identify(self, manager: Any, cb: Any) -> tuple[str, Any]:
         known = self._ids.get(id(cb))

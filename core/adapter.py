@@ -277,6 +277,15 @@ class Adapter:
         timeout = policy.current().timeout_for(hook_id, _interactive)
         return guard.call(hook_id, fn, args, kwargs, validate=_validate or self.to_verdict, timeout=timeout)
 
+    def hook_calls(self, calls: list, _interactive: bool = False) -> list[Outcome]:
+        """The sync hooks of one tool call, in order, each under the guard with its own
+        deadline: ``calls`` is a list of ``(hook_id, fn, args, kwargs, validate or None)``.
+        Hooks with deadlines share one thread hand-off instead of one each."""
+        config = policy.current()
+        return guard.call_each(
+            [(h, fn, a, k, v or self.to_verdict, config.timeout_for(h, _interactive)) for h, fn, a, k, v in calls]
+        )
+
     async def ahook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, **kwargs) -> Outcome:
         timeout = policy.current().timeout_for(hook_id, _interactive)
         return await guard.acall(hook_id, fn, args, kwargs, validate=_validate or self.to_verdict, timeout=timeout)

@@ -16,6 +16,7 @@ import asyncio
 import contextvars
 import inspect
 import threading
+from _thread import allocate_lock as _allocate_lock
 from time import perf_counter
 from typing import Any, Callable, Optional
 
@@ -76,24 +77,31 @@ def _close_awaitable(result: Any) -> None:
 
 
 class _Job:
-    __slots__ = ("fn", "args", "kwargs", "ctx", "done", "state", "result", "exc", "notify")
+    """Hook calls handed to one worker, run in order. Each call has its own lock,
+    released when that call ended, so the caller can wait for each with its own
+    deadline; several gates of one tool call cost one thread hand-off, not one each."""
 
-    def __init__(self, fn, args, kwargs, notify=None):
-        self.fn, self.args, self.kwargs = fn, args, kwargs
+    __slots__ = ("calls", "ctx", "locks", "results", "completed", "state", "notify")
+
+    def __init__(self, calls, notify=None):
+        self.calls = calls  # [(fn, args, kwargs)]
         self.ctx = contextvars.copy_context()
-        self.done = threading.Lock()
-        self.done.acquire()
+        self.locks = []
+        for _ in calls:
+            lock = _allocate_lock()
+            lock.acquire()
+            self.locks.append(lock)
+        self.results: list = [None] * len(calls)  # (result, exception)
+        self.completed = 0
         self.state = "running"  # -> "done" | "abandoned"
-        self.result: Any = None
-        self.exc: BaseException | None = None
         self.notify = notify  # async callers: called once when the job ends
 
 
 class _Worker:
-    __slots__ = ("wake", "job", "thread")
+    __slots__ = ("wake", "job")
 
     def __init__(self):
-        self.wake = threading.Lock()
+        self.wake = _allocate_lock()
         self.wake.acquire()
         self.job: _Job | None = None
 
@@ -122,10 +130,11 @@ class _Pool:
             worker.wake.release()
         return True
 
-    def abandon(self, job: _Job) -> bool:
-        """Give up on a job at its deadline. False if it finished in the meantime."""
+    def abandon(self, job: _Job, index: int) -> bool:
+        """Give up on call ``index`` of a job at its deadline (the worker starts none of
+        the later calls). False if that call ended in the meantime."""
         with self.lock:
-            if job.state == "done":
+            if job.completed > index:
                 return False
             job.state = "abandoned"
             self.abandoned += 1
@@ -136,28 +145,37 @@ class _Pool:
             worker.wake.acquire()
             job = worker.job
             worker.job = None
-            try:
-                job.result = job.ctx.run(job.fn, *job.args, **job.kwargs)
-            except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
-                job.exc = exc
-            with self.lock:
-                abandoned = job.state == "abandoned"
-                if abandoned:
-                    self.abandoned -= 1
-                else:
-                    job.state = "done"
-                keep = len(self.idle) < MAX_IDLE
-                if keep:
-                    self.idle.append(worker)
-            if abandoned and _awaitable(job.result):
-                _close_awaitable(job.result)
-            if job.notify is not None:
+            last_index = len(job.calls) - 1
+            keep = True
+            for index, (fn, args, kwargs) in enumerate(job.calls):
                 try:
-                    job.notify()
-                except BaseException:
-                    pass
-            # last, so the caller wakes while this thread is about to block again
-            job.done.release()
+                    result = job.ctx.run(fn, *args, **kwargs), None
+                except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
+                    result = None, exc
+                job.results[index] = result
+                with self.lock:
+                    stop = job.state == "abandoned"
+                    if stop:
+                        self.abandoned -= 1
+                    else:
+                        job.completed = index + 1
+                        if index == last_index:
+                            job.state = "done"
+                    if stop or index == last_index:
+                        keep = len(self.idle) < MAX_IDLE
+                        if keep:
+                            self.idle.append(worker)
+                if stop:
+                    if _awaitable(result[0]):
+                        _close_awaitable(result[0])
+                    break
+                if index == last_index and job.notify is not None:
+                    try:
+                        job.notify()
+                    except BaseException:
+                        pass
+                # last, so the caller wakes while this thread is about to block again
+                job.locks[index].release()
             if not keep:
                 return
 
@@ -173,6 +191,18 @@ def abandoned_calls() -> int:
 # ---------------------------------------------------------------- sync
 
 
+def _finish_sync(hook_id: str, result: Any, exc: BaseException | None, validate: Validator, start: float) -> Outcome:
+    if exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            raise exc
+        return _failed(hook_id, Failure.RAISED, start, exc)
+    if _awaitable(result):
+        # an async hook reached from a sync dispatcher is undecided, not unopposed
+        _close_awaitable(result)
+        return _failed(hook_id, Failure.INVALID, start)
+    return _judge(hook_id, result, validate, start)
+
+
 def call(
     hook_id: str,
     fn: Callable[..., Any],
@@ -183,31 +213,45 @@ def call(
     timeout: Optional[float] = None,
 ) -> Outcome:
     """Call a sync hook under the contract. Never raises, except KeyboardInterrupt."""
-    kwargs = kwargs or {}
+    if timeout:
+        return call_each([(hook_id, fn, args, kwargs, validate, timeout)])[0]
     start = perf_counter()
-    if not timeout:
-        try:
-            result = fn(*args, **kwargs)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            return _failed(hook_id, Failure.RAISED, start, exc)
-    else:
-        job = _Job(fn, args, kwargs)
+    try:
+        result = fn(*args, **(kwargs or {}))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        return _failed(hook_id, Failure.RAISED, start, exc)
+    return _finish_sync(hook_id, result, None, validate, start)
+
+
+def call_each(calls: list) -> list[Outcome]:
+    """Call several sync hooks in order, each under the contract with its own deadline:
+    ``calls`` is a list of ``(hook_id, fn, args, kwargs, validate, timeout)``. The ones
+    with deadlines share one hand-off to a worker; a hook that misses its deadline is
+    abandoned and the hooks after it go on in a fresh worker."""
+    outcomes: list[Outcome] = []
+    pending = list(calls)
+    while pending:
+        if not any(c[5] for c in pending):
+            outcomes.extend(call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in pending)
+            break
+        job = _Job([(fn, a or (), k or {}) for _, fn, a, k, _, _ in pending])
+        start = perf_counter()
         if not _pool.submit(job):
-            return _failed(hook_id, Failure.TIMEOUT, start)
-        if not job.done.acquire(timeout=timeout) and _pool.abandon(job):
-            return _failed(hook_id, Failure.TIMEOUT, start)
-        if job.exc is not None:
-            if isinstance(job.exc, KeyboardInterrupt):
-                raise job.exc
-            return _failed(hook_id, Failure.RAISED, start, job.exc)
-        result = job.result
-    if _awaitable(result):
-        # an async hook reached from a sync dispatcher is undecided, not unopposed
-        _close_awaitable(result)
-        return _failed(hook_id, Failure.INVALID, start)
-    return _judge(hook_id, result, validate, start)
+            outcomes.extend(_failed(c[0], Failure.TIMEOUT, start) for c in pending)
+            break
+        rest: list = []
+        for index, (hook_id, _, _, _, validate, timeout) in enumerate(pending):
+            if not job.locks[index].acquire(timeout=timeout or -1) and _pool.abandon(job, index):
+                outcomes.append(_failed(hook_id, Failure.TIMEOUT, start))
+                rest = pending[index + 1 :]
+                break
+            result, exc = job.results[index]
+            outcomes.append(_finish_sync(hook_id, result, exc, validate, start))
+            start = perf_counter()
+        pending = rest
+    return outcomes
 
 
 # ---------------------------------------------------------------- async
@@ -257,29 +301,39 @@ class _Resumed:
 
 
 async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, timeout: float, start: float):
+    """A sync hook from an async dispatcher, with a deadline: run on the pool, awaited
+    without blocking the loop. -> an Outcome (failure) or the hook's raw result."""
     loop = asyncio.get_running_loop()
     waiter = loop.create_future()
 
     def notify() -> None:
         loop.call_soon_threadsafe(lambda: waiter.done() or waiter.set_result(None))
 
-    job = _Job(fn, args, kwargs, notify)
+    job = _Job([(fn, args, kwargs)], notify)
     if not _pool.submit(job):
         return _failed(hook_id, Failure.TIMEOUT, start)
     try:
         await asyncio.wait_for(asyncio.shield(waiter), timeout)
     except asyncio.TimeoutError:
-        if _pool.abandon(job):
+        if _pool.abandon(job, 0):
             return _failed(hook_id, Failure.TIMEOUT, start)
     except asyncio.CancelledError:
-        _pool.abandon(job)
+        _pool.abandon(job, 0)
         raise
-    job.done.acquire()
-    if job.exc is not None:
-        if isinstance(job.exc, KeyboardInterrupt):
-            raise job.exc
-        return _failed(hook_id, Failure.RAISED, start, job.exc)
-    return job
+    job.locks[0].acquire()
+    result, exc = job.results[0]
+    if exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            raise exc
+        return _failed(hook_id, Failure.RAISED, start, exc)
+    return _Ran(result)
+
+
+class _Ran:
+    __slots__ = ("result",)
+
+    def __init__(self, result):
+        self.result = result
 
 
 async def acall(

@@ -324,3 +324,44 @@ def test_caller_cancellation_after_the_hook_suspended_reaches_the_hook():
 
     run(main())
     assert seen == ["cancelled"]
+
+
+def test_call_each_keeps_order_and_gives_each_hook_its_own_outcome():
+    ran = []
+    release = threading.Event()
+
+    def rec(name, answer):
+        def hook():
+            ran.append(name)
+            if answer == "hang":
+                release.wait(5)
+            if answer == "boom":
+                raise Boom()
+            return answer
+
+        return hook
+
+    calls = [
+        ("t:a", rec("a", "allow"), (), None, validate, 1.0),
+        ("t:b", rec("b", "hang"), (), None, validate, 0.05),
+        ("t:c", rec("c", "boom"), (), None, validate, 1.0),
+        ("t:d", rec("d", "junk"), (), None, validate, 1.0),
+        ("t:e", rec("e", "deny"), (), None, validate, None),
+    ]
+    outcomes = guard.call_each(calls)
+    release.set()
+    assert [o.hook for o in outcomes] == ["t:a", "t:b", "t:c", "t:d", "t:e"]
+    assert outcomes[0].action is Action.ALLOW
+    assert outcomes[1].failure is Failure.TIMEOUT
+    assert outcomes[2].failure is Failure.RAISED and outcomes[2].exception_type == "Boom"
+    assert outcomes[3].failure is Failure.INVALID
+    assert outcomes[4].action is Action.DENY
+    time.sleep(0.05)
+    assert ran == ["a", "b", "c", "d", "e"]  # the abandoned hook's successors ran once, after it
+
+
+def test_call_each_without_deadlines_runs_inline():
+    caller = threading.current_thread()
+    seen = []
+    outcomes = guard.call_each([("t:a", lambda: seen.append(threading.current_thread()), (), None, validate, None)])
+    assert seen == [caller] and outcomes[0].failure is None and outcomes[0].action is Action.ABSTAIN
