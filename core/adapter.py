@@ -336,19 +336,25 @@ class Adapter:
         except Exception:
             return _reduce.reduce([outcome])
 
+    def _start(self, tool, outcomes, arguments, call_id):
+        """(config, outcomes so far, the plugin gates to call) for one decision."""
+        config = policy.current()
+        outcomes = self._fixed(config) + list(outcomes)
+        call, gates = self._plugin_calls(tool, arguments, call_id)
+        if not gates:
+            return config, outcomes, ()
+        from . import plugins
+
+        kwargs = {"call": call}
+        return config, outcomes, [(h, fn, (), kwargs, plugins.to_verdict, config.timeout_for(h)) for h, fn in gates]
+
     def decide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None) -> Decision:
         """Reduce the framework's hook outcomes with the plugin gates, required hooks,
         config and patch state into one Decision, and audit it. Never raises."""
         try:
-            config = policy.current()
-            outcomes = self._fixed(config) + list(outcomes)
-            call, gates = self._plugin_calls(tool, arguments, call_id)
+            config, outcomes, gates = self._start(tool, outcomes, arguments, call_id)
             if gates:
-                from . import plugins
-
-                for hook_id, fn in gates:
-                    timeout = config.timeout_for(hook_id)
-                    outcomes.append(guard.call(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=timeout))
+                outcomes += guard.call_each(gates)
             return self._finish(config, outcomes, tool, call_id)
         except Exception as exc:
             return self.failed(exc, tool, call_id)
@@ -357,15 +363,9 @@ class Adapter:
         """``decide`` for async dispatchers: plugin gates may be coroutines. Never raises
         (except the caller's own cancellation)."""
         try:
-            config = policy.current()
-            outcomes = self._fixed(config) + list(outcomes)
-            call, gates = self._plugin_calls(tool, arguments, call_id)
-            if gates:
-                from . import plugins
-
-                for hook_id, fn in gates:
-                    timeout = config.timeout_for(hook_id)
-                    outcomes.append(await guard.acall(hook_id, fn, (), {"call": call}, validate=plugins.to_verdict, timeout=timeout))
+            config, outcomes, gates = self._start(tool, outcomes, arguments, call_id)
+            for hook_id, fn, args, kwargs, validate, timeout in gates:
+                outcomes.append(await guard.acall(hook_id, fn, args, kwargs, validate=validate, timeout=timeout))
             return self._finish(config, outcomes, tool, call_id)
         except Exception as exc:
             return self.failed(exc, tool, call_id)
