@@ -40,6 +40,31 @@ def per_call_us(fn, n=20000, repeat=15):
     return statistics.median(samples)
 
 
+def handoff_floor_us(n=3000, repeat=7):
+    """This machine's floor for any deadlined sync call: one lock ping-pong between two
+    threads (a wake each way), with no failsecure code at all."""
+    import _thread
+
+    ping, pong = _thread.allocate_lock(), _thread.allocate_lock()
+    ping.acquire()
+    pong.acquire()
+
+    def echo():
+        while True:
+            ping.acquire()
+            pong.release()
+
+    _thread.start_new_thread(echo, ())
+    samples = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(n):
+            ping.release()
+            pong.acquire(True, 5)
+        samples.append((time.perf_counter() - t) / n * 1e6)
+    return statistics.median(samples)
+
+
 def bench_guard():
     args = ("shell", {"command": "ls"})
     direct = per_call_us(lambda: validate(hook(*args)))
@@ -49,6 +74,8 @@ def bench_guard():
     print(f"  {'direct':<22}{direct:8.2f}")
     print(f"  {'guarded, no deadline':<22}{guarded:8.2f}   +{guarded - direct:.2f} us  x{guarded / direct:.2f}   target +3 us")
     print(f"  {'guarded, deadline':<22}{deadlined:8.2f}   +{deadlined - direct:.2f} us  x{deadlined / direct:.2f}   target +25 us")
+    floor = handoff_floor_us()
+    print(f"  {'(thread hand-off floor)':<22}{floor:8.2f}   guard deadline path = x{deadlined / floor:.2f} the bare hand-off")
 
 
 def start_ms(argv, env, n=25):
