@@ -44,6 +44,7 @@ Hook ids: ``code-puppy:<module>.<qualname>`` of the callback.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import logging
 import sys
@@ -181,6 +182,10 @@ def _run_sync_callback(callback: Any, loop_running: bool, args: tuple, kwargs: d
     if not loop_running and asyncio.iscoroutine(result):
         return asyncio.run(result)
     return result
+
+
+#: set while a rewritten command is re-checked (a rewrite of a rewrite is not chased)
+_recheck: "contextvars.ContextVar[bool]" = contextvars.ContextVar("failsecure_code_puppy_recheck", default=False)
 
 
 def _bind(phase: str, args: tuple, kwargs: dict) -> dict:
@@ -413,11 +418,38 @@ class CodePuppyAdapter(Adapter):
                 outcomes.append(self._keep_opt_in(phase, callback, outcome))
             tool, arguments = self._tool_and_arguments(phase, args, kwargs)
             decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments)
-            return self._native(phase, decision, outcomes)
+            results = self._native(phase, decision, outcomes)
+            if phase == SHELL and not _recheck.get():
+                results = await self._recheck_rewrite(args, kwargs, results)
+            return results
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:  # a bug here must not read as "no callback objected"
             return self._broken(phase, exc)
+
+    async def _recheck_rewrite(self, args: tuple, kwargs: dict, results: list) -> list:
+        """``command_runner`` applies ``{"rewrite": ...}`` answers after its block check,
+        so the command that runs was never shown to the gates. When the results would
+        rewrite the command, the gates see the rewritten command once more; if they deny
+        it, the call is denied (with the rewrite's own deny), else upstream goes on as
+        before. Hooks may run twice for a rewritten command."""
+        bound = _bind(SHELL, args, kwargs)
+        command = final = bound.get("command")
+        for result in results:  # exactly upstream's rule: last differing non-empty string
+            if isinstance(result, dict) and "rewrite" in result:
+                new = result["rewrite"]
+                if isinstance(new, str) and new.strip() and new != final:
+                    final = new
+        if final == command or any(isinstance(r, dict) and r.get("blocked") for r in results):
+            return results
+        bound["command"] = final
+        token = _recheck.set(True)
+        try:
+            again = await self._callbacks._trigger_callbacks(SHELL, *[bound.get(n) for n in PARAMS[SHELL]])
+        finally:
+            _recheck.reset(token)
+        blocks = [r for r in again if isinstance(r, dict) and r.get("blocked")]
+        return blocks or results
 
     def _gate_sync(self, phase: str, args: tuple, kwargs: dict) -> list:
         """One dispatch of a gating phase from upstream's sync loop (``on_file_permission``)."""

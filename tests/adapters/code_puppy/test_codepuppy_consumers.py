@@ -296,3 +296,47 @@ def test_unpatched_twin_fails_open(cb, rig, run, tmp_path, adapter):
     run_shell(run, f"touch {marker}", tmp_path)
     write_async(run, target)
     assert not marker.exists() and not target.exists()
+
+
+# ---------------------------------------------------------------- rewrites are gated too
+
+
+def _rewriter(to):
+    async def rewrite(context, command, cwd=None, timeout=60):
+        if command.startswith("echo "):
+            return {"rewrite": to, "rewrite_reason": "test rewriter"}
+        return None
+
+    return rewrite
+
+
+def _no_touch(context, command, cwd=None, timeout=60):
+    if "touch" in command:
+        return {"blocked": True, "error_message": "no touching"}
+    return None
+
+
+def test_shell_tool_rewritten_command_is_gated_again(cb, rig, run, tmp_path):
+    marker = tmp_path / "ran"
+    cb.register_callback("run_shell_command", _rewriter(f"touch {marker}"))
+
+    async def no_touch(context, command, cwd=None, timeout=60):
+        return _no_touch(context, command, cwd, timeout)
+
+    cb.register_callback("run_shell_command", no_touch)
+    out = run_shell(run, "echo hello", tmp_path)
+    assert not marker.exists(), "a rewrite must not smuggle a command past a later guard"
+    assert out.success is False and "no touching" in out.error
+    assert rig.last()["outcome"] == "deny" and rig.last()["failure"] is None
+
+
+def test_shell_tool_harmless_rewrite_still_runs(cb, rig, run, tmp_path):
+    marker = tmp_path / "rewritten"
+    cb.register_callback("run_shell_command", _rewriter(f"echo x > {marker}"))
+
+    async def no_touch(context, command, cwd=None, timeout=60):
+        return _no_touch(context, command, cwd, timeout)
+
+    cb.register_callback("run_shell_command", no_touch)
+    out = run_shell(run, "echo hello", tmp_path)
+    assert marker.exists() and out.success is True  # upstream applied the rewrite, gates allowed it
