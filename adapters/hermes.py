@@ -128,8 +128,19 @@ class HermesAdapter(Adapter):
                 tool = args[0] if args else kwargs.get("tool_name")
                 return adapter.failed(exc, tool, kwargs.get("tool_call_id"), hook=adapter.hook_id(EVENT)).reason
 
+        def dispatch_tool(wrapped, instance, args, kwargs):
+            # a plugin's direct tool call never reaches the pre_tool_call hooks upstream
+            tool = args[0] if args else kwargs.get("tool_name")
+            tool_args = args[1] if len(args) > 1 else kwargs.get("args")
+            blocked = adapter._direct_call_blocked(instance, tool, tool_args)
+            if blocked is not None:
+                return json.dumps({"error": blocked}, ensure_ascii=False)
+            return wrapped(*args, **kwargs)
+
         self.wrap(manager, "invoke_hook", invoke_hook)
         self.wrap(context, "register_hook", register_hook)
+        if callable(context.__dict__.get("dispatch_tool")):
+            self.wrap(context, "dispatch_tool", dispatch_tool)
         for attr in ENTRY_POINTS:
             if callable(getattr(plugins, attr, None)):
                 self.wrap(plugins, attr, entry_point)
@@ -180,6 +191,20 @@ class HermesAdapter(Adapter):
         except Exception as exc:  # a bug here must not read as "no directive"
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         return self._native(decision)
+
+    def _direct_call_blocked(self, ctx: Any, tool: Any, tool_args: Any) -> Optional[str]:
+        """``PluginContext.dispatch_tool`` (a plugin's slash command calling a tool) goes
+        through the same gates; returns the block message, or None to run. An approve
+        runs: the call was started by a person's command, there is no approval prompt."""
+        kwargs = {"tool_name": tool, "args": tool_args, "task_id": "", "session_id": "", "tool_call_id": ""}
+        try:
+            directives = self._gate(ctx._manager, kwargs)
+        except Exception as exc:
+            return self.failed(exc, tool, hook=self.hook_id(EVENT)).reason
+        for directive in directives:
+            if directive.get("action") == "block":
+                return directive["message"]
+        return None
 
     def _native(self, decision) -> list:
         """A Decision in hermes' own directive shape (what the aggregator honours)."""
