@@ -165,8 +165,9 @@ class Adapter:
             log.error("failsecure: %s lockdown failed (%s)", self.name, type(exc).__name__)
 
     def unpatch(self) -> None:
+        """Undo the patch, or a refused adapter's lockdown. Idempotent."""
         with self._lock:
-            if self.state == "patched":
+            if self.state in ("patched", "refused"):
                 self._unpatch()
             self.state = "unpatched"
             self.refused_reason = None

@@ -292,3 +292,16 @@ def test_self_test_fails_when_the_framework_would_not_deny():
 
 def test_self_test_of_an_unpatched_adapter_fails():
     assert [c.ok for c in Probed().self_test()] == [False]
+
+
+def test_unpatch_lifts_a_refused_adapters_lockdown():
+    framework = types.ModuleType("fs_toy_framework")
+
+    class Locking(Toy):
+        def _lockdown(self):
+            self.replace(framework, "locked", True)
+
+    adapter = Locking(target_present=False)
+    assert adapter.patch() == "refused" and framework.locked is True
+    adapter.unpatch()
+    assert adapter.state == "unpatched" and not hasattr(framework, "locked")
