@@ -169,6 +169,7 @@ class Adapter:
         with self._lock:
             if self.state in ("patched", "refused"):
                 self._unpatch()
+                self.restore()  # whatever replace/wrap did, the adapter's own _unpatch or not
             self.state = "unpatched"
             self.refused_reason = None
 
