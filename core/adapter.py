@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import Any, Callable, ClassVar, Iterable, Optional
 
-from . import audit, guard, policy, reduce as _reduce
+from . import audit, guard, hookid, policy, reduce as _reduce
 from .verdict import Decision, Failure, Outcome, Verdict
 
 log = logging.getLogger("failsecure")
@@ -76,6 +76,9 @@ class Adapter:
     fail_closed_upstream: ClassVar[str] = ""
     #: modules patched; modules[0] is the activation trigger
     modules: ClassVar[tuple] = ()
+    #: the framework can ask a human before a tool runs: an ASK decision is rendered
+    #: natively. When False the core turns ASK into a deny (and words the reason).
+    supports_ask: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.state = "unpatched"  # | "patched" | "refused" | "native"
@@ -275,6 +278,11 @@ class Adapter:
     def hook_id(self, name: str) -> str:
         return f"{self.name}:{name}"
 
+    def callable_id(self, fn: Any) -> str:
+        """The hook id of a Python callable: ``<framework>:<module>.<qualname>``. Never
+        raises and never calls the object's own ``__str__``/``__repr__``."""
+        return self.hook_id(hookid.callable_name(fn))
+
     def hook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, **kwargs) -> Outcome:
         timeout = policy.current().timeout_for(hook_id, _interactive)
         return guard.call(hook_id, fn, args, kwargs, validate=_validate or self.to_verdict, timeout=timeout)
@@ -314,7 +322,7 @@ class Adapter:
         return ToolCall(self.name, tool, arguments, call_id), gates
 
     def _finish(self, config, outcomes: list[Outcome], tool, call_id) -> Decision:
-        decision = _reduce.reduce(outcomes, config, config.required_for(self.name))
+        decision = _reduce.reduce(outcomes, config, config.required_for(self.name), ask=self.supports_ask, framework=self.name)
         if _capture.decisions is not None:
             _capture.decisions.append(decision)
         try:

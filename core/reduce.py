@@ -43,7 +43,12 @@ def reduce(
     outcomes: Iterable[Outcome],
     config: "Config | None" = None,
     required: Iterable[str] = (),
+    *,
+    ask: bool = True,
+    framework: str = "this framework",
 ) -> Decision:
+    """``ask=False``: the framework cannot ask a human, so an ASK decision becomes a
+    deny whose reason says so (same deciding outcomes)."""
     outcomes = tuple(outcomes)
     outcomes += tuple(missing(required, outcomes))
     best = Action.ABSTAIN
@@ -61,4 +66,10 @@ def reduce(
         verdict = Verdict(action=best, reason=failure_reason(primary.hook, primary.failure))
     else:
         verdict = primary.verdict  # type: ignore[assignment]
+    if best is Action.ASK and not ask:
+        verdict = Verdict(action=Action.DENY, reason=ask_unsupported(primary.hook, framework))
     return Decision(verdict=verdict, outcomes=outcomes, deciding=tuple(deciding))
+
+
+def ask_unsupported(hook: str, framework: str) -> str:
+    return f"failsecure: hook '{hook}' asked for approval, which {framework} cannot do"

@@ -1,0 +1,76 @@
+"""Hook ids: the one place they are derived, for the runner and every adapter.
+
+- a Python callable: ``<module>.<qualname>`` (read without calling the object's own
+  ``__str__``/``__repr__``; a hostile object gets its type's name);
+- a command line: the executable's basename plus a short hash of the rest, so a token on
+  the command line never reaches a deny text, the audit or a log.
+
+Stdlib only (the command-hook runner imports it on every tool call).
+"""
+
+from __future__ import annotations
+
+import os
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+@/<>")
+
+
+def _clean(text: str, limit: int = 120) -> str:
+    out = "".join(c if c in _SAFE else "_" for c in text[:limit])
+    return out or "_"
+
+
+def _plain_str(value) -> "str | None":
+    return value if type(value) is str else None
+
+
+def _attr(obj, name):
+    try:
+        return _plain_str(getattr(obj, name, None))
+    except BaseException:  # a hostile __getattr__
+        return None
+
+
+def callable_name(fn) -> str:
+    """``<module>.<qualname>`` of a hook callable; never raises."""
+    try:
+        module = _attr(fn, "__module__")
+        qualname = _attr(fn, "__qualname__")
+        if qualname is None:  # an instance with __call__, a partial, a proxy ...
+            cls = type(fn)
+            module = _plain_str(type.__dict__["__module__"].__get__(cls)) if module is None else module
+            qualname = _plain_str(type.__dict__["__qualname__"].__get__(cls))
+        if qualname is None:
+            return "<unnamed>"
+        return _clean(f"{module}.{qualname}" if module else qualname, 200)
+    except BaseException:
+        return "<unnamed>"
+
+
+def _digest(text: str) -> str:
+    # FNV-1a 64: stdlib-free of hashlib on the runner's path, stable across processes
+    h = 0xCBF29CE484222325
+    for byte in text.encode("utf-8", "surrogatepass"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return "%08x" % (h >> 32)
+
+
+def command_name(command) -> str:
+    """The hook id of a command hook: ``<basename>#<hash of the whole command>``.
+
+    ``command`` is an argv list or a shell command string. Two hooks that run the same
+    executable with other arguments get other ids; nothing of the arguments shows."""
+    if isinstance(command, (list, tuple)):
+        parts = [str(p) for p in command]
+        whole = "\\0".join(parts)
+    else:
+        whole = str(command)
+        parts = whole.split()
+    exe = ""
+    for part in parts:  # skip leading VAR=value assignments of a shell line
+        if "=" in part.split("/")[0] and not part.startswith(("/", ".")):
+            continue
+        exe = part
+        break
+    base = os.path.basename(exe.rstrip("/")) or "command"
+    return f"{_clean(base, 60)}#{_digest(whole)}"

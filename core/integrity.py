@@ -1,0 +1,74 @@
+"""Argument integrity: the gates judge the arguments the tool really runs with.
+
+Where a framework lets a hook rewrite the arguments (or swap the tool) after another
+hook approved them, an adapter runs the whole round of hooks again on the rewritten
+call until a round changes nothing: every gate has then seen exactly what the tool
+will run with. A round that keeps rewriting past ``MAX_ROUNDS`` is a failure
+(``invalid``), never a silent pass.
+
+``snapshot`` and ``same`` never raise: an argument object that cannot be copied or
+compared counts as changed, so it is judged again (and, if it never settles, denied).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Awaitable, Callable
+
+from .verdict import Action, Failure, Outcome
+
+#: rounds of hooks before a call that keeps being rewritten is denied
+MAX_ROUNDS = 3
+
+_CHANGED = object()
+
+
+def snapshot(value: Any) -> Any:
+    """A deep copy of what a gate saw (``_CHANGED`` when it cannot be copied)."""
+    try:
+        return copy.deepcopy(value)
+    except BaseException:  # a hostile __deepcopy__ / __reduce__
+        return _CHANGED
+
+
+def same(before: Any, after: Any) -> bool:
+    """True only when ``after`` provably equals the snapshot ``before``."""
+    if before is _CHANGED or after is _CHANGED:
+        return False
+    try:
+        result = before == after
+        return result is True or (type(result) is bool and result)
+    except BaseException:
+        return False
+
+
+def _denied(outcomes: list[Outcome]) -> bool:
+    return any(o.failure is not None or o.action is Action.DENY for o in outcomes)
+
+
+def unsettled(hook: str) -> Outcome:
+    """The outcome when the call was still being rewritten after ``MAX_ROUNDS``."""
+    return Outcome(hook=hook, failure=Failure.INVALID)
+
+
+def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str) -> list[Outcome]:
+    """Run ``run_round`` (every hook once, in order, on the call as it is now; hooks may
+    rewrite it) until a round leaves ``current()`` unchanged. Returns the last round's
+    outcomes; a round with a deny or a failure ends it at once (nothing more to judge).
+    ``hook`` names the unsettled outcome added when rewriting never stops."""
+    for _ in range(MAX_ROUNDS):
+        before = snapshot(current())
+        outcomes = run_round()
+        if _denied(outcomes) or same(before, current()):
+            return outcomes
+    return outcomes + [unsettled(hook)]
+
+
+async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str) -> list[Outcome]:
+    """``until_stable`` for async rounds."""
+    for _ in range(MAX_ROUNDS):
+        before = snapshot(current())
+        outcomes = await run_round()
+        if _denied(outcomes) or same(before, current()):
+            return outcomes
+    return outcomes + [unsettled(hook)]
