@@ -3,9 +3,14 @@
 It must cost almost nothing and never raise: it imports nothing beyond what the
 interpreter has already loaded, and only installs a finder that watches the trigger
 module of each built-in adapter. When one of those modules has finished executing, the
-adapter is imported and patches its framework. (wrapt's own post-import hooks would
-import all of wrapt, ~100 ms here, on every interpreter start.)
-``FAILSECURE_AUTO=0`` turns it off and says so on stderr.
+adapter is imported and patches its framework. A trigger module imported before the
+finder was installed (an earlier ``.pth``, ``sitecustomize``) is patched at once.
+The finder stays the module's loader, so ``importlib.reload`` of a patched module
+patches it again. If the adapter of a framework cannot load at all, the framework's
+import is refused: its tools must not run without their gates.
+(wrapt's own post-import hooks would import all of wrapt, ~100 ms here, on every
+interpreter start.) ``FAILSECURE_AUTO=0`` turns it off and says so on stderr; a drop-in
+that cannot start says so on stderr too.
 """
 
 import os
@@ -15,7 +20,7 @@ _OFF = ("0", "false", "no", "off")
 
 
 class _Loader:
-    """Runs the real loader, then the activation hook."""
+    """Runs the real loader, then the activation hook (on first import and on reload)."""
 
     def __init__(self, loader, finder, name):
         self._loader, self._finder, self._name = loader, finder, name
@@ -28,8 +33,6 @@ class _Loader:
 
     def exec_module(self, module):
         module.__loader__ = self._loader
-        if getattr(module, "__spec__", None) is not None:
-            module.__spec__.loader = self._loader
         self._loader.exec_module(module)
         self._finder.fire(self._name)
 
@@ -60,21 +63,38 @@ class Finder:
         return spec
 
     def fire(self, module_name):
+        """Activate the adapter of a trigger module that has just executed. Raises
+        ImportError (the framework's import fails) when the adapter cannot load."""
         adapter = self.watch.get(module_name)
         if adapter is None:
             return
         try:
             from failsecure import activation
-
+        except BaseException as exc:
+            _say(f"failsecure: cannot load failsecure to guard {adapter} ({type(exc).__name__}); refusing to import {module_name}")
+            raise ImportError(f"failsecure cannot guard {adapter}; set FAILSECURE_AUTO=0 to run it unguarded") from None
+        try:
             activation.activate(adapter)
-        except BaseException as exc:  # never break the user's import
-            sys.stderr.write(f"failsecure: could not activate {adapter} ({type(exc).__name__})\n")
+        except activation.AdapterLoadError:
+            raise ImportError(
+                f"failsecure: the {adapter} adapter cannot load, so {module_name} is not imported "
+                "(its tools would run without their gates); set FAILSECURE_AUTO=0 to run it unguarded"
+            ) from None
+        except BaseException as exc:  # patch() never raises; anything else is ours
+            _say(f"failsecure: could not activate {adapter} ({type(exc).__name__})")
 
     def invalidate_caches(self):
         pass
 
 
 finder = None
+
+
+def _say(message):
+    try:
+        sys.stderr.write(message + "\n")
+    except BaseException:
+        pass
 
 
 def enable(extra=None):
@@ -84,8 +104,8 @@ def enable(extra=None):
         finder = Finder()
     from failsecure.adapters import BUILTIN
 
-    for name, (trigger, _) in BUILTIN.items():
-        finder.watch[trigger] = name
+    for name, entry in BUILTIN.items():
+        finder.watch[entry[0]] = name
     for trigger, name in (extra or {}).items():
         finder.watch[trigger] = name
     if finder not in sys.meta_path:
@@ -98,11 +118,22 @@ def disable():
         sys.meta_path.remove(finder)
 
 
+def already_imported():
+    """Watched trigger modules imported before the finder was installed."""
+    if finder is None:
+        return []
+    return [m for m in finder.watch if m in sys.modules]
+
+
 def run():
     try:
         if os.environ.get("FAILSECURE_AUTO", "1").strip().lower() in _OFF:
-            sys.stderr.write("failsecure: drop-in activation is off (FAILSECURE_AUTO=0)\n")
+            _say("failsecure: drop-in activation is off (FAILSECURE_AUTO=0)")
             return
         enable()
-    except BaseException:
-        pass
+        if already_imported():
+            from failsecure import activation
+
+            activation.install()
+    except BaseException as exc:
+        _say(f"failsecure: the drop-in could not start ({type(exc).__name__}); frameworks are not guarded until failsecure.install() runs")

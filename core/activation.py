@@ -1,5 +1,11 @@
 """Activation: explicit ``install()`` / ``uninstall()``, and the adapter registry the
-drop-in bootstrap and native plugin entry points call into. All idempotent."""
+drop-in bootstrap and native plugin entry points call into. All idempotent.
+
+An adapter that cannot even be loaded (its module fails to import, its class fails to
+build) is replaced by an ``Unloadable`` stand-in: refused from the start, reported by
+``doctor``, and the import of its framework is refused by the drop-in, so the
+framework's tools cannot run without their gates.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +14,65 @@ import sys
 import threading
 
 from .adapter import Adapter
+from .report import problem, type_name
 
 _lock = threading.RLock()
 _adapters: dict[str, Adapter] = {}
 _extra: dict[str, type] = {}  # adapters contributed by plugins: name -> class
 
 
-def _class(name: str) -> type:
-    if name in _extra:
-        return _extra[name]
+class AdapterLoadError(ImportError):
+    """The adapter of a framework cannot load: the framework is refused."""
+
+
+class Unloadable(Adapter):
+    """Stands in for an adapter that failed to load: refused, every decision denies."""
+
+    def __init__(self, name: str, distribution: str, trigger: str, error: str) -> None:
+        self.name = name  # type: ignore[misc]
+        self.distribution = distribution  # type: ignore[misc]
+        self.modules = (trigger,)  # type: ignore[misc]
+        super().__init__()
+        self.state = "refused"
+        self.refused_reason = f"the failsecure adapter failed to load ({error})"
+
+    def patch(self) -> str:
+        return self.state
+
+    def unpatch(self) -> None:
+        pass
+
+    def _patch(self) -> None:  # pragma: no cover - never patched
+        raise AdapterLoadError(self.refused_reason)
+
+    def to_verdict(self, native):  # pragma: no cover - nothing to translate
+        raise AdapterLoadError(self.refused_reason)
+
+    def _probe(self, gate) -> bool:  # pragma: no cover
+        raise AdapterLoadError(self.refused_reason)
+
+
+def _builtin() -> dict:
     from failsecure.adapters import BUILTIN
 
-    module, _, attr = BUILTIN[name][1].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return BUILTIN
+
+
+def _build(name: str) -> Adapter:
+    if name in _extra:
+        return _extra[name]()
+    entry = _builtin()[name]
+    trigger, target, distribution = entry[0], entry[1], entry[2] if len(entry) > 2 else name
+    try:
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)()
+    except Exception as exc:
+        return Unloadable(name, distribution, trigger, type_name(exc))
 
 
 def names() -> list[str]:
-    from failsecure.adapters import BUILTIN
-
-    return list(BUILTIN) + [n for n in _extra if n not in BUILTIN]
+    builtin = _builtin()
+    return list(builtin) + [n for n in _extra if n not in builtin]
 
 
 def get(name: str) -> Adapter:
@@ -34,13 +80,19 @@ def get(name: str) -> Adapter:
     with _lock:
         adapter = _adapters.get(name)
         if adapter is None:
-            adapter = _adapters[name] = _class(name)()
+            adapter = _adapters[name] = _build(name)
         return adapter
 
 
 def activate(name: str) -> str:
-    """Patch one framework now (its trigger module is imported). Returns the state."""
-    return get(name).patch()
+    """Patch one framework now (its trigger module is imported). Returns the state.
+    Raises ``AdapterLoadError`` when the adapter cannot load (the caller refuses the
+    framework's import)."""
+    adapter = get(name)
+    if isinstance(adapter, Unloadable):
+        problem(f"failsecure: {adapter.refused_reason}; {name} is refused: its tools cannot run unguarded")
+        raise AdapterLoadError(adapter.refused_reason)
+    return adapter.patch()
 
 
 def _load_plugin_adapters() -> dict[str, str]:
@@ -53,7 +105,7 @@ def _load_plugin_adapters() -> dict[str, str]:
                 _extra.setdefault(cls.name, cls)
                 triggers[cls.modules[0]] = cls.name
     except Exception as exc:
-        print(f"failsecure: adapter plugins could not be loaded ({type(exc).__name__})", file=sys.stderr)
+        problem(f"failsecure: adapter plugins could not be loaded ({type_name(exc)})")
     return triggers
 
 
@@ -68,7 +120,10 @@ def install() -> dict[str, str]:
         states = {}
         for trigger, name in list(finder.watch.items()):
             if trigger in sys.modules:
-                states[name] = activate(name)
+                try:
+                    states[name] = activate(name)
+                except AdapterLoadError:
+                    states[name] = "refused"
             else:
                 states[name] = get(name).state if name in _adapters else "waiting"
         return states

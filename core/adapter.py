@@ -19,7 +19,10 @@ import threading
 from typing import Any, Callable, ClassVar, Iterable, Optional
 
 from . import audit, guard, hookid, policy, reduce as _reduce
+from .report import problem, type_name
 from .verdict import Decision, Failure, Outcome, Verdict
+
+_ABSENT = object()
 
 log = logging.getLogger("failsecure")
 log.addHandler(logging.NullHandler())  # a library: silent unless the application configures logging
@@ -83,7 +86,6 @@ class Adapter:
     def __init__(self) -> None:
         self.state = "unpatched"  # | "patched" | "refused" | "native"
         self.refused_reason: Optional[str] = None
-        self.untested = False
         self._lock = threading.RLock()
         self._version: Optional[str] = None
         self._replaced: list[tuple[Any, str, Any, bool]] = []  # (owner, attr, original, own attr)
@@ -135,8 +137,14 @@ class Adapter:
         return self.version is not None and (not self.supported or self._in(self.supported))
 
     def patch(self) -> str:
-        """Patch the framework. Idempotent; never raises; returns the state."""
+        """Patch the framework. Idempotent; never raises; returns the state. A patch that
+        was lost (its module reloaded, an attribute put back by someone else) is noticed
+        here and applied again."""
         with self._lock:
+            if self.state == "patched" and not self.intact():
+                problem(f"failsecure: the {self.name} patch was lost (module reloaded?); patching it again")
+                self._forget_lost()
+                self.state = "unpatched"
             if self.state in ("patched", "native", "refused"):
                 return self.state
             try:
@@ -145,27 +153,53 @@ class Adapter:
                     log.info("failsecure: %s %s already fails closed; not wrapped", self.name, self.version)
                     return self.state
                 if not self.in_range():
-                    self.untested = True
-                    msg = f"failsecure: {self.name} {self.version} is an untested release (supported {self.supported})"
-                    log.warning(msg)
-                    print(msg, file=sys.stderr)
+                    problem(f"failsecure: {self.name} {self.version} is an untested release (supported {self.supported})", level=30)
                 self._patch()
                 self.state = "patched"
             except Exception as exc:
-                self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+                self.refuse(f"{type(exc).__name__}: {exc}" if type(exc) is PatchError else type_name(exc))
             return self.state
+
+    def intact(self) -> bool:
+        """Every attribute this adapter replaced still holds what it put there."""
+        for owner, attr, _, _, new in self._replaced:
+            try:
+                if vars(owner).get(attr, _ABSENT) is not new:
+                    return False
+            except Exception:
+                return False
+        return True
+
+    def _forget_lost(self) -> None:
+        """After a lost patch: put back what is still ours, leave what was replaced since
+        (a reloaded module's fresh functions), then the adapter's own clean-up."""
+        for owner, attr, original, own, new in reversed(self._replaced):
+            try:
+                if vars(owner).get(attr, _ABSENT) is new:
+                    if own:
+                        setattr(owner, attr, original)
+                    else:
+                        delattr(owner, attr)
+            except Exception:
+                pass
+        self._replaced.clear()
+        try:
+            self._unpatch()
+        except Exception as exc:
+            problem(f"failsecure: {self.name} clean-up after a lost patch raised {type_name(exc)}")
 
     def refuse(self, reason: str) -> None:
         """Mark the adapter refused: loud, and every decision of it denies from now on."""
         self.state = "refused"
         self.refused_reason = reason
-        msg = f"failsecure: cannot patch {self.name} {self.version} ({reason}); its gated tool calls are denied"
-        log.error(msg)
-        print(msg, file=sys.stderr)
+        problem(f"failsecure: cannot patch {self.name} {self.version} ({reason}); its gated tool calls are denied")
         try:
             self._lockdown()
         except Exception as exc:
-            log.error("failsecure: %s lockdown failed (%s)", self.name, type(exc).__name__)
+            problem(
+                f"failsecure: the {self.name} lockdown failed ({type_name(exc)}); its tools may run unguarded: "
+                f"uninstall {self.distribution} or fix the failsecure installation"
+            )
 
     def unpatch(self) -> None:
         """Undo the patch, or a refused adapter's lockdown. Idempotent."""
@@ -183,8 +217,8 @@ class Adapter:
         original (looked up through ``getattr``)."""
         own = attr in vars(owner)
         original = vars(owner)[attr] if own else getattr(owner, attr, None)
-        self._replaced.append((owner, attr, original, own))
         setattr(owner, attr, new)
+        self._replaced.append((owner, attr, original, own, vars(owner).get(attr, new)))
         return original
 
     def wrap(self, owner: Any, attr: str, wrapper: Callable) -> None:
@@ -200,7 +234,7 @@ class Adapter:
     def restore(self) -> None:
         """Undo every ``replace``/``wrap``, last first."""
         while self._replaced:
-            owner, attr, original, own = self._replaced.pop()
+            owner, attr, original, own, _ = self._replaced.pop()
             if own:
                 setattr(owner, attr, original)
             else:
@@ -330,7 +364,7 @@ class Adapter:
                 event = audit.decision_event(decision, framework=self.name, framework_version=self.version, tool=tool, call_id=call_id)
                 audit.emit(event, config.audit_path)
         except Exception as exc:  # audit must never flip or lose a decision
-            print(f"failsecure: audit failed ({type(exc).__name__})", file=sys.stderr)
+            problem(f"failsecure: audit failed ({type_name(exc)})")
         return decision
 
     def failed(self, exc: BaseException, tool=None, call_id=None, hook: str = "failsecure:internal") -> Decision:
@@ -339,8 +373,8 @@ class Adapter:
         swallow exceptions from their pre-tool hooks and run the tool."""
         tool = tool if isinstance(tool, str) else None
         call_id = call_id if isinstance(call_id, str) and call_id else None
-        outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=type(exc).__name__)
-        log.error("failsecure: %s raised %s while gating a tool call; denied", hook, type(exc).__name__)
+        outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=type_name(exc))
+        problem(f"failsecure: {hook} raised {type_name(exc)} while gating a {self.name} tool call; denied")
         try:
             return self._finish(policy.current(), [outcome], tool, call_id)
         except Exception:

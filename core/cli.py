@@ -36,7 +36,7 @@ def _doctor(args) -> int:
         "frameworks": rows,
     }
     failed = bool(config.error) or any(
-        r.get("state") == "refused" or any(not c["ok"] for c in r.get("self_test", ())) for r in rows
+        (r.get("state") == "refused" and r.get("version") is not None) or any(not c["ok"] for c in r.get("self_test", ())) for r in rows
     )
     if args.json:
         print(json.dumps(report, indent=2))

@@ -63,7 +63,7 @@ def test_untested_release_is_patched_with_a_warning(capsys):
         supported = "<1"
 
     old = Old()
-    assert old.patch() == "patched" and old.untested
+    assert old.patch() == "patched" and not old.in_range()
     assert "untested release" in capsys.readouterr().err
 
 
