@@ -127,3 +127,472 @@ class Harness:
         import failsecure
 
         failsecure.uninstall()
+
+
+# ====================================================================== the fault matrix
+
+SECRET = "sk-conformance-secret-5150"
+DEADLINE = 0.3  # seconds: the kit's config deadline per gate
+HANG = 2.0  # seconds a hanging gate waits at most (upstream has no deadline)
+HARMLESS = {"command": "harmless"}
+FORBIDDEN = "forbidden"
+
+
+class HostileMeta(type):
+    """A metaclass whose ``__name__`` raises: ``type(exc).__name__`` is hostile."""
+
+    @property
+    def __name__(cls):  # type: ignore[override]
+        raise RuntimeError("hostile __name__")
+
+
+class HostileError(Exception, metaclass=HostileMeta):
+    """An exception whose every inspection misbehaves."""
+
+    def __str__(self):
+        raise RuntimeError("hostile __str__")
+
+    def __repr__(self):
+        raise RuntimeError("hostile __repr__")
+
+    def __eq__(self, other):
+        raise RuntimeError("hostile __eq__")
+
+    def __hash__(self):
+        raise RuntimeError("hostile __hash__")
+
+    def __del__(self):
+        raise RuntimeError("hostile __del__")
+
+
+class HostileAnswer:
+    """An answer whose truth, equality, attributes and items all raise."""
+
+    def __bool__(self):
+        raise RuntimeError("hostile __bool__")
+
+    def __eq__(self, other):
+        raise RuntimeError("hostile __eq__")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getattr__(self, name):
+        raise RuntimeError("hostile attribute")
+
+    def __getitem__(self, key):
+        raise RuntimeError("hostile item")
+
+    def __iter__(self):
+        raise RuntimeError("hostile iter")
+
+    def __len__(self):
+        raise RuntimeError("hostile len")
+
+
+class HostileDict(dict):
+    """A dict subclass whose lookups raise (for frameworks whose answers are dicts)."""
+
+    def get(self, *a, **k):
+        raise RuntimeError("hostile get")
+
+    def __getitem__(self, key):
+        raise RuntimeError("hostile item")
+
+    def items(self):
+        raise RuntimeError("hostile items")
+
+
+@dataclass
+class Case:
+    name: str
+    #: (label, kind, is_async): kinds below; gates are added in this order
+    gates: tuple
+    #: "deny" or "run"
+    expect: str
+    #: the failure category the audit must show for a deny ("" = an explicit deny)
+    failure: str = ""
+    exception_type: str = ""
+    arguments: dict = field(default_factory=lambda: dict(HARMLESS))
+    #: what the tool must have run with (for "run"), default the arguments
+    ran_with: Optional[dict] = None
+    config: str = ""
+    needs: tuple = ()  # "ask", "rewrite", "async"
+    junk: Any = None
+    plugin: Optional[str] = None  # a failsecure_pre_tool_call plugin gate: "raise" | "allow"
+
+
+def _cases(harness: Harness) -> list[Case]:
+    A = False
+    cases = [
+        Case("allow", (("allowing", "allow", A),), "run"),
+        Case("no opinion", (("silent", "abstain", A),), "run"),
+        Case("policy allows harmless", (("policy", "policy", A),), "run"),
+        Case("explicit deny", (("denying", "deny", A),), "deny"),
+        Case("policy denies forbidden", (("policy", "policy", A),), "deny", arguments={"command": FORBIDDEN}),
+        Case("raise RuntimeError (secret in args and message)", (("raising", "raise", A),), "deny", "raised", "RuntimeError",
+             arguments={"command": f"harmless {SECRET}"}),
+        Case("raise SystemExit", (("exiting", "exit", A),), "deny", "raised", "SystemExit"),
+        Case("raise hostile exception", (("hostile", "hostile-raise", A),), "deny", "raised"),
+        Case("hang (sync)", (("hanging", "hang", A),), "deny", "timeout"),
+        Case("deny then allow", (("denying", "deny", A), ("allowing", "allow", A)), "deny"),
+        Case("allow then deny", (("allowing", "allow", A), ("denying", "deny", A)), "deny"),
+        Case("allow then raise", (("allowing", "allow", A), ("raising", "raise", A)), "deny", "raised", "RuntimeError"),
+        Case("raise then allow", (("raising", "raise", A), ("allowing", "allow", A)), "deny", "raised", "RuntimeError"),
+        Case("missing required gate", (("allowing", "allow", A),), "deny", "missing", config="required"),
+        Case("required gate present", (("allowing", "allow", A),), "run", config="required-present"),
+        Case("invalid config", (("allowing", "allow", A),), "deny", "invalid", config="invalid"),
+        Case("plugin gate raises", (("allowing", "allow", A),), "deny", "raised", "RuntimeError", plugin="raise"),
+        Case("plugin gate allows", (("allowing", "allow", A),), "run", plugin="allow"),
+        Case("plugin gate denies forbidden", (("allowing", "allow", A),), "deny", plugin="policy",
+             arguments={"command": FORBIDDEN}),
+        Case("rewrite smuggles forbidden after approval", (("policy", "policy", A), ("rewriter", "rewrite-forbidden", A)),
+             "deny", needs=("rewrite",)),
+        Case("harmless rewrite runs", (("policy", "policy", A), ("rewriter", "rewrite-harmless", A)), "run",
+             ran_with={"command": "harmless rewritten"}, needs=("rewrite",)),
+        Case("ask then deny", (("asking", "ask", A), ("denying", "deny", A)), "deny", needs=("ask",)),
+        Case("deny then ask", (("denying", "deny", A), ("asking", "ask", A)), "deny", needs=("ask",)),
+        Case("raise (async)", (("raising", "raise", True),), "deny", "raised", "RuntimeError", needs=("async",)),
+        Case("hang (async)", (("hanging", "hang-async", True),), "deny", "timeout", needs=("async",)),
+        Case("allow (async)", (("allowing", "allow", True),), "run", needs=("async",)),
+        Case("deny (async) after allow", (("allowing", "allow", A), ("denying", "deny", True)), "deny", needs=("async",)),
+    ]
+    try:
+        junk = list(harness.junk())
+    except NotImplementedError:
+        junk = []
+    for label, value in junk:
+        cases.append(Case(f"junk: {label}", (("junky", "junk", A),), "deny", "invalid", junk=value))
+    return cases
+
+
+class _Gates:
+    """Builds the gate behaviours of one case."""
+
+    def __init__(self, harness: Harness, case: Case, release):
+        self.h, self.case, self.release = harness, case, release
+
+    def behaviour(self, kind: str):
+        h, case, release = self.h, self.case, self.release
+
+        def command(seen: Seen) -> str:
+            value = seen.arguments.get("command") if isinstance(seen.arguments, dict) else None
+            return value if isinstance(value, str) else ""
+
+        def sync(seen: Seen):
+            if kind == "allow":
+                return h.allow(seen)
+            if kind == "abstain":
+                return h.abstain(seen)
+            if kind == "deny":
+                return h.deny(seen)
+            if kind == "ask":
+                return h.ask(seen)
+            if kind == "policy":
+                return h.deny(seen) if FORBIDDEN in command(seen) else h.allow(seen)
+            if kind == "raise":
+                raise RuntimeError(f"gate failed on {SECRET}")
+            if kind == "exit":
+                raise SystemExit(SECRET)
+            if kind == "hostile-raise":
+                raise HostileError()
+            if kind == "hang":
+                release.wait(HANG)
+                return h.allow(seen)
+            if kind == "junk":
+                return case.junk
+            if kind == "rewrite-forbidden":
+                return h.rewrite(seen, {"command": FORBIDDEN})
+            if kind == "rewrite-harmless":
+                if command(seen) == "harmless rewritten":
+                    return h.allow(seen)
+                return h.rewrite(seen, {"command": "harmless rewritten"})
+            raise AssertionError(kind)
+
+        return sync
+
+    def async_behaviour(self, kind: str):
+        sync = self.behaviour(kind)
+
+        async def gate(seen: Seen):
+            import asyncio
+
+            if kind == "hang-async":
+                await asyncio.sleep(HANG)
+                return self.h.allow(seen)
+            await asyncio.sleep(0)
+            return sync(seen)
+
+        return gate
+
+
+def _write_config(path, audit_path, case: Case, required_id: Optional[str]) -> None:
+    lines = [f"timeout = {DEADLINE}"]
+    if case.config == "invalid":
+        lines.append('on_error = "maybe"')
+    if case.config in ("required", "required-present") and required_id:
+        lines.append(f"required = [{required_id!r}]".replace("'", '"'))
+    lines += ["[audit]", f'path = "{audit_path}"']
+    path.write_text("\n".join(lines) + "\n")
+
+
+class _Plugin:
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def failsecure_pre_tool_call(self, call):
+        from .verdict import Action, Verdict
+
+        if self.kind == "raise":
+            raise RuntimeError(f"plugin failed on {SECRET}")
+        if self.kind == "policy":
+            args = call.arguments
+            text = repr(args) if not isinstance(args, dict) else str(args.get("command", ""))
+            if FORBIDDEN in text:
+                return Verdict(action=Action.DENY, reason="conformance plugin: forbidden")
+        return Verdict(action=Action.ALLOW)
+
+
+RESULTS: dict = {}  # (framework, version, column) -> {(case, mode): status}
+
+
+def run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) -> tuple[str, str]:
+    """Run one case; returns (status, detail): status is pass | escape | false deny | n/a |
+    wrong branch | leak."""
+    import json
+    import os
+    import threading
+
+    from . import plugins, policy
+
+    needs = set(case.needs)
+    if "ask" in needs and not harness.has_ask:
+        return "n/a", "no ask"
+    if "async" in needs and not harness.async_gates:
+        return "n/a", "no async gates"
+    if column == "upstream":
+        harness.uninstall()
+    else:
+        harness.install()
+    audit_path = tmp_path / "audit.jsonl"
+    config_path = tmp_path / "failsecure.toml"
+    release = threading.Event()
+    gates = _Gates(harness, case, release)
+    harness.reset()
+    required_id = None
+    plugin = None
+    saved_env = os.environ.get("FAILSECURE_CONFIG")
+    try:
+        if case.config == "required":
+            required_id = harness.add_gate("absentee", gates.behaviour("allow"))
+            harness.reset()
+        for label, kind, is_async in case.gates:
+            fn = gates.async_behaviour(kind) if is_async else gates.behaviour(kind)
+            try:
+                hook = harness.add_gate(label, fn, is_async=is_async)
+            except NotSupported as exc:
+                return "n/a", str(exc)
+            if case.config == "required-present" and required_id is None:
+                required_id = hook
+        _write_config(config_path, audit_path, case, required_id)
+        os.environ["FAILSECURE_CONFIG"] = str(config_path)
+        policy.reload()
+        if case.plugin:
+            plugin = _Plugin(case.plugin)
+            plugins.register(plugin, name="conformance")
+        try:
+            ran = harness.run(dict(case.arguments), mode)
+        except NotSupported as exc:
+            return "n/a", str(exc)
+    finally:
+        release.set()
+        if plugin is not None:
+            plugins.unregister(plugin)
+        harness.reset()
+        if saved_env is None:
+            os.environ.pop("FAILSECURE_CONFIG", None)
+        else:
+            os.environ["FAILSECURE_CONFIG"] = saved_env
+        policy.reload()
+    audit_text = audit_path.read_text() if audit_path.exists() else ""
+    if case.expect == "deny" and ran.ran:
+        return "escape", "the tool ran"
+    if case.expect == "run":
+        if not ran.ran:
+            return "false deny", (ran.told or "")[:200].replace(SECRET, "<secret>")
+        want = case.ran_with or case.arguments
+        if ran.arguments is not None and ran.arguments != want:
+            return "escape" if FORBIDDEN in str(ran.arguments) else "wrong arguments", "ran with other arguments"
+        return "pass", ""
+    if column == "upstream":
+        return "pass", "denied upstream"
+    if SECRET in (ran.told or "") or SECRET in audit_text:
+        return "leak", "the secret reached the deny text or the audit"
+    if case.failure:
+        events = [json.loads(line) for line in audit_text.splitlines() if line.strip()]
+        events = [e for e in events if e.get("framework") == harness.framework and e.get("outcome") == "deny"]
+        if not events:
+            return "wrong branch", "no deny in the audit"
+        event = events[-1]
+        if event.get("failure") != case.failure:
+            return "wrong branch", f"audited failure {event.get('failure')!r}, expected {case.failure!r}"
+        if case.exception_type and event.get("exception_type") != case.exception_type:
+            return "wrong branch", f"audited exception {event.get('exception_type')!r}"
+        if f"({case.failure})" not in (ran.told or "") and case.failure != "missing":
+            return "wrong branch", "the deny text does not name the failure category"
+    return "pass", ""
+
+
+# ====================================================================== the pytest plugin
+
+_FIXTURE = "failsecure_harness"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("failsecure")
+    group.addoption(
+        "--failsecure-conformance",
+        action="store",
+        nargs="?",
+        const="failsecure",
+        default=None,
+        choices=("failsecure", "upstream", "both"),
+        help="run the fail-closed fault matrix against every `failsecure_harness` fixture "
+        "(failsecure: asserted; upstream: failsecure uninstalled, reported only; both)",
+    )
+    group.addoption("--failsecure-matrix-out", default=None, help="write the matrix results (JSON) to this file")
+
+
+def _columns(config) -> tuple:
+    value = config.getoption("--failsecure-conformance", None)
+    if not value:
+        return ()
+    return ("upstream", "failsecure") if value == "both" else (value,)
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.name != "conftest.py" or not _columns(parent.config):
+        return None
+    try:
+        text = file_path.read_text()
+    except OSError:
+        return None
+    if f"def {_FIXTURE}" not in text:
+        return None
+    return _classes()[0].from_parent(parent, path=file_path)
+
+
+def _item_classes():
+    import pytest
+
+    class _KitFile(pytest.File):
+        def collect(self):
+            columns = _columns(self.config)
+            for column in columns:
+                yield kit_cases.from_parent(self, name=f"conformance[{column}]", column=column)
+
+    class _KitCases(pytest.Collector):
+        def __init__(self, *, column, **kw):
+            super().__init__(**kw)
+            self.column = column
+
+        def collect(self):
+            # the cases depend on the harness (its junk list): resolved lazily per item
+            for index in range(_MAX_CASES):
+                for mode in ("sync", "async"):
+                    yield kit_item.from_parent(self, name=f"{index:02d}-{mode}", index=index, mode=mode, column=self.column)
+
+    class _KitItem(pytest.Function):
+        def __init__(self, *, index, mode, column, **kw):
+            def conformance_case(failsecure_harness, tmp_path):
+                _run_item(self, failsecure_harness, tmp_path)
+
+            super().__init__(callobj=conformance_case, **kw)
+            self.case_index, self.mode, self.column = index, mode, column
+
+        def reportinfo(self):
+            return self.path, None, f"conformance {self.column} {self.name}"
+
+    kit_cases, kit_item = _KitCases, _KitItem
+    return _KitFile, _KitCases, _KitItem
+
+
+_MAX_CASES = 40
+
+
+def _run_item(item, harness: Harness, tmp_path) -> None:
+    import pytest
+
+    cases = _cases(harness)
+    if item.case_index >= len(cases):
+        pytest.skip("no such case for this harness")
+    if item.mode not in harness.modes:
+        pytest.skip(f"{harness.framework} has no {item.mode} mode")
+    case = cases[item.case_index]
+    version = _version(harness)
+    status, detail = run_case(harness, case, item.mode, item.column, tmp_path)
+    RESULTS.setdefault((harness.framework, version, item.column), {})[(case.name, item.mode)] = (status, detail)
+    item.user_properties.append(("conformance", f"{case.name} [{item.mode}]: {status}"))
+    if status == "n/a":
+        pytest.skip(f"{case.name}: n/a ({detail})")
+    if item.column == "failsecure" and status != "pass":
+        pytest.fail(f"{harness.framework} {version} {case.name} [{item.mode}]: {status}: {detail}", pytrace=False)
+
+
+def _version(harness: Harness) -> str:
+    try:
+        from . import activation
+
+        return activation.get(harness.framework).version or "?"
+    except Exception:
+        return "?"
+
+
+_built: list = []
+
+
+def _classes():
+    """The pytest collector classes, built on first use (pytest is imported only then)."""
+    if not _built:
+        _built.extend(_item_classes())
+    return _built
+
+
+def table(results: dict) -> str:
+    """The results as one Markdown table: case x mode rows, one column per
+    (framework, version, column)."""
+    keys = sorted(results)
+    rows: list = []
+    for key in keys:
+        for row in results[key]:
+            if row not in rows:
+                rows.append(row)
+    mark = {"pass": "ok", "escape": "ESCAPE", "false deny": "FALSE DENY", "n/a": "n/a"}
+    head = "| case | mode | " + " | ".join(f"{f} {v} {c}" for f, v, c in keys) + " |"
+    lines = [head, "|" + "---|" * (len(keys) + 2)]
+    for name, mode in rows:
+        cells = [mark.get(results[k].get((name, mode), ("",))[0], results[k].get((name, mode), ("",))[0]) for k in keys]
+        lines.append(f"| {name} | {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not RESULTS:
+        return
+    import json
+
+    terminalreporter.section("failsecure conformance")
+    terminalreporter.write_line(table(RESULTS))
+    for key, rows in sorted(RESULTS.items()):
+        counts: dict = {}
+        for status, _ in rows.values():
+            counts[status] = counts.get(status, 0) + 1
+        terminalreporter.write_line(f"{' '.join(key)}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    out = config.getoption("--failsecure-matrix-out", None)
+    if out:
+        data = [
+            {"framework": f, "version": v, "column": c, "case": name, "mode": mode, "status": s, "detail": d}
+            for (f, v, c), rows in RESULTS.items()
+            for (name, mode), (s, d) in rows.items()
+        ]
+        with open(out, "w") as fh:
+            json.dump(data, fh, indent=1)
