@@ -20,6 +20,7 @@ from _thread import allocate_lock as _allocate_lock
 from time import perf_counter
 from typing import Any, Callable, Optional
 
+from .report import type_name
 from .verdict import Failure, Invalid, Outcome, Verdict
 
 Validator = Callable[[Any], Verdict]
@@ -30,11 +31,11 @@ MAX_ABANDONED = 32
 MAX_IDLE = 4
 
 
-_outcome = Outcome.trusted
+_outcome = Outcome
 
 
 def _failed(hook: str, failure: Failure, start: float, exc: BaseException | None = None) -> Outcome:
-    exception_type = type(exc).__name__ if exc is not None else None
+    exception_type = type_name(exc) if exc is not None else None
     return _outcome(hook, None, failure, exception_type, (perf_counter() - start) * 1000.0)
 
 
@@ -193,7 +194,7 @@ def abandoned_calls() -> int:
 
 def _finish_sync(hook_id: str, result: Any, exc: BaseException | None, validate: Validator, start: float) -> Outcome:
     if exc is not None:
-        if isinstance(exc, KeyboardInterrupt):
+        if issubclass(type(exc), KeyboardInterrupt):  # never isinstance: a hostile __class__
             raise exc
         return _failed(hook_id, Failure.RAISED, start, exc)
     if _awaitable(result):
@@ -323,7 +324,7 @@ async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, timeout: float, star
     job.locks[0].acquire()
     result, exc = job.results[0]
     if exc is not None:
-        if isinstance(exc, KeyboardInterrupt):
+        if issubclass(type(exc), KeyboardInterrupt):  # never isinstance: a hostile __class__
             raise exc
         return _failed(hook_id, Failure.RAISED, start, exc)
     return _Ran(result)

@@ -1,17 +1,16 @@
 """Result types: what one hook said (Verdict), what one guarded call produced (Outcome),
 and what a gated tool call was decided (Decision).
 
-Immutable pydantic models. Nothing here ever calls into a hook's objects: a Verdict is
-built by an adapter's validator from plain values, so a hostile ``__str__`` or ``__bool__``
-in a hook's return value cannot reach the reducer or the audit trail.
+Frozen, slotted, stdlib-only: the command-hook runner imports them on every tool call.
+Nothing here ever calls into a hook's objects: a Verdict is built by an adapter's
+validator from plain values, so a hostile ``__str__`` or ``__bool__`` in a hook's return
+value cannot reach the reducer or the audit trail.
 """
 
 from __future__ import annotations
 
 from enum import Enum
 from typing import Any, Optional
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from . import failures
 
@@ -45,57 +44,105 @@ class Invalid(Exception):
         self.failure = failure if failure is not None else Failure.INVALID
 
 
-_FROZEN = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+_set = object.__setattr__
 
 
-class Verdict(BaseModel):
-    model_config = _FROZEN
+class _Frozen:
+    """Immutable value object: fields set once in ``__init__``, compared and hashed by
+    value, ``repr`` shows the fields listed in ``_shown``."""
 
-    action: Action
-    reason: Optional[str] = None
-    # adapter-private native detail (e.g. an approve's rule_key); never audited, never shown
-    data: Any = Field(default=None, repr=False, exclude=True)
+    __slots__ = ()
+    _fields: tuple = ()
+    _shown: tuple = ()
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    __delattr__ = __setattr__
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, f) for f in self._fields)
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self):
+        return hash((type(self).__name__,) + tuple(v if _hashable(v) else id(v) for v in self._values()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in self._shown) + ")"
+
+    def as_dict(self) -> dict:
+        return {f: getattr(self, f) for f in self._shown}
 
 
-class Outcome(BaseModel):
-    model_config = _FROZEN
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+        return True
+    except Exception:
+        return False
 
-    hook: str
-    verdict: Optional[Verdict] = None
-    failure: Optional[Failure] = None
-    exception_type: Optional[str] = None
-    elapsed_ms: float = 0.0
+
+class Verdict(_Frozen):
+    """One hook's answer. ``data``: adapter-private native detail (an approve's
+    rule_key, a callback's own block dict); never audited, never shown."""
+
+    __slots__ = ("action", "reason", "data")
+    _fields = ("action", "reason", "data")
+    _shown = ("action", "reason")
+
+    def __init__(self, action: Action, reason: Optional[str] = None, data: Any = None):
+        if type(action) is not Action:
+            action = Action(action)
+        if reason is not None and type(reason) is not str:
+            raise TypeError("Verdict.reason must be a str or None")
+        _set(self, "action", action)
+        _set(self, "reason", reason)
+        _set(self, "data", data)
+
+
+class Outcome(_Frozen):
+    """What one guarded hook call produced: a verdict, or a failure category."""
+
+    __slots__ = ("hook", "verdict", "failure", "exception_type", "elapsed_ms")
+    _fields = _shown = ("hook", "verdict", "failure", "exception_type", "elapsed_ms")
+
+    def __init__(
+        self,
+        hook: str,
+        verdict: Optional[Verdict] = None,
+        failure: Optional[Failure] = None,
+        exception_type: Optional[str] = None,
+        elapsed_ms: float = 0.0,
+    ):
+        if failure is not None and type(failure) is not Failure:
+            failure = Failure(failure)
+        _set(self, "hook", hook)
+        _set(self, "verdict", verdict)
+        _set(self, "failure", failure)
+        _set(self, "exception_type", exception_type)
+        _set(self, "elapsed_ms", float(elapsed_ms))
 
     @property
     def action(self) -> Action:
         """The hook's own answer, before any policy; a failure has no answer (ABSTAIN)."""
         return self.verdict.action if self.verdict is not None else Action.ABSTAIN
 
-    @classmethod
-    def trusted(cls, hook: str, verdict: Optional[Verdict], failure: Optional[Failure], exception_type: Optional[str], elapsed_ms: float) -> "Outcome":
-        """Build an Outcome from values the guard made itself, skipping re-validation
-        (the guard's hot path; validated construction costs ~1.5 us here). Equal to
-        ``Outcome(...)`` with the same values (tested)."""
-        outcome = _new(cls)
-        _set(outcome, "__dict__", {"hook": hook, "verdict": verdict, "failure": failure, "exception_type": exception_type, "elapsed_ms": elapsed_ms})
-        _set(outcome, "__pydantic_fields_set__", _OUTCOME_FIELDS)
-        _set(outcome, "__pydantic_extra__", None)
-        _set(outcome, "__pydantic_private__", None)
-        return outcome
 
+class Decision(_Frozen):
+    """The decision on one gated tool call. ``deciding``: every outcome that ranks with
+    the decision, in call order (order-independent as a set)."""
 
-_new = object.__new__
-_set = object.__setattr__
-_OUTCOME_FIELDS = frozenset(Outcome.model_fields)
+    __slots__ = ("verdict", "outcomes", "deciding")
+    _fields = _shown = ("verdict", "outcomes", "deciding")
 
-
-class Decision(BaseModel):
-    model_config = _FROZEN
-
-    verdict: Verdict
-    outcomes: tuple[Outcome, ...] = ()
-    # every outcome that ranks with the decision, in call order (order-independent as a set)
-    deciding: tuple[Outcome, ...] = ()
+    def __init__(self, verdict: Verdict, outcomes: tuple = (), deciding: tuple = ()):
+        _set(self, "verdict", verdict)
+        _set(self, "outcomes", tuple(outcomes))
+        _set(self, "deciding", tuple(deciding))
 
     @property
     def action(self) -> Action:
@@ -114,9 +161,9 @@ class Decision(BaseModel):
         return self.deciding[0] if self.deciding else None
 
 
-ALLOW = Verdict(action=Action.ALLOW)
-ABSTAIN = Verdict(action=Action.ABSTAIN)
-ASK = Verdict(action=Action.ASK)
+ALLOW = Verdict(Action.ALLOW)
+ABSTAIN = Verdict(Action.ABSTAIN)
+ASK = Verdict(Action.ASK)
 
 
 failure_reason = failures.failure_reason
