@@ -1,0 +1,463 @@
+"""openai-agents: tool input guardrails and ``needs_approval`` fail closed, the core decides.
+
+The OpenAI Agents SDK has two pre-tool gates:
+
+- tool input guardrails (``@tool_input_guardrail`` on a ``function_tool``), run by
+  ``agents.run_internal.tool_execution._execute_tool_input_guardrails``. Upstream runs
+  them in order with no deadline (a hanging sync guardrail blocks the event loop), treats
+  a behavior type it does not know (``"deny"``, a typo) as allow, crashes the run on a
+  raising guardrail or a junk answer, and stops at the first ``reject_content``;
+- ``needs_approval`` (a bool or a callable) of a tool, turned into a bool by
+  ``agents.util._approvals.evaluate_needs_approval_setting``: ``bool(answer)``, so
+  ``None`` or ``"yes"``-like junk silently decides whether a human is asked.
+
+The patch (``wrapt``):
+
+- ``_execute_tool_input_guardrails`` is replaced by the adapter's own loop: every
+  guardrail function runs under the guard (a sync one on the guard's worker with its
+  deadline, an async one cancelled at it), its answer is validated into a Verdict
+  (``ToolGuardrailFunctionOutput`` with behavior ``allow`` / ``reject_content`` (str
+  message) / ``raise_exception``; anything else is ``invalid``), every guardrail runs
+  (a deny from any of them wins whatever the order), and ``adecide`` reduces them with
+  the cross-framework gates, ``required`` and the config. The Decision goes back in the
+  SDK's own shapes: ``None`` (allow), the rejection message (``reject_content``: the
+  model is told the call was rejected, with the hook id and failure category only), or
+  ``ToolInputGuardrailTripwireTriggered`` for a guardrail's own ``raise_exception`` (and
+  for failures when ``failure_behavior = "raise_exception"``). The guardrails' valid
+  outputs are appended to the run's ``tool_input_guardrail_results`` as upstream does.
+  This runs for every function tool call, with or without guardrails, so plugin gates
+  and ``required`` hooks are consulted on every call.
+- ``evaluate_needs_approval_setting`` (at every module that imported it by name):
+  a callable setting runs under the guard; ``True`` asks (ASK), ``False`` allows,
+  anything else is ``invalid``; a raise, a hang or junk requires approval (an
+  interruption), never skips it. ``function_needs_approval`` is wrapped only to know
+  the tool's name for the audit and the plugin gates.
+
+ASK is native (``supports_ask``): an ASK decision in the approval path is an approval
+interruption (``result.interruptions``, resolved with ``state.approve``/``reject``).
+The guardrail path cannot interrupt: there an ASK allows only a call a human already
+approved, and is rejected otherwise.
+
+Argument integrity: a guardrail can rewrite the call it is shown
+(``data.context.tool_call.arguments`` is the string the tool runs with;
+``data.context.tool_arguments`` is what guardrails read). Before every round the adapter
+shows the gates the arguments the tool will run with, and the whole round runs again
+while a guardrail keeps rewriting them (``integrity.auntil_stable``): every gate has seen
+the final arguments.
+
+Tool output guardrails observe results; they are untouched.
+
+Hook ids: ``openai-agents:<module>.<qualname>`` of the guardrail function or the
+``needs_approval`` callable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import inspect
+import json
+import sys
+import threading
+from typing import Any, Optional
+
+from failsecure import integrity
+from failsecure.adapter import Adapter, PatchError
+from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
+
+TOOL_EXECUTION = "agents.run_internal.tool_execution"
+APPROVALS = "agents.util._approvals"
+GUARDRAILS = "agents.tool_guardrails"
+EXCEPTIONS = "agents.exceptions"
+
+GUARDRAIL_LOOP = "_execute_tool_input_guardrails"
+NEEDS_APPROVAL = "evaluate_needs_approval_setting"
+FUNCTION_NEEDS_APPROVAL = "function_needs_approval"
+_LOOP_PARAMS = ("func_tool", "tool_context", "agent", "tool_input_guardrail_results")
+
+FAILURE_BEHAVIORS = ("reject_content", "raise_exception")
+
+_ALLOW = Verdict(action=Action.ALLOW)
+_ASK = Verdict(action=Action.ASK)
+
+#: the function tool whose ``needs_approval`` is being evaluated (for audit and plugin gates)
+_function_tool: "contextvars.ContextVar[Optional[str]]" = contextvars.ContextVar("failsecure_openai_agents_tool", default=None)
+
+
+def _approval_verdict(native: Any) -> Verdict:
+    """``needs_approval`` answers: exactly ``True`` (ask a human) or ``False``."""
+    if native is True:
+        return _ASK
+    if native is False:
+        return _ALLOW
+    raise Invalid()
+
+
+def _text(value: Any) -> Optional[str]:
+    return value if type(value) is str else None
+
+
+def _parsed(arguments: Any) -> Any:
+    if type(arguments) is not str:
+        return None
+    try:
+        value = json.loads(arguments)
+    except Exception:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class OpenAIAgentsAdapter(Adapter):
+    name = "openai-agents"
+    distribution = "openai-agents"
+    supported = ">=0.20.0,<0.25"
+    tested = ("0.20.0", "0.24.0")
+    fail_closed_upstream = ""
+    modules = (TOOL_EXECUTION, APPROVALS)
+    supports_ask = True
+    self_test_junk = "deny"  # not even an output object; see _probe
+
+    #: how a failed guardrail (raise, hang, junk, missing) denies: ``reject_content`` (the
+    #: model is told) or ``raise_exception`` (the run stops with
+    #: ``ToolInputGuardrailTripwireTriggered``). Set on the adapter instance
+    #: (``failsecure.activation.get("openai-agents").failure_behavior``).
+    failure_behavior: str = "reject_content"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._active = False
+        self._te: Any = None
+        self._g: Any = None  # agents.tool_guardrails
+        self._tripwire: Any = None
+
+    # ------------------------------------------------------------ patching
+
+    def _targets(self) -> tuple:
+        te = importlib.import_module(TOOL_EXECUTION)
+        approvals = importlib.import_module(APPROVALS)
+        guardrails = importlib.import_module(GUARDRAILS)
+        exceptions = importlib.import_module(EXCEPTIONS)
+        loop = vars(te).get(GUARDRAIL_LOOP)
+        if not inspect.iscoroutinefunction(loop):
+            raise PatchError(f"{TOOL_EXECUTION}.{GUARDRAIL_LOOP}")
+        params = inspect.signature(loop).parameters
+        if tuple(p for p in _LOOP_PARAMS if p in params) != _LOOP_PARAMS:
+            raise PatchError(f"{TOOL_EXECUTION}.{GUARDRAIL_LOOP} parameters")
+        for owner, attr in ((approvals, NEEDS_APPROVAL), (te, FUNCTION_NEEDS_APPROVAL)):
+            if not inspect.iscoroutinefunction(vars(owner).get(attr)):
+                raise PatchError(f"{owner.__name__}.{attr}")
+        for attr in ("ToolGuardrailFunctionOutput", "ToolInputGuardrail", "ToolInputGuardrailData", "ToolInputGuardrailResult"):
+            if not isinstance(getattr(guardrails, attr, None), type):
+                raise PatchError(f"{GUARDRAILS}.{attr}")
+        if not isinstance(getattr(exceptions, "ToolInputGuardrailTripwireTriggered", None), type):
+            raise PatchError(f"{EXCEPTIONS}.ToolInputGuardrailTripwireTriggered")
+        return te, approvals, guardrails, exceptions
+
+    @staticmethod
+    def _bindings(original: Any) -> list:
+        """Every loaded ``agents`` module holding ``original`` under its own name (the SDK
+        imports these helpers by name into its call sites)."""
+        name = original.__name__
+        found = []
+        for mod_name, module in list(sys.modules.items()):
+            if module is None or not (mod_name == "agents" or mod_name.startswith("agents.")):
+                continue
+            try:
+                if vars(module).get(name) is original:
+                    found.append(module)
+            except Exception:
+                continue
+        return found
+
+    def _patch(self) -> None:
+        te, approvals, guardrails, exceptions = self._targets()
+        self._te, self._g = te, guardrails
+        self._tripwire = exceptions.ToolInputGuardrailTripwireTriggered
+        adapter = self
+
+        def guardrail_loop(wrapped, instance, args, kwargs):
+            if not adapter._active:
+                return wrapped(*args, **kwargs)
+            return adapter._input_guardrails(wrapped, args, kwargs)
+
+        def needs_approval(wrapped, instance, args, kwargs):
+            if not adapter._active:
+                return wrapped(*args, **kwargs)
+            return adapter._needs_approval(wrapped, args, kwargs)
+
+        def function_needs_approval(wrapped, instance, args, kwargs):
+            if not adapter._active:
+                return wrapped(*args, **kwargs)
+            return adapter._named(wrapped, args, kwargs)
+
+        evaluate = vars(approvals)[NEEDS_APPROVAL]
+        function_level = vars(te)[FUNCTION_NEEDS_APPROVAL]
+        targets = [(m, NEEDS_APPROVAL, needs_approval) for m in self._bindings(evaluate)]
+        targets += [(m, FUNCTION_NEEDS_APPROVAL, function_needs_approval) for m in self._bindings(function_level)]
+        self.wrap(te, GUARDRAIL_LOOP, guardrail_loop)
+        for module, attr, wrapper in targets:
+            self.wrap(module, attr, wrapper)
+        self._active = True
+
+    def _unpatch(self) -> None:
+        self._active = False
+        self.restore()
+
+    def _lockdown(self) -> None:
+        """The targets are not where expected: the guardrail loop (if there) rejects every
+        call and every ``needs_approval`` evaluation asks (the adapter is refused, so
+        ``decide`` denies)."""
+        te = sys.modules.get(TOOL_EXECUTION)
+        approvals = sys.modules.get(APPROVALS)
+        adapter = self
+
+        async def rejecting(*args, **kwargs):
+            func_tool = kwargs.get("func_tool")
+            tool = _text(getattr(func_tool, "name", None))
+            decision = await adapter.adecide(tool, [])
+            return decision.reason or failure_reason(adapter.hook_id("failsecure"), Failure.MISSING)
+
+        async def asking(*args, **kwargs):
+            return True
+
+        if te is not None and callable(vars(te).get(GUARDRAIL_LOOP)):
+            self.replace(te, GUARDRAIL_LOOP, rejecting)
+        original = vars(approvals).get(NEEDS_APPROVAL) if approvals is not None else None
+        if callable(original):
+            for module in self._bindings(original):
+                self.replace(module, NEEDS_APPROVAL, asking)
+
+    # ------------------------------------------------------------ needs_approval
+
+    async def _named(self, wrapped, args, kwargs):
+        function_tool = args[0] if args else kwargs.get("function_tool")
+        token = _function_tool.set(_text(getattr(function_tool, "name", None)))
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            _function_tool.reset(token)
+
+    async def _needs_approval(self, wrapped, args, kwargs):
+        setting = args[0] if args else kwargs.get("needs_approval_setting")
+        rest = args[1:]
+        try:
+            if isinstance(setting, bool):
+                if setting or not self._has_plugin_gates():
+                    return setting
+                hook_id, outcomes = None, []
+            elif callable(setting):
+                hook_id = self.callable_id(setting)
+                outcomes = [await self.ahook_call(hook_id, setting, *rest, _validate=_approval_verdict)]
+            else:
+                return await wrapped(*args, **kwargs)  # upstream's own UserError / default
+            tool = _function_tool.get()
+            call_id = _text(rest[2]) if len(rest) > 2 else None
+            arguments = rest[1] if len(rest) > 1 else None
+            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
+            return self._ask_rendered(decision, hook_id, tool)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException as exc:
+            self.failed(exc, _function_tool.get(), hook=self.hook_id(NEEDS_APPROVAL))
+            return True
+
+    @staticmethod
+    def _ask_rendered(decision, hook_id: Optional[str], tool: Optional[str]) -> bool:
+        """The Decision as ``needs_approval``'s bool. ASK asks. A deny from the
+        ``needs_approval`` hook itself (it failed) asks too: an approval is never skipped.
+        Another deny (a plugin gate, ``required``) asks for a non-function tool (no other
+        gate follows); for a function tool it is left to the guardrail path, which runs
+        next and rejects the call with its reason."""
+        action = decision.action
+        if action is Action.ASK:
+            return True
+        if action is Action.DENY:
+            own = hook_id is not None and any(o.hook == hook_id for o in decision.deciding)
+            return own or tool is None
+        return False
+
+    @staticmethod
+    def _has_plugin_gates() -> bool:
+        from failsecure import plugins
+
+        return bool(plugins.gates())
+
+    # ------------------------------------------------------------ tool input guardrails
+
+    def to_verdict(self, native: Any) -> Verdict:
+        """A tool input guardrail's answer: a ``ToolGuardrailFunctionOutput`` whose
+        behavior is a dict of a known type. ``data`` = (kind, output)."""
+        output_type = self._g.ToolGuardrailFunctionOutput
+        if not isinstance(native, output_type):
+            raise Invalid()
+        behavior = vars(native).get("behavior")
+        if type(behavior) is not dict:
+            raise Invalid()
+        kind = behavior.get("type")
+        if kind == "allow" and type(kind) is str:
+            return Verdict(action=Action.ALLOW, data=("allow", native))
+        if kind == "reject_content" and type(kind) is str:
+            message = behavior.get("message")
+            if type(message) is not str:
+                raise Invalid()
+            return Verdict(action=Action.DENY, reason=message, data=("reject_content", native))
+        if kind == "raise_exception" and type(kind) is str:
+            return Verdict(action=Action.DENY, reason="raise_exception", data=("raise_exception", native))
+        raise Invalid()
+
+    def _guardrail_fn(self, guardrail: Any) -> Any:
+        """The guardrail function to call under the guard: the plain function (so a sync
+        one runs on the guard's worker with its deadline), or ``run`` of a subclass that
+        overrides it."""
+        base = self._g.ToolInputGuardrail
+        if isinstance(guardrail, base) and getattr(type(guardrail), "run", None) is base.run:
+            return guardrail.guardrail_function, guardrail.guardrail_function
+        return getattr(guardrail, "run", guardrail), getattr(guardrail, "guardrail_function", guardrail)
+
+    @staticmethod
+    def _show_final(tool_context: Any, call: Any) -> None:
+        """Show the gates what the tool will run with: the call's own arguments."""
+        if call is None:
+            return
+        if getattr(tool_context, "tool_call", call) is not call:
+            tool_context.tool_call = call
+        arguments = getattr(call, "arguments", None)
+        if getattr(tool_context, "tool_arguments", None) != arguments:
+            tool_context.tool_arguments = arguments
+
+    @staticmethod
+    def _current(tool_context: Any, call: Any) -> tuple:
+        return (
+            getattr(tool_context, "tool_arguments", None),
+            getattr(call, "arguments", None) if call is not None else None,
+            getattr(tool_context, "tool_call", None) is call,
+        )
+
+    async def _input_guardrails(self, wrapped, args, kwargs):
+        kwargs = dict(zip(_LOOP_PARAMS, args), **kwargs)
+        func_tool = kwargs.get("func_tool")
+        tool_context = kwargs.get("tool_context")
+        agent = kwargs.get("agent")
+        results = kwargs.get("tool_input_guardrail_results")
+        tool = _text(getattr(func_tool, "name", None))
+        call_id = _text(getattr(tool_context, "tool_call_id", None))
+        try:
+            guardrails = list(getattr(func_tool, "tool_input_guardrails", None) or ())
+            call = getattr(tool_context, "tool_call", None)
+            ran: list = []  # [(guardrail, outcome)] of the last round
+            data_type = self._g.ToolInputGuardrailData
+
+            async def run_round() -> list:
+                self._show_final(tool_context, call)
+                ran.clear()
+                for guardrail in guardrails:
+                    fn, named = self._guardrail_fn(guardrail)
+                    hook_id = self.callable_id(named)
+                    data = data_type(context=tool_context, agent=agent)
+                    ran.append((guardrail, await self.ahook_call(hook_id, fn, data)))
+                return [outcome for _, outcome in ran]
+
+            outcomes: list = []
+            if guardrails:
+                outcomes = await integrity.auntil_stable(
+                    run_round, lambda: self._current(tool_context, call), self.hook_id("tool_input_guardrails")
+                )
+                self._show_final(tool_context, call)
+            arguments = _parsed(getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None))
+            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
+            self._record(results, ran)
+            return self._render(decision, ran, tool_context, func_tool)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except self._tripwire:
+            raise
+        except BaseException as exc:  # a bug here must not read as "no guardrail objected"
+            hook = self.hook_id(GUARDRAIL_LOOP)
+            decision = self.failed(exc, tool, call_id, hook=hook)
+            return decision.reason or failure_reason(hook, Failure.RAISED)
+
+    def _record(self, results: Any, ran: list) -> None:
+        """Each guardrail's valid output goes to the run's results, as upstream."""
+        if not isinstance(results, list):
+            return
+        result_type = self._g.ToolInputGuardrailResult
+        for guardrail, outcome in ran:
+            if outcome.failure is None and outcome.verdict is not None and isinstance(outcome.verdict.data, tuple):
+                results.append(result_type(guardrail=guardrail, output=outcome.verdict.data[1]))
+
+    def _render(self, decision, ran: list, tool_context: Any, func_tool: Any) -> Optional[str]:
+        action = decision.action
+        if action is Action.ALLOW or action is Action.ABSTAIN:
+            return None
+        if action is Action.ASK:
+            if self._approved(tool_context, func_tool):
+                return None
+            hook = decision.primary.hook if decision.primary is not None else self.name
+            return f"failsecure: hook '{hook}' asked for approval; this call was not approved"
+        by_outcome = {id(outcome): guardrail for guardrail, outcome in ran}
+        for outcome in decision.deciding:  # a guardrail's own raise_exception halts the run
+            verdict = outcome.verdict
+            if outcome.failure is None and verdict is not None and isinstance(verdict.data, tuple) and verdict.data[0] == "raise_exception":
+                raise self._tripwire(guardrail=by_outcome.get(id(outcome)), output=verdict.data[1])
+        if self.failure_behavior == "raise_exception":
+            for outcome in decision.deciding:
+                if outcome.failure is not None and id(outcome) in by_outcome:
+                    output = self._g.ToolGuardrailFunctionOutput.raise_exception(
+                        output_info={"failsecure": failure_reason(outcome.hook, outcome.failure)}
+                    )
+                    raise self._tripwire(guardrail=by_outcome[id(outcome)], output=output)
+        return decision.reason or f"failsecure: the call to '{_text(getattr(func_tool, 'name', None))}' was denied"
+
+    @staticmethod
+    def _approved(tool_context: Any, func_tool: Any) -> bool:
+        try:
+            status = tool_context.get_approval_status(func_tool.name, tool_context.tool_call_id)
+        except Exception:
+            return False
+        return status is True
+
+    # ------------------------------------------------------------ doctor
+
+    def _probe(self, gate: Any) -> bool:
+        """``gate`` as the only input guardrail of a tool, through the SDK's real (patched)
+        guardrail loop: True when the call would be rejected. The gate's ``None`` is read
+        as ``ToolGuardrailFunctionOutput.allow()`` (the self-test's allowing gate)."""
+        from agents import Agent, function_tool
+        from agents.tool_context import ToolContext
+
+        output_type = self._g.ToolGuardrailFunctionOutput
+
+        def probe_gate(data):
+            answer = gate(data)
+            return output_type.allow() if answer is None else answer
+
+        @function_tool
+        def failsecure_self_test(command: str) -> str:
+            """A tool that is never run."""
+            return command
+
+        failsecure_self_test.tool_input_guardrails = [self._g.ToolInputGuardrail(guardrail_function=probe_gate)]
+        context = ToolContext(context=None, tool_name="failsecure_self_test", tool_call_id="failsecure-self-test", tool_arguments='{"command": "x"}')
+        agent = Agent(name="failsecure-self-test")
+        loop = getattr(self._te, GUARDRAIL_LOOP)
+
+        async def dispatch():
+            try:
+                return await loop(func_tool=failsecure_self_test, tool_context=context, agent=agent, tool_input_guardrail_results=[])
+            except self._tripwire:
+                return "tripwire"
+
+        try:
+            asyncio.get_running_loop()
+            done: list = []
+            thread = threading.Thread(target=lambda: done.append(asyncio.run(dispatch())), daemon=True)
+            thread.start()
+            thread.join(30)
+            rejected = done[0] if done else "no answer"
+        except RuntimeError:
+            rejected = asyncio.run(dispatch())
+        return rejected is not None
+
+
+__all__ = ["OpenAIAgentsAdapter", "FAILURE_BEHAVIORS"]
