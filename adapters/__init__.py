@@ -12,7 +12,7 @@ BUILTIN = {
     "crewai": ("crewai.hooks.tool_hooks", "failsecure.adapters.crewai:CrewAIAdapter", "crewai"),
     "langchain": ("langchain_core.callbacks.manager", "failsecure.adapters.langchain:LangChainAdapter", "langchain-core"),
     "claude-agent-sdk": ("claude_agent_sdk._internal.query", "failsecure.adapters.claude_sdk:ClaudeSDKAdapter", "claude-agent-sdk"),
-    "strands": ("strands.hooks.registry", "failsecure.adapters.strands:StrandsAdapter", "strands-agents"),
+    "strands": ("strands.hooks", "failsecure.adapters.strands:StrandsAdapter", "strands-agents"),
     "openai-agents": ("agents.run_internal.tool_execution", "failsecure.adapters.openai_agents:OpenAIAgentsAdapter", "openai-agents"),
     "google-adk": ("google.adk.plugins.plugin_manager", "failsecure.adapters.adk:ADKAdapter", "google-adk"),
     "pydantic-ai": ("pydantic_ai.capabilities.hooks", "failsecure.adapters.pydantic_ai:PydanticAIAdapter", "pydantic-ai-slim"),

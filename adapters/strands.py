@@ -1,0 +1,442 @@
+"""Strands Agents: every ``BeforeToolCallEvent`` callback runs under the guard, the core decides.
+
+Strands fires ``BeforeToolCallEvent`` through ``HookRegistry.invoke_callbacks_async`` (the
+tool executor's ``_stream``, for ``Agent`` and ``BidiAgent``; 1.52 names the bidi event
+``BidiBeforeToolCallEvent``). A callback answers by writing to the event:
+``cancel_tool = True`` or a message cancels the tool; ``selected_tool`` / ``tool_use`` swap
+the tool or its input; ``event.interrupt(...)`` raises ``InterruptException`` to ask a
+human. Upstream, ``cancel_tool`` is one mutable field every callback can write, so a
+later callback setting it back to ``False`` un-denies an earlier cancel; a falsy but set
+value (``""``, ``0``) reads as allow; return values are ignored; there is no deadline;
+and a later callback can swap the tool or its input after a gate saw them.
+
+The patch is one ``wrapt`` wrapper on ``HookRegistry.invoke_callbacks_async`` (and on the
+sync ``invoke_callbacks``) for the before-tool event only; every other event goes
+straight to upstream:
+
+- the callbacks come from upstream's own ``get_callbacks_for(event)``, in upstream's
+  order; each is one guarded call -> one Outcome. Its verdict is what it did to the
+  event: ``cancel_tool`` written ``True`` or a non-empty ``str`` denies (with that
+  message), written ``False`` allows, nothing written abstains, any other write (``""``,
+  ``0``, ``None``, a ``str`` subclass, an object) is junk (INVALID); a return value other
+  than ``None`` is junk too (upstream drops it silently); ``InterruptException`` is an
+  ASK carrying the native interrupt; raising anything else is RAISED, a missed deadline
+  TIMEOUT;
+- argument integrity: the whole round of callbacks runs again while a round swaps the
+  tool or changes ``tool_use`` (``failsecure.integrity``), so every gate judged the call
+  that really runs;
+- ``decide`` reduces the outcomes with the cross-framework gates, ``required`` and the
+  config, and the Decision is written back as the one answer upstream honours: a deny
+  sets ``cancel_tool`` to the Decision's reason (Strands' own cancelled-tool result: a
+  ``ToolCancelEvent`` and an error tool result with that text), an ask returns the
+  callbacks' interrupts (upstream's human-in-the-loop stop), anything else leaves
+  ``cancel_tool`` as it was before the callbacks ran.
+
+``AfterToolCallEvent`` and every other event are observers: untouched.
+
+Hook ids: ``strands:<module>.<qualname>`` of the callback (a bound method names its class).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+import threading
+from typing import Any, Optional
+
+from failsecure import integrity
+from failsecure.adapter import Adapter, PatchError
+from failsecure.reduce import ask_unsupported
+from failsecure.verdict import Action, Invalid, Outcome, Verdict
+
+REGISTRY = "strands.hooks.registry"
+#: the trigger: the package, so its events module has finished executing too
+EVENTS = "strands.hooks"
+INTERRUPT = "strands.interrupt"
+#: the before-tool event classes (1.52 has a separate, experimental one for BidiAgent)
+GATED_EVENTS = ("BeforeToolCallEvent", "BidiBeforeToolCallEvent")
+#: upstream's own text for ``cancel_tool = True``
+DEFAULT_CANCEL = "tool cancelled by user"
+_ABSTAIN = Verdict(action=Action.ABSTAIN)
+_ALLOW = Verdict(action=Action.ALLOW)
+_DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
+_PLAIN = (str, int, float, bool, type(None))
+
+
+class _Did:
+    """What one callback did to the event (built by failsecure, judged by ``_verdict``)."""
+
+    __slots__ = ("before", "after", "result", "interrupt")
+
+    def __init__(self, before: Any, after: Any, result: Any, interrupt: Any = None):
+        self.before, self.after, self.result, self.interrupt = before, after, result, interrupt
+
+
+def _verdict(did: Any) -> Verdict:
+    """The verdict of one ``BeforeToolCallEvent`` callback: what it wrote to
+    ``cancel_tool`` (identity, not equality: ``0`` is not ``False``), whether it raised an
+    interrupt, and that it returned nothing."""
+    if type(did) is not _Did:
+        raise Invalid()
+    if did.result is not None:
+        raise Invalid()
+    after = did.after
+    if after is not did.before:
+        if after is True:
+            return _DENY_DEFAULT
+        if type(after) is str and after:
+            return Verdict(action=Action.DENY, reason=after)
+        if after is not False:
+            raise Invalid()
+        if did.interrupt is None:
+            return _ALLOW
+    if did.interrupt is not None:
+        return Verdict(action=Action.ASK, data=did.interrupt)
+    return _ABSTAIN
+
+
+def _close(result: Any) -> None:
+    close = getattr(type(result), "close", None)
+    if close is not None:
+        try:
+            close(result)
+        except BaseException:
+            pass
+
+
+def _awaitable(result: Any) -> bool:
+    if result is None or type(result) in _PLAIN:
+        return False
+    try:
+        return inspect.isawaitable(result)
+    except BaseException:
+        return False
+
+
+class StrandsAdapter(Adapter):
+    name = "strands"
+    distribution = "strands-agents"
+    supported = ">=1.52.0,<=1.62.0"
+    tested = ("1.52.0", "1.62.0")
+    fail_closed_upstream = ""
+    modules = (EVENTS, REGISTRY)
+    supports_ask = True  # a callback's interrupt stops the agent for a human's answer
+    self_test_junk = "DENY"  # a return value: upstream ignores it, failsecure judges it junk
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._interrupt_exc: Any = None
+        self._ids: dict[int, tuple[Any, str]] = {}
+        self._gated: dict[type, bool] = {}
+
+    # ------------------------------------------------------------ patching
+
+    def _targets(self) -> tuple[Any, Any]:
+        registry = importlib.import_module(REGISTRY)
+        hooks = registry.__dict__.get("HookRegistry")
+        if not isinstance(hooks, type):
+            raise PatchError(f"{REGISTRY}.HookRegistry")
+        for attr in ("invoke_callbacks_async", "invoke_callbacks", "get_callbacks_for"):
+            if not callable(hooks.__dict__.get(attr)):
+                raise PatchError(f"{REGISTRY}.HookRegistry.{attr}")
+        if not inspect.iscoroutinefunction(hooks.__dict__["invoke_callbacks_async"]):
+            raise PatchError(f"{REGISTRY}.HookRegistry.invoke_callbacks_async is not async")
+        interrupt = getattr(importlib.import_module(INTERRUPT), "InterruptException", None)
+        if not (isinstance(interrupt, type) and issubclass(interrupt, BaseException)):
+            raise PatchError(f"{INTERRUPT}.InterruptException")
+        event = getattr(importlib.import_module(EVENTS), "BeforeToolCallEvent", None)
+        fields = getattr(event, "__dataclass_fields__", {})
+        for field in ("cancel_tool", "selected_tool", "tool_use"):
+            if field not in fields:
+                raise PatchError(f"{EVENTS}.BeforeToolCallEvent.{field}")
+        return hooks, interrupt
+
+    def _patch(self) -> None:
+        hooks, interrupt = self._targets()  # all checked before anything changes
+        self._interrupt_exc = interrupt
+        adapter = self
+
+        def invoke_callbacks_async(wrapped, instance, args, kwargs):
+            event = args[0] if args else kwargs.get("event")
+            if not adapter._is_gated(event):
+                return wrapped(*args, **kwargs)
+            return adapter._agate(instance, event)
+
+        def invoke_callbacks(wrapped, instance, args, kwargs):
+            event = args[0] if args else kwargs.get("event")
+            if not adapter._is_gated(event):
+                return wrapped(*args, **kwargs)
+            try:
+                callbacks = list(instance.get_callbacks_for(event))
+            except Exception as exc:
+                adapter._deny(event, adapter.failed(exc, adapter._tool(event), adapter._call_id(event), hook=adapter.hook_id("BeforeToolCallEvent")))
+                return event, []
+            if any(inspect.iscoroutinefunction(cb) for cb in callbacks):
+                return wrapped(*args, **kwargs)  # upstream raises RuntimeError: use the async path
+            return adapter._gate(callbacks, event)
+
+        self.wrap(hooks, "invoke_callbacks_async", invoke_callbacks_async)
+        self.wrap(hooks, "invoke_callbacks", invoke_callbacks)
+
+    def _unpatch(self) -> None:
+        self.restore()
+        self._ids.clear()
+
+    def _lockdown(self) -> None:
+        """The targets are not where expected: every before-tool event we can reach is
+        cancelled (the refused adapter's ``decide`` denies)."""
+        registry = sys.modules.get(REGISTRY)
+        hooks = getattr(registry, "HookRegistry", None) if registry is not None else None
+        if not isinstance(hooks, type):
+            return
+        adapter = self
+
+        def refuse(event):
+            decision = adapter.decide(adapter._tool(event), (), call_id=adapter._call_id(event))
+            adapter._deny(event, decision)
+
+        def locked_async(wrapped, instance, args, kwargs):
+            event = args[0] if args else kwargs.get("event")
+            if not adapter._is_gated(event):
+                return wrapped(*args, **kwargs)
+
+            async def cancelled():
+                refuse(event)
+                return event, []
+
+            return cancelled()
+
+        def locked(wrapped, instance, args, kwargs):
+            event = args[0] if args else kwargs.get("event")
+            if not adapter._is_gated(event):
+                return wrapped(*args, **kwargs)
+            refuse(event)
+            return event, []
+
+        for attr, wrapper in (("invoke_callbacks_async", locked_async), ("invoke_callbacks", locked)):
+            if callable(hooks.__dict__.get(attr)):
+                self.wrap(hooks, attr, wrapper)
+
+    # ------------------------------------------------------------ the event
+
+    def _is_gated(self, event: Any) -> bool:
+        cls = type(event)
+        known = self._gated.get(cls)
+        if known is None:
+            known = any(
+                k.__name__ in GATED_EVENTS and str(getattr(k, "__module__", "")).startswith("strands.")
+                for k in getattr(cls, "__mro__", ())
+            ) and "cancel_tool" in getattr(cls, "__dataclass_fields__", {})
+            self._gated[cls] = known
+        return known
+
+    @staticmethod
+    def _tool_use(event: Any) -> Any:
+        try:
+            tool_use = event.tool_use
+            return tool_use if isinstance(tool_use, dict) else None
+        except Exception:
+            return None
+
+    def _tool(self, event: Any) -> Optional[str]:
+        """The name of the tool that will run: a swapped ``selected_tool``'s own name,
+        else ``tool_use["name"]``."""
+        tool_use = self._tool_use(event)
+        name = tool_use.get("name") if tool_use is not None else None
+        try:
+            selected = event.selected_tool
+            if selected is not None:
+                own = selected.tool_name
+                if type(own) is str and own:
+                    return own
+        except Exception:
+            pass
+        return name if type(name) is str else None
+
+    def _call_id(self, event: Any) -> Optional[str]:
+        tool_use = self._tool_use(event)
+        call_id = tool_use.get("toolUseId") if tool_use is not None else None
+        return call_id if type(call_id) is str and call_id else None
+
+    def _arguments(self, event: Any) -> Any:
+        tool_use = self._tool_use(event)
+        return tool_use.get("input") if tool_use is not None else None
+
+    def _current(self, event: Any) -> Any:
+        """What the gates must have judged: the selected tool (by identity) and the tool
+        use (plain values by value, other objects by identity, so an injected agent or a
+        client object in a direct call's input is never deep-copied)."""
+        try:
+            selected = event.selected_tool
+        except Exception:
+            selected = None
+        return (id(selected), _fingerprint(event.tool_use, 0))
+
+    def _hook(self, cb: Any) -> str:
+        known = self._ids.get(id(cb))
+        if known is not None and known[0] is cb:
+            return known[1]
+        hook_id = self.callable_id(cb)
+        if len(self._ids) > 4096:
+            self._ids.clear()
+        self._ids[id(cb)] = (cb, hook_id)
+        return hook_id
+
+    # ------------------------------------------------------------ one callback
+
+    def _call_sync(self, cb: Any, event: Any) -> _Did:
+        before = event.cancel_tool
+        try:
+            result = cb(event)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel_tool, None, exc.interrupt)
+        if _awaitable(result):  # a sync callable handing back a coroutine: never run upstream
+            _close(result)
+        return _Did(before, event.cancel_tool, result)
+
+    async def _call_async(self, cb: Any, event: Any) -> _Did:
+        before = event.cancel_tool
+        try:
+            result = await cb(event)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel_tool, None, exc.interrupt)
+        return _Did(before, event.cancel_tool, result)
+
+    # ------------------------------------------------------------ the gate
+
+    def _gate(self, callbacks: list, event: Any) -> tuple:
+        """Sync registries (``invoke_callbacks``): all callbacks are sync."""
+        try:
+            start = event.cancel_tool
+
+            def run_round() -> list[Outcome]:
+                event.cancel_tool = start
+                return self.hook_calls([(self._hook(cb), self._call_sync, (cb, event), None, _verdict) for cb in callbacks])
+
+            outcomes = integrity.until_stable(run_round, lambda: self._current(event), self.hook_id("BeforeToolCallEvent"))
+            decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
+            return self._render(event, start, decision)
+        except Exception as exc:
+            self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
+            return event, []
+
+    async def _agate(self, registry: Any, event: Any) -> tuple:
+        """``invoke_callbacks_async``: sync and async callbacks, in upstream's order; a
+        run of sync callbacks shares one thread hand-off."""
+        try:
+            callbacks = list(registry.get_callbacks_for(event))
+            start = event.cancel_tool
+
+            async def run_round() -> list[Outcome]:
+                event.cancel_tool = start
+                outcomes: list[Outcome] = []
+                batch: list = []
+                for cb in callbacks:
+                    if inspect.iscoroutinefunction(cb):
+                        if batch:
+                            outcomes += self.hook_calls(batch)
+                            batch = []
+                        outcomes.append(await self.ahook_call(self._hook(cb), self._call_async, cb, event, _validate=_verdict))
+                    else:
+                        batch.append((self._hook(cb), self._call_sync, (cb, event), None, _verdict))
+                if batch:
+                    outcomes += self.hook_calls(batch)
+                return outcomes
+
+            outcomes = await integrity.auntil_stable(run_round, lambda: self._current(event), self.hook_id("BeforeToolCallEvent"))
+            decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
+            return self._render(event, start, decision)
+        except Exception as exc:
+            self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
+            return event, []
+
+    def _render(self, event: Any, start: Any, decision) -> tuple:
+        """The Decision in upstream's own terms: ``(event, interrupts)``."""
+        if decision.action is Action.DENY:
+            self._deny(event, decision)
+            return event, []
+        if decision.action is Action.ASK:
+            interrupts, names = [], set()
+            for outcome in decision.deciding:
+                interrupt = outcome.verdict.data if outcome.verdict is not None else None
+                name = getattr(interrupt, "name", None) if interrupt is not None else None
+                if interrupt is None or name in names:
+                    # a failsecure plugin asked (no native interrupt), or two callbacks used
+                    # one interrupt name (upstream: ValueError): deny
+                    hook = outcome.hook
+                    self._deny(event, None, ask_unsupported(hook, self.name) if interrupt is None else f"failsecure: hook '{hook}' answered invalid")
+                    return event, []
+                names.add(name)
+                interrupts.append(interrupt)
+            event.cancel_tool = start
+            return event, interrupts
+        event.cancel_tool = start
+        return event, []
+
+    def _deny(self, event: Any, decision, text: Optional[str] = None) -> None:
+        if text is None:
+            text = decision.reason if decision is not None else None
+            if type(text) is not str or not text:
+                primary = decision.primary if decision is not None else None
+                text = f"failsecure: hook '{primary.hook if primary else self.name}' denied the call"
+        try:
+            event.cancel_tool = text
+        except Exception:
+            object.__setattr__(event, "cancel_tool", text)
+
+    # ------------------------------------------------------------ Verdicts
+
+    def to_verdict(self, native: Any) -> Verdict:
+        return _verdict(native)
+
+    # ------------------------------------------------------------ doctor
+
+    def _probe(self, gate: Any) -> bool:
+        """``gate`` as the only ``BeforeToolCallEvent`` callback of a fresh, real
+        ``HookRegistry``, through its (patched) ``invoke_callbacks_async``: True when
+        Strands would cancel the tool call."""
+        registry_mod = sys.modules[REGISTRY]
+        events = importlib.import_module(EVENTS)
+        registry = registry_mod.HookRegistry()
+
+        def callback(event):
+            return gate(event)
+
+        callback.__qualname__ = f"self-test.{getattr(gate, '__name__', 'gate')}"
+        registry.add_callback(events.BeforeToolCallEvent, callback)
+        event = events.BeforeToolCallEvent(
+            agent=None,
+            selected_tool=None,
+            tool_use={"toolUseId": "failsecure-self-test", "name": "failsecure-self-test", "input": {}},
+            invocation_state={},
+        )
+        box: list = []
+
+        def run() -> None:
+            box.append(asyncio.run(registry.invoke_callbacks_async(event)))
+
+        thread = threading.Thread(target=run, name="failsecure-strands-probe", daemon=True)
+        thread.start()
+        thread.join(30)
+        self._ids.pop(id(callback), None)
+        cancel = event.cancel_tool
+        return cancel is True or (type(cancel) is str and bool(cancel))
+
+
+def _fingerprint(value: Any, depth: int) -> Any:
+    """A plain, comparable picture of a tool use: dicts, lists and plain scalars by value,
+    anything else by identity and type name."""
+    if depth > 32:
+        return ("deep", id(value))
+    kind = type(value)
+    if kind is float:
+        return ("float", repr(value))  # NaN equals itself here
+    if kind in _PLAIN:
+        return (kind.__name__, value)
+    if kind is dict:
+        return ("dict", tuple((_fingerprint(k, depth + 1), _fingerprint(v, depth + 1)) for k, v in list(value.items())))
+    if kind in (list, tuple):
+        return (kind.__name__, tuple(_fingerprint(v, depth + 1) for v in list(value)))
+    return ("object", id(value), kind.__qualname__)
