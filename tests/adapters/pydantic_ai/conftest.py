@@ -1,0 +1,292 @@
+"""Rig for the pydantic-ai adapter tests: the real pinned pydantic-ai-slim, an ``Agent``
+driven by a ``FunctionModel`` (no LLM, no network), a real ``@agent.tool_plain`` that
+writes a marker file, gates registered on a real ``Hooks`` capability, and a config with
+a short deadline and an audit file per test.
+
+Also the conformance kit's ``failsecure_harness`` fixture (``PydanticAIHarness``).
+"""
+
+import asyncio
+import json
+import os
+import threading
+
+import pytest
+
+import failsecure
+from failsecure import activation, policy
+from failsecure.conformance import Harness, NotSupported, Ran, Seen
+
+DEADLINE = 0.3
+TOOL = "run_command"
+
+
+@pytest.fixture(scope="session")
+def adapter():
+    failsecure.install()
+    import pydantic_ai.capabilities.hooks  # noqa: F401  (the trigger module: patched on import)
+
+    pai = activation.get("pydantic-ai")
+    pai.patch()
+    assert pai.state == "patched", pai.refused_reason
+    return pai
+
+
+# ---------------------------------------------------------------- the scripted agent
+
+
+class Marker:
+    """A file the tool appends each command it ran with to: proof that it ran."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def record(self, command: str) -> None:
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(command) + "\n")
+
+    def runs(self) -> list:
+        if not os.path.exists(self.path):
+            return []
+        with open(self.path) as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+
+
+def _told(messages) -> str:
+    """Every text the model was given back for its tool calls (results, failures, retries)."""
+    from pydantic_ai.messages import ModelRequest
+
+    texts = []
+    for message in messages:
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            if getattr(part, "part_kind", "") in ("tool-return", "retry-prompt") or "tool" in getattr(part, "part_kind", ""):
+                content = getattr(part, "content", "")
+                texts.append(content if isinstance(content, str) else repr(content))
+    return " | ".join(texts)
+
+
+def make_model(calls):
+    """A ``FunctionModel`` asking for ``calls`` (a list of argument dicts for ``run_command``)
+    in its first turn, then answering with every tool result text it got."""
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def respond(messages, info):
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart(TOOL, dict(args), tool_call_id=f"call-{i}") for i, args in enumerate(calls)])
+        return ModelResponse(parts=[TextPart("told: " + _told(messages[-1:]))])
+
+    return FunctionModel(respond)
+
+
+def make_agent(marker, calls, capabilities=(), **kwargs):
+    from pydantic_ai import Agent
+
+    agent = Agent(make_model(calls), capabilities=list(capabilities), **kwargs)
+
+    @agent.tool_plain
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    return agent
+
+
+def hooks_with(*gates, tools=None, timeout=None):
+    """A real ``Hooks`` capability with ``gates`` registered on ``before_tool_execute``."""
+    from pydantic_ai.capabilities import Hooks
+
+    hooks = Hooks()
+    for gate in gates:
+        if tools is None and timeout is None:
+            hooks.on.before_tool_execute(gate)
+        else:
+            hooks.on.before_tool_execute(tools=tools, timeout=timeout)(gate)
+    return hooks
+
+
+def run_agent(agent, mode: str = "sync", **kwargs):
+    """(output text or None, exception or None)."""
+    try:
+        if mode == "sync":
+            result = agent.run_sync("go", **kwargs)
+        else:
+            result = asyncio.run(agent.run("go", **kwargs))
+        return result.output, None
+    except Exception as exc:
+        return None, exc
+
+
+# ---------------------------------------------------------------- config and audit
+
+
+class Rig:
+    def __init__(self, path, monkeypatch):
+        self.dir = path
+        self.audit_path = path / "audit.jsonl"
+        self.marker = Marker(path / "marker.jsonl")
+        self._monkeypatch = monkeypatch
+
+    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
+        path = self.dir / "failsecure.toml"
+        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
+        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
+        cfg = policy.reload()
+        assert cfg.error is None, cfg.error
+
+    def events(self) -> list:
+        if not self.audit_path.exists():
+            return []
+        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
+
+    def last(self) -> dict:
+        events = self.events()
+        assert events, "no audit event was written"
+        return events[-1]
+
+    def agent(self, *gates, calls=None, **kwargs):
+        calls = calls if calls is not None else [{"command": "harmless"}]
+        return make_agent(self.marker, calls, [hooks_with(*gates)] if gates else [], **kwargs)
+
+    def ran(self) -> list:
+        return self.marker.runs()
+
+
+@pytest.fixture
+def rig(tmp_path, monkeypatch, adapter):
+    monkeypatch.chdir(tmp_path)
+    r = Rig(tmp_path, monkeypatch)
+    r.config()
+    yield r
+    monkeypatch.delenv("FAILSECURE_CONFIG", raising=False)
+    policy.reload()
+
+
+@pytest.fixture
+def release():
+    """An Event a hanging gate waits on; set at teardown so no thread outlives the test."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+@pytest.fixture
+def unpatched(adapter):
+    """Upstream as released for the test, failsecure back afterwards."""
+    failsecure.uninstall()
+    assert adapter.state == "unpatched"
+    yield adapter
+    failsecure.install()
+    adapter.patch()
+    assert adapter.state == "patched"
+
+
+# ---------------------------------------------------------------- conformance
+
+
+class _Same:
+    """The kit's allow / no opinion: the gate returns the arguments it was given."""
+
+
+class _Deny:
+    def __init__(self, reason):
+        self.reason = reason
+
+
+class _Ask:
+    pass
+
+
+class PydanticAIHarness(Harness):
+    framework = "pydantic-ai"
+    modes = ("sync", "async")
+    async_gates = True
+    has_ask = True  # ApprovalRequired
+
+    def __init__(self, base):
+        self.base = base
+        self.gates: list = []
+
+    def add_gate(self, name, behave, *, is_async=False):
+        from pydantic_ai.exceptions import ApprovalRequired, ToolFailed
+
+        def translate(answer, args):
+            if isinstance(answer, _Same):
+                return args
+            if isinstance(answer, _Deny):
+                raise ToolFailed(answer.reason)
+            if isinstance(answer, _Ask):
+                raise ApprovalRequired()
+            return answer
+
+        def seen(call, args):
+            return Seen(tool=call.tool_name, arguments=dict(args) if isinstance(args, dict) else {}, native=args)
+
+        if is_async:
+
+            async def gate(ctx, *, call, tool_def, args):
+                return translate(await behave(seen(call, args)), args)
+
+        else:
+
+            def gate(ctx, *, call, tool_def, args):
+                return translate(behave(seen(call, args)), args)
+
+        gate.__name__ = gate.__qualname__ = f"gate_{name}"
+        gate.__module__ = "conformance"
+        self.gates.append(gate)
+        return f"pydantic-ai:conformance.gate_{name}"
+
+    def reset(self):
+        self.gates = []
+
+    def allow(self, seen):
+        return _Same()
+
+    def abstain(self, seen):
+        return _Same()
+
+    def deny(self, seen):
+        return _Deny("denied by the policy gate")
+
+    def ask(self, seen):
+        return _Ask()
+
+    def junk(self):
+        return [
+            ("return value None", None),
+            ("return value 'DENY'", "DENY"),
+            ("return value False", False),
+            ("return value list", ["command"]),
+            ("dict with a non-string key", {1: "harmless"}),
+        ]
+
+    def rewrite(self, seen, arguments):
+        return dict(arguments)
+
+    def run(self, arguments, mode):
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        agent = make_agent(marker, [dict(arguments)], [hooks_with(*self.gates)] if self.gates else [])
+        output, exc = run_agent(agent, mode)
+        told = output if exc is None else f"{type(exc).__name__}: {exc}"
+        runs = marker.runs()
+        return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=str(told))
+
+    def install(self):
+        failsecure.install()
+        import pydantic_ai.capabilities.hooks  # noqa: F401
+
+        activation.get("pydantic-ai").patch()
+
+    def uninstall(self):
+        failsecure.uninstall()
+
+
+@pytest.fixture
+def failsecure_harness(tmp_path, adapter):
+    return PydanticAIHarness(tmp_path)
+
+
+__all__ = ["NotSupported"]
