@@ -1,0 +1,376 @@
+"""crewai: the before-tool-call hooks run under the guard, the core decides.
+
+CrewAI (1.15.3+) runs every ``pre_tool_call`` hook through one generic dispatcher,
+``crewai.hooks.dispatch``: ``_invoke_hook`` swallows every exception except
+``HookAborted`` ("fail-open ... to preserve the framework's protection against a buggy
+user hook"), there is no deadline, and ``before_tool_call_reducer`` blocks only on
+``result is False`` (a junk answer runs the tool). A hook may also rewrite
+``context.tool_input`` in place after an earlier hook approved it.
+
+Every tool-call path (the ReAct text path in ``utilities.tool_utils``, sync and async;
+the native function-calling paths in ``utilities.agent_utils`` and the agent executors)
+asks ``tool_hooks.run_before_tool_call_hooks(context)``, which calls the module global
+``tool_hooks.dispatch(PRE_TOOL_CALL, context, ...)`` and reads a ``HookAborted`` as
+"blocked". The patch is one ``wrapt`` wrapper on that global, ``tool_hooks.dispatch``:
+
+- ``PRE_TOOL_CALL``: the hooks come from upstream's own ``_resolve_hooks`` (global
+  registrations, ``@before_tool_call``, crew-scoped ``@CrewBase`` methods and ``@on``
+  hooks, then execution-scoped ones) at call time. Each hook is one guarded call
+  (``hook_calls``: one thread hand-off for all of them, each with its own deadline);
+  ``None`` abstains, ``True`` allows, ``False`` and ``HookAborted`` deny, anything else
+  is INVALID. ``decide`` reduces them with the cross-framework gates, ``required`` and
+  the config; a deny is raised as ``HookAborted`` so upstream's own call sites report
+  the block. As upstream does, the hooks after a deny (or a raise) are not run.
+- Argument integrity: the whole round of hooks runs again while a round changes the
+  tool input (``integrity.until_stable``), so every gate has judged the dict the tool
+  really runs with. Before each hook, ``context.tool_input``/``tool_name``/``tool`` are
+  bound back to what the call site runs (rebinding them never reaches the tool).
+- ``POST_TOOL_CALL`` goes to upstream untouched (after-tool-call hooks are observers);
+  only when the call was denied by failsecure, and the after hooks left CrewAI's own
+  block text ("Tool execution blocked by hook. Tool: X") as it was, the Decision's reason
+  (hook id + failure category) is appended to that text, which is what the model reads.
+
+Hook ids: ``crewai:<module>.<qualname>`` of the user's function (the wrappers CrewAI
+puts around decorated, filtered and crew-scoped hooks are looked through).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import logging
+import sys
+from time import perf_counter
+from typing import Any, Optional
+
+from failsecure.adapter import Adapter, PatchError
+from failsecure.integrity import until_stable
+from failsecure.verdict import Action, Invalid, Verdict
+
+log = logging.getLogger("failsecure")
+
+TOOL_HOOKS = "crewai.hooks.tool_hooks"
+DISPATCH = "crewai.hooks.dispatch"
+#: CrewAI's own text for a blocked tool call (every call site starts with it)
+BLOCKED = "Tool execution blocked by hook."
+
+_ABSTAIN = Verdict(action=Action.ABSTAIN)
+_ALLOW = Verdict(action=Action.ALLOW)
+_DENY = Verdict(action=Action.DENY)
+
+
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+#: a hook raised HookAborted (CrewAI's explicit deny)
+_ABORTED: Any = _Marker("HookAborted")
+#: a hook not run because an earlier hook of the same round denied
+_SKIPPED: Any = _Marker("skipped")
+
+
+class _Round:
+    __slots__ = ("stopped",)
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+
+#: (the tool input of the denied call, the deny reason) until its after-hooks ran
+_denied: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("failsecure_crewai_denied", default=None)
+
+
+def _interactive() -> bool:
+    """A human may be answering (``context.request_human_input`` reads stdin)."""
+    try:
+        return bool(sys.stdin is not None and sys.stdin.isatty())
+    except Exception:
+        return False
+
+
+def _cell(fn: Any, name: str) -> Any:
+    """The value a closure ``fn`` holds for the free variable ``name`` (or None)."""
+    try:
+        code = fn.__code__
+        return fn.__closure__[code.co_freevars.index(name)].cell_contents
+    except Exception:
+        return None
+
+
+def _user_function(hook: Any) -> Any:
+    """The user's own function behind CrewAI's wrappers: a ``*HookMethod.__get__``
+    lambda (crew-scoped methods) and ``crew_base``'s per-crew ``filtered`` closures.
+    (``functools.wraps`` wrappers already carry the user's names.)"""
+    for _ in range(4):
+        try:
+            qualname = getattr(hook, "__qualname__", None)
+            module = getattr(hook, "__module__", None)
+        except Exception:
+            return hook
+        if type(qualname) is not str or type(module) is not str or not module.startswith("crewai."):
+            return hook
+        if qualname.endswith("HookMethod.__get__.<locals>.<lambda>"):
+            method = _cell(hook, "self")
+            inner = getattr(method, "_meth", None) if method is not None else None
+            if inner is None:
+                return hook
+            hook = inner
+        elif qualname.endswith("<locals>.filtered"):
+            inner = _cell(hook, "bound_fn") or _cell(hook, "func")
+            if inner is None:
+                return hook
+            hook = inner
+        else:
+            return hook
+    return hook
+
+
+def _run_hook(hook: Any, ctx: Any, original: tuple, state: _Round) -> Any:
+    """One hook, the way upstream's ``_invoke_hook`` calls it, inside the guard."""
+    if state.stopped:
+        return _SKIPPED
+    ctx.tool_input, ctx.tool_name, ctx.tool = original
+    try:
+        result = hook(ctx)
+    except _HookAborted.cls:
+        state.stopped = True
+        return _ABORTED
+    except BaseException:
+        state.stopped = True
+        raise
+    if result is False:
+        state.stopped = True
+    return result
+
+
+class _HookAborted:
+    """CrewAI's ``HookAborted`` class, set by ``_patch`` (the shim catches it)."""
+
+    cls: Any = ()
+
+
+class CrewAIAdapter(Adapter):
+    name = "crewai"
+    distribution = "crewai"
+    supported = ">=1.15.12,<=1.15.30"
+    tested = ("1.15.12", "1.15.30")
+    fail_closed_upstream = ""
+    modules = (TOOL_HOOKS, DISPATCH)
+    self_test_junk = "DENY"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tool_hooks: Any = None
+        self._dispatch: Any = None
+        self._pre: Any = None
+        self._resolve: Any = None
+        self._locked: list = []  # (hook list, lockdown hook) inserted by _lockdown
+
+    # ------------------------------------------------------------ patching
+
+    def _targets(self) -> tuple:
+        tool_hooks = importlib.import_module(TOOL_HOOKS)
+        dispatch = importlib.import_module(DISPATCH)
+        points = getattr(dispatch, "InterceptionPoint", None)
+        pre = getattr(points, "PRE_TOOL_CALL", None)
+        post = getattr(points, "POST_TOOL_CALL", None)
+        if pre is None or post is None:
+            raise PatchError(f"{DISPATCH}.InterceptionPoint.PRE_TOOL_CALL")
+        aborted = getattr(dispatch, "HookAborted", None)
+        if not (isinstance(aborted, type) and issubclass(aborted, Exception)) or getattr(tool_hooks, "HookAborted", None) is not aborted:
+            raise PatchError(f"{DISPATCH}.HookAborted")
+        if not callable(vars(tool_hooks).get("dispatch")):
+            raise PatchError(f"{TOOL_HOOKS}.dispatch")
+        if not callable(getattr(dispatch, "_resolve_hooks", None)):
+            raise PatchError(f"{DISPATCH}._resolve_hooks")
+        for attr in ("run_before_tool_call_hooks", "run_after_tool_call_hooks"):
+            fn = getattr(tool_hooks, attr, None)
+            names = getattr(getattr(fn, "__code__", None), "co_names", ())
+            if not callable(fn) or "dispatch" not in names:
+                raise PatchError(f"{TOOL_HOOKS}.{attr} (does not dispatch through {TOOL_HOOKS}.dispatch)")
+        if "HookAborted" not in tool_hooks.run_before_tool_call_hooks.__code__.co_names:
+            raise PatchError(f"{TOOL_HOOKS}.run_before_tool_call_hooks (does not read HookAborted as a block)")
+        return tool_hooks, dispatch, pre, post, aborted
+
+    def _patch(self) -> None:
+        tool_hooks, dispatch, pre, post, aborted = self._targets()  # all checked before anything changes
+        self._tool_hooks, self._dispatch, self._pre = tool_hooks, dispatch, pre
+        self._resolve = dispatch._resolve_hooks
+        _HookAborted.cls = aborted
+        adapter = self
+
+        def dispatch_wrapper(wrapped, instance, args, kwargs):
+            point = args[0] if args else kwargs.get("point")
+            if point == pre:
+                ctx = args[1] if len(args) > 1 else kwargs.get("ctx")
+                return adapter._gate(ctx)
+            if point == post:
+                result = wrapped(*args, **kwargs)
+                adapter._tell(args[1] if len(args) > 1 else kwargs.get("ctx"))
+                return result
+            return wrapped(*args, **kwargs)
+
+        self.wrap(tool_hooks, "dispatch", dispatch_wrapper)
+
+    def _unpatch(self) -> None:
+        self.restore()
+        for hooks, hook in self._locked:
+            try:
+                while hook in hooks:
+                    hooks.remove(hook)
+            except Exception:
+                pass
+        self._locked.clear()
+
+    def _lockdown(self) -> None:
+        """The dispatcher is not where expected: a deny hook goes first in CrewAI's
+        before-tool-call registry (a ``False`` answer blocks in every release with the
+        hook API, and upstream stops at the first block), and
+        ``run_before_tool_call_hooks`` (where it exists) answers "blocked"."""
+        tool_hooks = sys.modules.get(TOOL_HOOKS)
+        if tool_hooks is None:
+            return
+        adapter = self
+
+        def failsecure_refused(context: Any = None, *args: Any, **kwargs: Any) -> bool:
+            tool = getattr(context, "tool_name", None)
+            adapter.decide(tool if isinstance(tool, str) else None, ())
+            return False
+
+        hooks = vars(tool_hooks).get("_before_tool_call_hooks")
+        if isinstance(hooks, list):
+            hooks.insert(0, failsecure_refused)
+            self._locked.append((hooks, failsecure_refused))
+
+        def run_before_tool_call_hooks(context: Any = None, *args: Any, **kwargs: Any) -> bool:
+            failsecure_refused(context)
+            return True
+
+        if callable(vars(tool_hooks).get("run_before_tool_call_hooks")):
+            self.replace(tool_hooks, "run_before_tool_call_hooks", run_before_tool_call_hooks)
+            for module in list(sys.modules.values()):  # call sites that imported it by name
+                name = getattr(module, "__name__", "")
+                if isinstance(name, str) and name.startswith("crewai.") and module is not tool_hooks:
+                    if callable(vars(module).get("run_before_tool_call_hooks")):
+                        self.replace(module, "run_before_tool_call_hooks", run_before_tool_call_hooks)
+
+    # ------------------------------------------------------------ the gate
+
+    def hook_name(self, hook: Any) -> str:
+        """The hook id of one registered before-tool-call hook."""
+        return self.callable_id(_user_function(hook))
+
+    def _gate(self, ctx: Any) -> Any:
+        """Every ``pre_tool_call`` hook under the guard -> the context (run the tool) or
+        ``HookAborted`` (blocked, read by upstream's ``run_before_tool_call_hooks``)."""
+        start = perf_counter()
+        tool = None
+        hooks: list = []
+        original: tuple = (getattr(ctx, "tool_input", None),)
+        try:
+            _denied.set(None)
+            tool = getattr(ctx, "tool_name", None)
+            tool = tool if isinstance(tool, str) else None
+            hooks = list(self._resolve(self._pre))
+            original = (ctx.tool_input, ctx.tool_name, ctx.tool)
+            outcomes: list = []
+            if hooks:
+                interactive = _interactive()
+                ids = [self.hook_name(h) for h in hooks]
+
+                def run_round() -> list:
+                    state = _Round()
+                    try:
+                        return self.hook_calls(
+                            [(hid, _run_hook, (h, ctx, original, state), None, None) for hid, h in zip(ids, hooks)],
+                            _interactive=interactive,
+                        )
+                    finally:
+                        ctx.tool_input, ctx.tool_name, ctx.tool = original
+
+                outcomes = until_stable(run_round, lambda: original[0], self.hook_id("pre_tool_call"))
+            decision = self.decide(tool, outcomes, arguments=original[0])
+        except Exception as exc:  # a bug here must not read as "no hook objected"
+            decision = self.failed(exc, tool, hook=self.hook_id("pre_tool_call"))
+        if not decision.denied:
+            self._telemetry(hooks, start, None, None)
+            return ctx
+        primary = decision.primary
+        source = primary.hook if primary is not None else self.hook_id("pre_tool_call")
+        reason = decision.reason or f"failsecure: hook '{source}' denied the call"
+        _denied.set((original[0], reason))
+        self._telemetry(hooks, start, reason, source)
+        raise _HookAborted.cls(reason, source)
+
+    def _tell(self, ctx: Any) -> None:
+        """After the after-hooks of a call failsecure denied: the reason goes into
+        CrewAI's own block text, the tool result the model reads."""
+        pending = _denied.get()
+        if pending is None:
+            return
+        _denied.set(None)
+        try:
+            if getattr(ctx, "tool_input", None) is not pending[0]:
+                return
+            result = ctx.tool_result
+            if type(result) is str and result.startswith(BLOCKED) and pending[1] not in result:
+                ctx.tool_result = f"{result.rstrip('.')}. {pending[1]}"
+        except Exception as exc:
+            log.error("failsecure: crewai deny text not set (%s)", type(exc).__name__)
+
+    def _telemetry(self, hooks: list, start: float, reason: Optional[str], source: Optional[str]) -> None:
+        """The HookDispatchedEvent upstream's ``run_hooks`` emits when hooks ran."""
+        if not hooks:
+            return
+        emit = getattr(self._dispatch, "_emit_telemetry", None)
+        if emit is None:
+            return
+        try:
+            outcome = "aborted" if reason is not None else "proceeded"
+            emit(self._pre, outcome, len(hooks), (perf_counter() - start) * 1000.0, reason, source)
+        except Exception:
+            pass
+
+    def to_verdict(self, native: Any) -> Verdict:
+        """A before-tool-call hook's answer: ``None`` abstains, ``True`` allows, ``False``
+        and ``HookAborted`` deny; anything else (``0``, ``"DENY"``, a dict, a coroutine,
+        a hostile object) is INVALID."""
+        if native is None or native is _SKIPPED:
+            return _ABSTAIN
+        if native is True:
+            return _ALLOW
+        if native is False or native is _ABORTED:
+            return _DENY
+        raise Invalid()
+
+    # ------------------------------------------------------------ doctor
+
+    def _probe(self, gate: Any) -> bool:
+        """``gate`` as the only before-tool-call hook (in an empty execution scope),
+        through CrewAI's real ``run_before_tool_call_hooks``: True when it blocks."""
+        tool_hooks, dispatch = self._tool_hooks, self._dispatch
+        registry = dispatch.get_global_hook_list(self._pre)
+        saved = list(registry)
+        registry[:] = [gate]
+        try:
+            ctx = tool_hooks.ToolCallHookContext(tool_name="failsecure-self-test", tool_input={}, tool=None)
+            with dispatch.scoped_hooks({}):
+                blocked = tool_hooks.run_before_tool_call_hooks(ctx)
+            _denied.set(None)
+            return bool(blocked)
+        finally:
+            registry[:] = saved
+
+
+def deny_text(tool: str, reason: str) -> str:
+    """What the model reads for a tool call failsecure denied (CrewAI's block text)."""
+    return f"{BLOCKED} Tool: {tool}. {reason}"
+
+
+__all__ = ["CrewAIAdapter", "deny_text"]
