@@ -1,0 +1,692 @@
+"""LangChain / LangGraph: callback gates, the HITL ``when`` predicate and ``wrap_tool_call``
+middleware fail closed; the core decides.
+
+LangChain v1 gates a tool call in three places (``langchain-core``, ``langchain``,
+``langgraph``):
+
+1. Callback handlers' ``on_tool_start``, dispatched by ``langchain_core.callbacks.manager``
+   (``handle_event`` for sync tools, ``ahandle_event`` for async ones). Upstream logs and
+   swallows a handler's error unless ``raise_error = True``, and even then swallows
+   ``NotImplementedError`` and every error of an async handler on a sync tool (run
+   detached by ``_run_coros``); there is no deadline; return values are ignored.
+2. ``HumanInTheLoopMiddleware``'s ``when`` predicate: ``None``, any falsy answer or ...
+   skips the human review.
+3. ``wrap_tool_call`` / ``awrap_tool_call`` middleware (the onion around ToolNode's tool
+   execution): an exception propagates (closed), but there is no deadline.
+
+What is patched (``wrapt``; ``unpatch`` restores every attribute):
+
+- ``handle_event`` and ``ahandle_event`` for the ``on_tool_start`` event only (every other
+  event goes straight to upstream). The handlers are split in two:
+
+  * **gates**: a handler with ``raise_error = True`` (LangChain's own "stop the run when I
+    fail"), or any handler whose hook id has ``role = "gate"`` in the config. Each runs
+    under the guard (deadline; any exception, ``NotImplementedError`` and ``SystemExit``
+    included, is RAISED; an async handler on a sync tool is driven to completion on its
+    own loop, not detached; an answer other than ``None`` is INVALID);
+  * **observers**: every other handler (tracers, loggers, LangSmith), and a gate with
+    ``role = "observer"``. They go through upstream's own ``handle_event`` /
+    ``ahandle_event`` unchanged: their errors are logged and swallowed, the tool runs.
+
+  Observers run first (they see every start, as upstream), then the gates judge the
+  inputs as they are now; a gate round that rewrites the inputs is run again
+  (``integrity.until_stable``). ``decide`` adds the cross-framework gates, ``required``
+  and the config. A deny raises ``ToolCallDenied`` (text: hook id + category) out of
+  ``tool.invoke``/``tool.ainvoke`` before the tool body runs; the observers are told
+  ``on_tool_error`` with it so no trace is left open.
+- ``langgraph.prebuilt.tool_node.ToolNode._execute_tool_sync`` / ``_execute_tool_async``:
+  a ``ToolCallDenied`` becomes the ``ToolMessage`` (``status="error"``) the agent's model
+  sees, instead of crashing the run.
+- ``langchain.agents.middleware.human_in_the_loop.HumanInTheLoopMiddleware.__init__``:
+  each ``when`` predicate is put under the guard; only a real ``True``/``False`` keeps its
+  meaning, anything else (``None``, junk, a raise, a hang) means "ask the human".
+- ``langchain.agents.factory._chain_tool_call_wrappers`` /
+  ``_chain_async_tool_call_wrappers``: each middleware's wrapper gets the deadline while
+  it holds the call (not while the tool it handed on runs); a wrapper that raises is
+  audited as a deny (``raised``) and its exception propagates as upstream; one that
+  misses its deadline is denied with the ``ToolMessage``.
+
+``langchain`` and ``langgraph`` may be imported after ``langchain_core``: their patches
+are applied by post-import hooks as soon as they are imported.
+
+Hook ids: ``langchain:<module>.<qualname>`` of the handler's class, of the ``when``
+predicate, and of the middleware's ``wrap_tool_call`` (``<module>.<Class>.wrap_tool_call``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import inspect
+import logging
+import sys
+import threading
+from time import perf_counter
+from typing import Any, Optional
+
+from failsecure import guard, integrity, policy
+from failsecure.adapter import Adapter, PatchError
+from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
+
+log = logging.getLogger("failsecure")
+
+MANAGER = "langchain_core.callbacks.manager"
+FACTORY = "langchain.agents.factory"
+HITL = "langchain.agents.middleware.human_in_the_loop"
+TOOL_NODE = "langgraph.prebuilt.tool_node"
+EVENT = "on_tool_start"
+_ABSTAIN = Verdict(action=Action.ABSTAIN)
+_REVIEW = Verdict(action=Action.ASK)
+
+
+class ToolCallDenied(Exception):
+    """A tool call denied by failsecure. ``str()`` is the decision's reason: the hook id
+    and the failure category, nothing of the arguments or of any hook's exception."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LangChainAdapter(Adapter):
+    name = "langchain"
+    distribution = "langchain-core"
+    supported = ">=1.6,<1.9"
+    tested = ("1.6.13", "1.8.3")  # with langchain 1.3.18 / 1.5.2
+    modules = (MANAGER,)
+    self_test_junk = "DENY"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._late_done: set = set()
+        self._hooks_registered = False
+
+    # ------------------------------------------------------------ patching
+
+    def _patch(self) -> None:
+        manager = importlib.import_module(MANAGER)
+        for attr in ("handle_event", "ahandle_event"):
+            if not callable(vars(manager).get(attr)):
+                raise PatchError(f"{MANAGER}.{attr}")
+        adapter = self
+
+        def handle_event(wrapped, instance, args, kwargs):
+            if len(args) < 3 or args[1] != EVENT:
+                return wrapped(*args, **kwargs)
+            return adapter._gate_sync(wrapped, args, kwargs)
+
+        def ahandle_event(wrapped, instance, args, kwargs):
+            if len(args) < 3 or args[1] != EVENT:
+                return wrapped(*args, **kwargs)
+            return adapter._gate_async(wrapped, args, kwargs)
+
+        self.wrap(manager, "handle_event", handle_event)
+        self.wrap(manager, "ahandle_event", ahandle_event)
+        self._late_done.clear()
+        for module in _LATE:  # imported already: patched now (a PatchError refuses)
+            if module in sys.modules:
+                self._late_done.add(module)
+                _LATE[module](self, sys.modules[module])
+        if not self._hooks_registered:
+            import wrapt
+
+            self._hooks_registered = True
+            for module in _LATE:
+                wrapt.register_post_import_hook(lambda mod, name=module: adapter._late(name), module)
+
+    def _late(self, module: str) -> None:
+        """Patch a module imported after ``langchain_core`` (post-import hook)."""
+        with self._lock:
+            if self.state != "patched" or module in self._late_done:
+                return  # not active (or uninstalled): the hook stays registered, does nothing
+            self._late_done.add(module)
+            try:
+                _LATE[module](self, sys.modules[module])
+            except Exception as exc:
+                self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+
+    def _unpatch(self) -> None:
+        self.restore()
+        self._late_done.clear()
+
+    def _lockdown(self) -> None:
+        """The dispatcher is not where expected: every tool start we can reach denies."""
+        manager = sys.modules.get(MANAGER)
+        if manager is None:
+            return
+        adapter = self
+
+        def refused_sync(wrapped, instance, args, kwargs):
+            raise ToolCallDenied(adapter.decide(None, ()).reason or "failsecure: denied")
+
+        async def _refused_async():
+            raise ToolCallDenied((await adapter.adecide(None, ())).reason or "failsecure: denied")
+
+        def refused_async(wrapped, instance, args, kwargs):
+            return _refused_async()
+
+        for owner, wrapper in (("CallbackManager", refused_sync), ("AsyncCallbackManager", refused_async)):
+            cls = getattr(manager, owner, None)
+            if isinstance(cls, type) and callable(getattr(cls, EVENT, None)):
+                self.wrap(cls, EVENT, wrapper)
+
+    # ------------------------------------------------------------ callback handlers
+
+    def to_verdict(self, native: Any) -> Verdict:
+        """A gate handler's ``on_tool_start`` answer: LangChain ignores return values, so
+        ``None`` is the only answer (no objection); anything else is INVALID."""
+        if native is None:
+            return _ABSTAIN
+        raise Invalid()
+
+    def _split(self, handlers: Any, ignore: Any) -> tuple[list, list]:
+        """(gates as [(hook id, handler)], observers) in upstream order."""
+        config = policy.current()
+        gates, observers = [], []
+        for handler in list(handlers):
+            hook_id = self.callable_id(handler)
+            own = config.hooks.get(hook_id)
+            role = getattr(own, "role", None) if own is not None else None
+            if role is None:
+                try:
+                    role = "gate" if handler.raise_error else "observer"
+                except Exception:
+                    role = "gate"  # unreadable: judged, never waved through
+            if role == "observer":
+                observers.append(handler)
+            else:
+                gates.append((hook_id, handler))
+        return gates, observers
+
+    def _describe(self, rest: tuple, kwargs: dict) -> tuple:
+        """(tool name, call id, the inputs the gates judge) of one ``on_tool_start``."""
+        serialized = rest[0] if rest else kwargs.get("serialized")
+        tool = serialized.get("name") if isinstance(serialized, dict) else None
+        if not isinstance(tool, str):
+            tool = kwargs.get("name") if isinstance(kwargs.get("name"), str) else None
+        call_id = kwargs.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            run_id = kwargs.get("run_id")
+            call_id = str(run_id) if run_id is not None else None
+        inputs = kwargs.get("inputs")
+        if inputs is None:
+            inputs = rest[1] if len(rest) > 1 else kwargs.get("input_str")
+        return tool, call_id, inputs
+
+    def _gate_calls(self, gates: list, ignore: Any, rest: tuple, kwargs: dict) -> tuple[list, list]:
+        """(guarded calls, outcomes fixed already) for the gate handlers."""
+        calls, fixed = [], []
+        for hook_id, handler in gates:
+            try:
+                if ignore is not None and getattr(handler, ignore):
+                    continue  # the handler opted out of tool events, as upstream
+                method = getattr(handler, EVENT)
+            except Exception as exc:
+                fixed.append(Outcome(hook=hook_id, failure=Failure.RAISED, exception_type=type(exc).__name__))
+                continue
+            calls.append((hook_id, method))
+        return calls, fixed
+
+    def _gate_sync(self, wrapped, args: tuple, kwargs: dict) -> None:
+        handlers, event, ignore, rest = args[0], args[1], args[2], args[3:]
+        tool = call_id = inputs = None
+        observers: list = []
+        try:
+            gates, observers = self._split(handlers, ignore)
+            if observers:
+                _observe_sync(wrapped, observers, event, ignore, rest, kwargs)
+            tool, call_id, inputs = self._describe(rest, kwargs)
+            calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
+            outcomes = list(fixed)
+            if calls:
+                def one_round():
+                    return self.hook_calls([(h, _drive, (m,) + rest, kwargs, None) for h, m in calls])
+
+                outcomes += integrity.until_stable(one_round, lambda: inputs, self.hook_id(EVENT))
+            decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
+        except Exception as exc:
+            decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
+        if decision.denied:
+            denied = ToolCallDenied(decision.reason or f"failsecure: {self.name} denied the call")
+            if observers:
+                _observe_sync(wrapped, observers, "on_tool_error", ignore, (denied,), _error_kwargs(kwargs))
+            raise denied
+
+    async def _gate_async(self, wrapped, args: tuple, kwargs: dict) -> None:
+        handlers, event, ignore, rest = args[0], args[1], args[2], args[3:]
+        tool = call_id = inputs = None
+        observers: list = []
+        try:
+            gates, observers = self._split(handlers, ignore)
+            if observers:
+                await _observe_async(wrapped, observers, event, ignore, rest, kwargs)
+            tool, call_id, inputs = self._describe(rest, kwargs)
+            calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
+            outcomes = list(fixed)
+            if calls:
+                config = policy.current()
+
+                async def one_round():
+                    return [
+                        await guard.acall(h, m, rest, kwargs, validate=self.to_verdict, timeout=config.timeout_for(h))
+                        for h, m in calls
+                    ]
+
+                outcomes += await integrity.auntil_stable(one_round, lambda: inputs, self.hook_id(EVENT))
+            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
+        except Exception as exc:
+            decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
+        if decision.denied:
+            denied = ToolCallDenied(decision.reason or f"failsecure: {self.name} denied the call")
+            if observers:
+                await _observe_async(wrapped, observers, "on_tool_error", ignore, (denied,), _error_kwargs(kwargs))
+            raise denied
+
+    # ------------------------------------------------------------ HITL `when`
+
+    def _guard_when(self, when: Any, tool: Any) -> Any:
+        if isinstance(when, _GuardedWhen):
+            return when
+        return _GuardedWhen(self, when, tool if isinstance(tool, str) else None)
+
+    def _judge_when(self, guarded: "_GuardedWhen", request: Any) -> Any:
+        hook_id = self.callable_id(guarded.original)
+        outcome = self.hook_call(hook_id, guarded.original, request, _validate=_when_verdict)
+        if outcome.failure is None:
+            return outcome.verdict.action is Action.ASK
+        # a failed predicate: audited; a deny (the default policy) means "ask the human"
+        call_id = None
+        try:
+            call_id = request.tool_call.get("id")
+        except Exception:
+            pass
+        try:
+            config = policy.current()
+            decision = self._finish(config, self._fixed(config) + [outcome], guarded.tool, call_id)
+        except Exception:
+            return True
+        return decision.action is not Action.ABSTAIN and decision.action is not Action.ALLOW
+
+    # ------------------------------------------------------------ wrap_tool_call middleware
+
+    def _guard_wrapper(self, wrapper: Any) -> Any:
+        if getattr(wrapper, "_failsecure_guarded", False):
+            return wrapper
+        adapter, hook_id = self, self.callable_id(wrapper)
+
+        def guarded(request, handler):
+            if adapter.state != "patched":
+                return wrapper(request, handler)
+            return adapter._run_middleware(hook_id, wrapper, request, handler)
+
+        guarded._failsecure_guarded = True  # type: ignore[attr-defined]
+        guarded.__wrapped__ = wrapper  # type: ignore[attr-defined]
+        return guarded
+
+    def _aguard_wrapper(self, wrapper: Any) -> Any:
+        if getattr(wrapper, "_failsecure_guarded", False):
+            return wrapper
+        adapter, hook_id = self, self.callable_id(wrapper)
+
+        async def guarded(request, handler):
+            if adapter.state != "patched":
+                return await wrapper(request, handler)
+            return await adapter._arun_middleware(hook_id, wrapper, request, handler)
+
+        guarded._failsecure_guarded = True  # type: ignore[attr-defined]
+        guarded.__wrapped__ = wrapper  # type: ignore[attr-defined]
+        return guarded
+
+    def _middleware_failed(self, hook_id: str, request: Any, failure: Failure, exc: Optional[BaseException], start: float):
+        outcome = Outcome(
+            hook=hook_id,
+            failure=failure,
+            exception_type=type(exc).__name__ if exc is not None else None,
+            elapsed_ms=(perf_counter() - start) * 1000.0,
+        )
+        tool, call_id = _request_ids(request)
+        try:
+            config = policy.current()
+            return self._finish(config, self._fixed(config) + [outcome], tool, call_id)
+        except Exception as err:
+            return self.failed(err, tool, call_id, hook=hook_id)
+
+    def _run_middleware(self, hook_id: str, wrapper: Any, request: Any, handler: Any) -> Any:
+        """One sync middleware under its deadline: it runs on its own thread (with this
+        thread's context); the deadline counts only while it holds the call, not while
+        the handler it called (the tool) runs. A handler called after the deadline
+        denies instead of running the tool."""
+        limit = policy.current().timeout_for(hook_id)
+        start = perf_counter()
+        from_handler: list = []
+        cond = threading.Condition()
+        state = {"inside": 0, "since": start, "done": False, "abandoned": False}
+        box: dict = {}
+
+        def proxy(req):
+            with cond:
+                if state["abandoned"]:
+                    raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
+                state["inside"] += 1
+            try:
+                return handler(req)
+            except BaseException as exc:
+                from_handler.append(exc)
+                raise
+            finally:
+                with cond:
+                    state["inside"] -= 1
+                    state["since"] = perf_counter()
+                    cond.notify_all()
+
+        if not limit:
+            try:
+                return wrapper(request, proxy)
+            except BaseException as exc:
+                self._middleware_raised(hook_id, request, exc, from_handler, start)
+                raise
+
+        ctx = contextvars.copy_context()
+
+        def run():
+            try:
+                box["result"] = ctx.run(wrapper, request, proxy)
+            except BaseException as exc:
+                box["exc"] = exc
+            finally:
+                with cond:
+                    state["done"] = True
+                    cond.notify_all()
+
+        threading.Thread(target=run, name="failsecure-middleware", daemon=True).start()
+        timed_out = False
+        with cond:
+            while not state["done"]:
+                if state["inside"]:
+                    cond.wait()
+                    continue
+                remaining = limit - (perf_counter() - state["since"])
+                if remaining <= 0:
+                    state["abandoned"] = timed_out = True
+                    break
+                cond.wait(remaining)
+        if timed_out:
+            decision = self._middleware_failed(hook_id, request, Failure.TIMEOUT, None, start)
+            if decision.denied:
+                return _tool_message(request, decision.reason)
+            return handler(request)  # on_error = "allow": the middleware is skipped
+        if "exc" in box:
+            exc = box.pop("exc")
+            self._middleware_raised(hook_id, request, exc, from_handler, start)
+            raise exc
+        return box.get("result")
+
+    def _middleware_raised(self, hook_id, request, exc, from_handler, start) -> None:
+        """Audit a middleware's own exception (not an interrupt, not the tool's error)."""
+        if any(exc is e for e in from_handler) or _bubbles_up(exc):
+            return
+        if isinstance(exc, (ToolCallDenied, KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)):
+            return
+        self._middleware_failed(hook_id, request, Failure.RAISED, exc, start)
+
+    async def _arun_middleware(self, hook_id: str, wrapper: Any, request: Any, handler: Any) -> Any:
+        limit = policy.current().timeout_for(hook_id)
+        start = perf_counter()
+        from_handler: list = []
+        if not limit:
+            try:
+                return await wrapper(request, handler)
+            except BaseException as exc:
+                self._middleware_raised(hook_id, request, exc, from_handler, start)
+                raise
+        loop = asyncio.get_running_loop()
+        deadline = asyncio.timeout(limit)
+        inside = [0]
+
+        async def proxy(req):
+            if deadline.expired():
+                raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
+            inside[0] += 1
+            deadline.reschedule(None)
+            try:
+                return await handler(req)
+            except BaseException as exc:
+                from_handler.append(exc)
+                raise
+            finally:
+                inside[0] -= 1
+                if not inside[0]:
+                    deadline.reschedule(loop.time() + limit)
+
+        try:
+            async with deadline:
+                result = await wrapper(request, proxy)
+            if not deadline.expired():
+                return result
+        except TimeoutError as exc:
+            if not deadline.expired() or any(exc is e for e in from_handler):
+                self._middleware_raised(hook_id, request, exc, from_handler, start)
+                raise
+        except BaseException as exc:
+            self._middleware_raised(hook_id, request, exc, from_handler, start)
+            raise
+        decision = self._middleware_failed(hook_id, request, Failure.TIMEOUT, None, start)
+        if decision.denied:
+            return _tool_message(request, decision.reason)
+        return await handler(request)
+
+    # ------------------------------------------------------------ doctor
+
+    def _probe(self, gate: Any) -> bool:
+        """``gate`` as the ``on_tool_start`` of a strict (``raise_error = True``) handler
+        of a real ``StructuredTool`` call: True when the tool was denied (did not run)."""
+        from langchain_core.callbacks import BaseCallbackHandler
+        from langchain_core.tools import StructuredTool
+
+        ran: list = []
+
+        class SelfTestGate(BaseCallbackHandler):
+            raise_error = True
+
+            def on_tool_start(self, *args, **kwargs):
+                return gate(*args, **kwargs)
+
+        def failsecure_self_test(command: str) -> str:
+            """failsecure self-test tool."""
+            ran.append(command)
+            return "ran"
+
+        tool = StructuredTool.from_function(failsecure_self_test)
+        try:
+            tool.invoke({"command": "probe"}, config={"callbacks": [SelfTestGate()]})
+        except ToolCallDenied:
+            return not ran
+        return False
+
+
+# ---------------------------------------------------------------- late patches
+
+
+def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
+    node = getattr(module, "ToolNode", None)
+    if not isinstance(node, type):
+        raise PatchError(f"{TOOL_NODE}.ToolNode")
+    for attr in ("_execute_tool_sync", "_execute_tool_async"):
+        if not callable(vars(node).get(attr)):
+            raise PatchError(f"{TOOL_NODE}.ToolNode.{attr}")
+
+    def execute_sync(wrapped, instance, args, kwargs):
+        try:
+            return wrapped(*args, **kwargs)
+        except ToolCallDenied as denied:
+            return _tool_message(args[0] if args else kwargs.get("request"), denied.reason)
+
+    async def _execute_async(wrapped, args, kwargs):
+        try:
+            return await wrapped(*args, **kwargs)
+        except ToolCallDenied as denied:
+            return _tool_message(args[0] if args else kwargs.get("request"), denied.reason)
+
+    def execute_async(wrapped, instance, args, kwargs):
+        return _execute_async(wrapped, args, kwargs)
+
+    adapter.wrap(node, "_execute_tool_sync", execute_sync)
+    adapter.wrap(node, "_execute_tool_async", execute_async)
+
+
+def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:
+    middleware = getattr(module, "HumanInTheLoopMiddleware", None)
+    if not isinstance(middleware, type) or not callable(vars(middleware).get("__init__")):
+        raise PatchError(f"{HITL}.HumanInTheLoopMiddleware.__init__")
+
+    def init(wrapped, instance, args, kwargs):
+        wrapped(*args, **kwargs)
+        configs = getattr(instance, "interrupt_on", None)
+        if isinstance(configs, dict):
+            for tool, config in list(configs.items()):
+                if isinstance(config, dict) and config.get("when") is not None:
+                    configs[tool] = {**config, "when": adapter._guard_when(config["when"], tool)}
+
+    adapter.wrap(middleware, "__init__", init)
+
+
+def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
+    for attr in ("_chain_tool_call_wrappers", "_chain_async_tool_call_wrappers"):
+        if not callable(vars(module).get(attr)):
+            raise PatchError(f"{FACTORY}.{attr}")
+
+    def chain(wrapped, instance, args, kwargs):
+        wrappers = args[0] if args else kwargs.pop("wrappers")
+        return wrapped([adapter._guard_wrapper(w) for w in wrappers], *args[1:], **kwargs)
+
+    def achain(wrapped, instance, args, kwargs):
+        wrappers = args[0] if args else kwargs.pop("wrappers")
+        return wrapped([adapter._aguard_wrapper(w) for w in wrappers], *args[1:], **kwargs)
+
+    adapter.wrap(module, "_chain_tool_call_wrappers", chain)
+    adapter.wrap(module, "_chain_async_tool_call_wrappers", achain)
+
+
+_LATE = {TOOL_NODE: _patch_tool_node, HITL: _patch_hitl, FACTORY: _patch_factory}
+
+
+# ---------------------------------------------------------------- helpers
+
+
+class _GuardedWhen:
+    """A HITL ``when`` predicate under the guard. When failsecure is not active it calls
+    the predicate exactly as upstream does."""
+
+    __slots__ = ("adapter", "original", "tool", "__wrapped__")
+
+    def __init__(self, adapter: LangChainAdapter, original: Any, tool: Optional[str]):
+        self.adapter, self.original, self.tool = adapter, original, tool
+        self.__wrapped__ = original
+
+    def __call__(self, request: Any) -> Any:
+        if self.adapter.state != "patched":
+            return self.original(request)
+        try:
+            return self.adapter._judge_when(self, request)
+        except Exception:
+            return True  # never "skip the review" because failsecure failed
+
+
+def _when_verdict(native: Any) -> Verdict:
+    """``True``: review; ``False``: no review; anything else is INVALID."""
+    if native is True:
+        return _REVIEW
+    if native is False:
+        return _ABSTAIN
+    raise Invalid()
+
+
+def _drive(method: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a handler's ``on_tool_start`` from a sync tool. An async handler's coroutine
+    is run to its end on a loop of its own (upstream runs it detached and swallows its
+    error), in this thread, or in a fresh one when a loop already runs here."""
+    result = method(*args, **kwargs)
+    if not inspect.iscoroutine(result):
+        return result
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_coro(result)
+    box: dict = {}
+    ctx = contextvars.copy_context()
+
+    def run():
+        try:
+            box["result"] = ctx.run(_run_coro, result)
+        except BaseException as exc:
+            box["exc"] = exc
+
+    thread = threading.Thread(target=run, name="failsecure-async-handler", daemon=True)
+    thread.start()
+    thread.join()
+    if "exc" in box:
+        raise box["exc"]
+    return box.get("result")
+
+
+def _run_coro(coro: Any) -> Any:
+    with asyncio.Runner() as runner:
+        return runner.run(coro)
+
+
+def _observe_sync(wrapped, observers, event, ignore, rest, kwargs) -> None:
+    """The observer handlers through upstream's own ``handle_event``; failsecure never
+    lets an observer's error stop the tool (a ``role = "observer"`` strict handler)."""
+    try:
+        wrapped(observers, event, ignore, *rest, **kwargs)
+    except Exception as exc:
+        log.warning("failsecure: an observer callback raised %s; ignored", type(exc).__name__)
+
+
+async def _observe_async(wrapped, observers, event, ignore, rest, kwargs) -> None:
+    try:
+        await wrapped(observers, event, ignore, *rest, **kwargs)
+    except Exception as exc:
+        log.warning("failsecure: an observer callback raised %s; ignored", type(exc).__name__)
+
+
+def _error_kwargs(kwargs: dict) -> dict:
+    """What ``CallbackManagerForToolRun.on_tool_error`` passes, from the start's kwargs."""
+    out = {k: kwargs[k] for k in ("run_id", "parent_run_id", "tags") if k in kwargs}
+    if kwargs.get("tool_call_id") is not None:
+        out["tool_call_id"] = kwargs["tool_call_id"]
+    return out
+
+
+def _request_ids(request: Any) -> tuple:
+    try:
+        call = request.tool_call
+        tool, call_id = call.get("name"), call.get("id")
+        return (tool if isinstance(tool, str) else None, call_id if isinstance(call_id, str) else None)
+    except Exception:
+        return None, None
+
+
+def _tool_message(request: Any, reason: Optional[str]) -> Any:
+    """The deny the agent's model sees: an error ``ToolMessage`` for this tool call."""
+    from langchain_core.messages import ToolMessage
+
+    tool, call_id = _request_ids(request)
+    return ToolMessage(content=reason or "failsecure: denied", name=tool, tool_call_id=call_id or "", status="error")
+
+
+def _failure_text(hook_id: str, failure: Failure) -> str:
+    from failsecure.verdict import failure_reason
+
+    return failure_reason(hook_id, failure)
+
+
+def _bubbles_up(exc: BaseException) -> bool:
+    """LangGraph's control flow (an interrupt, a parent command): never a failure."""
+    errors = sys.modules.get("langgraph.errors")
+    bubble = getattr(errors, "GraphBubbleUp", None) if errors is not None else None
+    return isinstance(bubble, type) and isinstance(exc, bubble)
+
+
+__all__ = ["LangChainAdapter", "ToolCallDenied"]
