@@ -125,7 +125,16 @@ def already_imported():
     return [m for m in finder.watch if m in sys.modules]
 
 
+_started = False
+
+
 def run():
+    """The drop-in (once per process: a venv's lib64 -> lib link makes ``site`` read the
+    ``.pth`` twice)."""
+    global _started
+    if _started:
+        return
+    _started = True
     try:
         if os.environ.get("FAILSECURE_AUTO", "1").strip().lower() in _OFF:
             _say("failsecure: drop-in activation is off (FAILSECURE_AUTO=0)")

@@ -57,6 +57,68 @@ def _doctor(args) -> int:
     return 1 if failed else 0
 
 
+def _config_lines(config) -> list[str]:
+    """Each effective value with the file it came from, then what was ignored."""
+    from . import policy
+
+    def origin(key: str) -> str:
+        return config.origins.get(key, "default")
+
+    lines = []
+    if config.error:
+        lines.append(f"ERROR: {config.error}")
+    lines.append(f"on_error = {config.on_error}  ({origin('on_error')})")
+    lines.append(f"timeout = {config.timeout}  ({origin('timeout')})")
+    lines.append(f"required = {list(config.required)}  ({origin('required') if config.required else 'default'})")
+    lines.append(f"audit.path = {config.audit_path}  ({origin('audit_path') if config.audit_path else 'default'})")
+    for hook_id, own in sorted(config.hooks.items()):
+        for key in ("on_error", "timeout", "role"):
+            name = f'hooks."{hook_id}".{key}'
+            if name in config.origins:
+                lines.append(f"{name} = {getattr(own, key)}  ({config.origins[name]})")
+    for where, setting in config.ignored:
+        lines.append(f"ignored: {setting}  ({where}; trust it with `failsecure config trust {where}`)")
+    lines.append("files read: " + (", ".join(config.sources) if config.sources else "none"))
+    lines.append(f"trusted project files: {policy.trust_store()}")
+    return lines
+
+
+def _config_show(args) -> int:
+    from . import policy
+
+    config = policy.load_light()
+    if args.json:
+        print(json.dumps({
+            "error": config.error, "on_error": config.on_error, "timeout": config.timeout,
+            "required": list(config.required), "audit_path": config.audit_path,
+            "hooks": {h: {"on_error": p.on_error, "timeout": p.timeout, "role": p.role} for h, p in config.hooks.items()},
+            "origins": config.origins, "ignored": [{"file": w, "setting": s} for w, s in config.ignored],
+            "files": config.sources,
+        }, indent=2))
+    else:
+        print("\n".join(_config_lines(config)))
+    return 1 if config.error else 0
+
+
+def _config_trust(args) -> int:
+    from . import policy
+
+    path = args.file
+    if path is None:
+        path, _ = policy.project_path()
+        if path is None:
+            print("failsecure: no project config (failsecure.toml or [tool.failsecure]) from here upward", file=sys.stderr)
+            return 2
+    try:
+        entry = policy.trust(path)
+    except OSError as exc:
+        print(f"failsecure: cannot trust {path} ({type(exc).__name__})", file=sys.stderr)
+        return 2
+    digest, _, where = entry.partition(" ")
+    print(f"trusted {where} (sha256 {digest[:16]}...); any edit drops the trust")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="failsecure", description="Fail-closed pre-tool-call gates.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,6 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--no-self-test", action="store_true", help="skip the live self-test")
     doctor.add_argument("--no-activate", dest="activate", action="store_false", help="report only, patch nothing")
     doctor.set_defaults(func=_doctor)
+    config = sub.add_parser("config", help="the effective configuration, and trust of project files")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    show = config_sub.add_parser("show", help="each effective value with the file it came from, and what was ignored")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=_config_show)
+    trust = config_sub.add_parser("trust", help="give a project config file full effect (until it is edited)")
+    trust.add_argument("file", nargs="?", default=None, help="default: the project config found from here")
+    trust.set_defaults(func=_config_trust)
     try:
         from .command import add_hook_commands
     except ImportError:

@@ -1,9 +1,16 @@
-"""Policy: the configuration model and its loader.
+"""Policy: the configuration model, its loader and the trust model.
 
-Found at ``$FAILSECURE_CONFIG``, else ``./failsecure.toml``, else ``[tool.failsecure]`` in
-``./pyproject.toml``; defaults otherwise. A config that fails validation is a hard, clear
-error naming the file and the key; until it is fixed, ``Config.error`` is set and every
-gated call denies.
+Trusted sources, full effect, layered (a later one overrides an earlier one key by
+key): ``/etc/failsecure/config.toml``, the user's ``$XDG_CONFIG_HOME/failsecure/config.toml``
+(``~/.config/...``), ``$FAILSECURE_CONFIG``. Project sources (``failsecure.toml`` or
+``[tool.failsecure]`` in ``pyproject.toml``, searched from the working directory upward)
+come from a repository the user may not have written: they may only make things
+stricter. What would loosen is ignored with one stderr line naming the file and key,
+unless the user trusted that exact file (``failsecure config trust FILE``: its path and
+content hash are recorded; any edit drops the trust). The merge is monotone.
+
+A config that fails validation is a hard, clear error naming the file and the key; until
+it is fixed, ``Config.error`` is set and every gated call denies.
 
 Stdlib only, and ``tomllib`` is imported only when a file exists: the command-hook runner
 loads this module on the critical path of every tool call, where importing pydantic
@@ -34,17 +41,18 @@ class ConfigError(Exception):
 class HookPolicy:
     __slots__ = ("on_error", "timeout", "role")
 
-    def __init__(self, on_error: str = "deny", timeout: float | None = None, role: str = "gate"):
-        self.on_error = on_error
+    def __init__(self, on_error: str | None = "deny", timeout: float | None = None, role: str | None = "gate"):
+        self.on_error = on_error  # None: the global on_error
         self.timeout = timeout  # None: not set for this hook
-        self.role = role
+        self.role = role  # None: a gate
 
     def __repr__(self) -> str:
         return f"HookPolicy(on_error={self.on_error!r}, timeout={self.timeout!r}, role={self.role!r})"
 
 
 class Config:
-    __slots__ = ("on_error", "timeout", "required", "audit_path", "hooks", "error", "source", "_resolved")
+    __slots__ = ("on_error", "timeout", "required", "audit_path", "hooks", "error", "source", "_resolved",
+                 "origins", "ignored", "sources")
 
     def __init__(
         self,
@@ -64,6 +72,12 @@ class Config:
         self.error = error
         self.source = source
         self._resolved: dict = {}
+        #: setting ("timeout", "hooks.<id>.role", ...) -> the file it came from
+        self.origins: dict = {}
+        #: "<file>: <key> = <value>" lines a project file tried and was not allowed
+        self.ignored: list = []
+        #: every file read, in order
+        self.sources: list = []
 
     def hook(self, hook_id: str) -> HookPolicy:
         """The policy of one hook, resolved against the global defaults."""
@@ -73,7 +87,7 @@ class Config:
             got = HookPolicy(
                 on_error=(own.on_error if own and own.on_error else self.on_error),
                 timeout=own.timeout if own else None,
-                role=own.role if own else "gate",
+                role=(own.role if own and own.role else "gate"),
             )
             self._resolved[hook_id] = got
         return got
@@ -129,7 +143,17 @@ def _unknown(where: str, prefix: str, data: dict, known) -> None:
 
 
 def validate(data: dict, where: str = "<config>") -> Config:
-    """Validate a parsed TOML table. Raises ConfigError naming the key."""
+    """Validate one parsed TOML table as a whole config (trusted). Raises ConfigError."""
+    config = Config(source=where)
+    _apply(config, layer(data, where), where, trusted=True)
+    config.sources = [where]
+    return config
+
+
+def layer(data: dict, where: str = "<config>") -> dict:
+    """Validate a parsed TOML table into the settings it sets explicitly:
+    ``{"on_error", "timeout", "required", "audit_path", "hooks": {id: {key: value}}}``.
+    Raises ConfigError naming the file and key."""
     data = _table(where, "failsecure", data)
     _unknown(where, "", data, _TOP)
     on_error = _choice(where, "on_error", data.get("on_error", "deny"), ON_ERROR)
@@ -152,43 +176,169 @@ def validate(data: dict, where: str = "<config>") -> Config:
         key = f'hooks."{hook_id}"'
         raw = _table(where, key, raw)
         _unknown(where, key + ".", raw, _HOOK)
-        hooks[hook_id] = HookPolicy(
-            on_error=_choice(where, key + ".on_error", raw["on_error"], ON_ERROR) if "on_error" in raw else None,
-            timeout=_number(where, key + ".timeout", raw["timeout"]) if "timeout" in raw else None,
-            role=_choice(where, key + ".role", raw.get("role", "gate"), ROLES),
-        )
+        own = {}
+        if "on_error" in raw:
+            own["on_error"] = _choice(where, key + ".on_error", raw["on_error"], ON_ERROR)
+        if "timeout" in raw:
+            own["timeout"] = _number(where, key + ".timeout", raw["timeout"])
+        if "role" in raw:
+            own["role"] = _choice(where, key + ".role", raw["role"], ROLES)
+        hooks[hook_id] = own
     if audit_path is not None and where != "<config>" and not os.path.isabs(audit_path):
         audit_path = os.path.join(os.path.dirname(os.path.abspath(where)), audit_path)
-    return Config(on_error, timeout, tuple(required), audit_path, hooks, source=where)
+    out: dict = {"hooks": hooks}
+    if "on_error" in data:
+        out["on_error"] = on_error
+    if "timeout" in data:
+        out["timeout"] = timeout
+    if required:
+        out["required"] = tuple(required)
+    if audit_path is not None:
+        out["audit_path"] = audit_path
+    return out
+
+
+# ---------------------------------------------------------------- merging
+
+
+def _stricter_timeout(new: float, old: "float | None") -> bool:
+    """A deadline is stricter when it exists and is shorter (0 = none, the loosest)."""
+    if not new:
+        return False
+    return not old or new < old
+
+
+def _apply(config: Config, settings: dict, where: str, trusted: bool) -> None:
+    """Fold one file's settings into ``config``: a trusted file overrides; a project
+    file only tightens, and what it cannot do is recorded in ``config.ignored``."""
+
+    def ignore(key: str, value) -> None:
+        shown = f'"{value}"' if isinstance(value, str) else value
+        config.ignored.append((where, f"{key} = {shown}"))
+
+    for key in ("on_error", "timeout", "audit_path"):
+        if key not in settings:
+            continue
+        value = settings[key]
+        current = getattr(config, key)
+        if trusted:
+            ok = True
+        elif key == "on_error":
+            ok = value == "deny"
+        elif key == "timeout":
+            ok = _stricter_timeout(value, current)
+        else:
+            ok = False  # an audit path from a repository: where decisions are written
+        if ok:
+            if value != current or trusted:
+                setattr(config, key, value)
+                config.origins[key] = where
+        elif value != current:
+            ignore("audit.path" if key == "audit_path" else key, value)
+    if settings.get("required"):
+        added = [r for r in settings["required"] if r not in config.required]
+        if added:
+            config.required = config.required + tuple(added)
+            config.origins["required"] = where
+    for hook_id, own in settings.get("hooks", {}).items():
+        policy = config.hooks.get(hook_id) or HookPolicy(on_error=None, timeout=None, role=None)
+        for key, value in own.items():
+            name = f'hooks."{hook_id}".{key}'
+            if trusted:
+                ok = True
+            elif key == "on_error":
+                ok = value == "deny"
+            elif key == "timeout":
+                effective = policy.timeout if policy.timeout is not None else config.timeout
+                ok = _stricter_timeout(value, effective)
+            else:
+                ok = value == "gate"
+            if ok:
+                setattr(policy, key, value)
+                config.origins[name] = where
+            else:
+                current = getattr(policy, key)
+                if key == "on_error":
+                    current = current or config.on_error
+                elif key == "role":
+                    current = current or "gate"
+                if value != current:
+                    ignore(name, value)
+        config.hooks[hook_id] = policy
+    config._resolved = {}
+
+
 
 
 # ---------------------------------------------------------------- loading
 
+PROJECT_FILE = "failsecure.toml"
+
+
+def _user_dir() -> str:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "failsecure")
+
+
+def trusted_paths() -> list[str]:
+    """The trusted config files that exist, lowest precedence first."""
+    paths = ["/etc/failsecure/config.toml", os.path.join(_user_dir(), "config.toml")]
+    found = [p for p in paths if os.path.isfile(p)]
+    env = os.environ.get("FAILSECURE_CONFIG")
+    if env:
+        found.append(env)  # named explicitly: an unreadable one is an error
+    return found
+
+
+def project_path() -> tuple[str | None, bool]:
+    """(path, is_pyproject) of the project config, searched from the working directory
+    upward; (None, False) when there is none."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        return None, False
+    while True:
+        candidate = os.path.join(here, PROJECT_FILE)
+        if os.path.isfile(candidate):
+            return candidate, False
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate) and _has_table(candidate):
+            return candidate, True
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None, False
+        here = parent
+
+
+def _has_table(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return b"failsecure" in fh.read()
+    except OSError:
+        return True  # unreadable: loading it reports the error
+
 
 def find() -> tuple[str | None, bool]:
-    """(path, is_pyproject) of the config in force, or (None, False) for defaults."""
+    """(path, is_pyproject) of the file that decides most: ``$FAILSECURE_CONFIG``, else
+    the project file, else the user's or the system's file; (None, False) for defaults."""
     env = os.environ.get("FAILSECURE_CONFIG")
     if env:
         return env, False
-    if os.path.isfile("failsecure.toml"):
-        return os.path.abspath("failsecure.toml"), False
-    if os.path.isfile("pyproject.toml"):
-        return os.path.abspath("pyproject.toml"), True
-    return None, False
+    path, is_pyproject = project_path()
+    if path is not None:
+        return path, is_pyproject
+    trusted = trusted_paths()
+    return (trusted[-1], False) if trusted else (None, False)
 
 
-def load() -> Config:
-    """Load and validate the config in force. Raises ConfigError."""
-    path, is_pyproject = find()
-    if path is None:
-        return Config()
+def _read(path: str, is_pyproject: bool) -> tuple[bytes, dict | None]:
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the file ({type(exc).__name__})") from None
     if is_pyproject and b"failsecure" not in raw:
-        return Config()  # no [tool.failsecure]: defaults, without importing tomllib (~25 ms)
+        return raw, None  # no [tool.failsecure], without importing tomllib (~25 ms)
     import tomllib
 
     try:
@@ -196,10 +346,86 @@ def load() -> Config:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
     if is_pyproject:
-        data = data.get("tool", {}).get("failsecure") if isinstance(data.get("tool"), dict) else None
-        if data is None:
-            return Config()
-    return validate(data, path)
+        tool = data.get("tool")
+        data = tool.get("failsecure") if isinstance(tool, dict) else None
+    return raw, data
+
+
+# ---------------------------------------------------------------- trust of project files
+
+
+def trust_store() -> str:
+    return os.path.join(_user_dir(), "trusted")
+
+
+def _digest(raw: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(raw).hexdigest()
+
+
+def is_trusted(path: str, raw: bytes) -> bool:
+    """The user trusted this exact file with this exact content."""
+    try:
+        with open(trust_store(), encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return False
+    entry = f"{_digest(raw)} {os.path.abspath(path)}"
+    return entry in lines
+
+
+def trust(path: str) -> str:
+    """Record ``path`` (as it is now) as trusted. Returns the stored entry."""
+    path = os.path.abspath(path)
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    store = trust_store()
+    os.makedirs(os.path.dirname(store), mode=0o700, exist_ok=True)
+    try:
+        with open(store, encoding="utf-8") as fh:
+            lines = [l for l in fh.read().splitlines() if l and not l.endswith(" " + path)]
+    except OSError:
+        lines = []
+    entry = f"{_digest(raw)} {path}"
+    lines.append(entry)
+    tmp = f"{store}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    os.replace(tmp, store)
+    return entry
+
+
+# ---------------------------------------------------------------- the effective config
+
+
+def load() -> Config:
+    """Load, validate and merge every source in force. Raises ConfigError."""
+    config = Config()
+    for path in trusted_paths():
+        _, data = _read(path, False)
+        if data is not None:
+            _apply(config, layer(data, path), path, trusted=True)
+        config.sources.append(path)
+    path, is_pyproject = project_path()
+    if path is not None:
+        raw, data = _read(path, is_pyproject)
+        if data is not None:
+            settings = layer(data, path)
+            full = is_trusted(path, raw) if _loosens(config, settings, path) else False
+            _apply(config, settings, path, trusted=full)
+            config.sources.append(path)
+    config.source = config.sources[-1] if config.sources else None
+    return config
+
+
+def _loosens(config: Config, settings: dict, path: str) -> bool:
+    probe = Config()
+    probe.on_error, probe.timeout, probe.required = config.on_error, config.timeout, config.required
+    probe.hooks = {k: HookPolicy(v.on_error, v.timeout, v.role) for k, v in config.hooks.items()}
+    _apply(probe, settings, path, trusted=False)
+    return bool(probe.ignored)
 
 
 def load_light() -> Config:
@@ -212,16 +438,32 @@ def load_light() -> Config:
         return Config(error=f"failsecure: configuration could not be loaded ({type(exc).__name__})")
 
 
+def _announce(config: Config) -> None:
+    err = sys.stderr
+    if err is None:
+        return
+    if config.error:
+        err.write(f"failsecure: invalid configuration, every gated tool call is denied: {config.error}\n")
+    for where, setting in config.ignored:
+        err.write(
+            f"failsecure: ignoring {setting} in {where}: a project config may only make things stricter "
+            f"(trust this file with `failsecure config trust {where}`)\n"
+        )
+
+
 _current: Config | None = None
 
 
 def current() -> Config:
-    """The config in force, loaded once per process (``reload()`` re-reads it)."""
+    """The config in force: the one ``using`` set for this context, else the process's
+    (loaded once; ``reload()`` re-reads it)."""
+    override = _override.get()
+    if override is not None:
+        return override
     global _current
     if _current is None:
         _current = load_light()
-        if _current.error:
-            print(f"failsecure: invalid configuration, every gated tool call is denied: {_current.error}", file=sys.stderr)
+        _announce(_current)
     return _current
 
 
@@ -229,3 +471,24 @@ def reload() -> Config:
     global _current
     _current = None
     return current()
+
+
+import contextvars as _contextvars  # noqa: E402  (cheap; kept after the hot code for clarity)
+
+_override: "_contextvars.ContextVar[Config | None]" = _contextvars.ContextVar("failsecure_config", default=None)
+
+
+class using:
+    """``with policy.using(config):`` — ``current()`` returns ``config`` in this context
+    (and in the guard's worker calls made from it), without touching the process's
+    config that other threads use."""
+
+    def __init__(self, config: Config):
+        self.config = config
+
+    def __enter__(self) -> Config:
+        self._token = _override.set(self.config)
+        return self.config
+
+    def __exit__(self, *exc) -> None:
+        _override.reset(self._token)

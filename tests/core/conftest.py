@@ -13,6 +13,7 @@ def clean_config(tmp_path, monkeypatch):
     """Every test starts from defaults, in an empty cwd."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("FAILSECURE_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no real user config
     policy.reload()
     yield
     policy.reload()

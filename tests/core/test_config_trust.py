@@ -1,0 +1,146 @@
+"""Config trust: a project file (from a repository the user may not have written) may
+only make things stricter; trusted sources have full effect; `config trust` binds a
+project file's trust to its content."""
+
+import subprocess
+import sys
+
+from failsecure import policy
+from failsecure.reduce import reduce
+from failsecure.verdict import Action, Failure, Outcome, Verdict
+
+
+def deny(hook):
+    return Outcome(hook=hook, verdict=Verdict(Action.DENY, "no"))
+
+
+def test_project_cannot_turn_a_gate_into_an_observer(tmp_path, capsys):
+    (tmp_path / "failsecure.toml").write_text('[hooks."fw:guard"]\nrole = "observer"\n')
+    config = policy.reload()
+    assert config.hook("fw:guard").role == "gate"
+    assert reduce([deny("fw:guard")], config).action is Action.DENY
+    err = capsys.readouterr().err
+    assert 'ignoring hooks."fw:guard".role = "observer"' in err and str(tmp_path / "failsecure.toml") in err
+
+
+def test_trusted_file_can_make_an_observer(tmp_path, monkeypatch):
+    (tmp_path / "trusted.toml").write_text('[hooks."fw:guard"]\nrole = "observer"\n')
+    monkeypatch.setenv("FAILSECURE_CONFIG", str(tmp_path / "trusted.toml"))
+    config = policy.reload()
+    assert config.hook("fw:guard").role == "observer"
+    assert reduce([deny("fw:guard")], config).action is Action.ABSTAIN
+
+
+def test_user_config_is_trusted(tmp_path):
+    user = tmp_path / "xdg" / "failsecure"
+    user.mkdir(parents=True)
+    (user / "config.toml").write_text('on_error = "allow"\n')
+    config = policy.reload()
+    assert config.on_error == "allow" and config.origins["on_error"] == str(user / "config.toml")
+    failed = Outcome(hook="fw:g", failure=Failure.RAISED)
+    assert reduce([failed], config).action is Action.ABSTAIN
+
+
+def test_project_on_error_allow_ignored_deny_applies(tmp_path, monkeypatch):
+    (tmp_path / "failsecure.toml").write_text('on_error = "allow"\n')
+    failed = Outcome(hook="fw:g", failure=Failure.RAISED)
+    assert reduce([failed], policy.reload()).action is Action.DENY
+    (tmp_path / "trusted.toml").write_text('on_error = "allow"\n')
+    monkeypatch.setenv("FAILSECURE_CONFIG", str(tmp_path / "trusted.toml"))
+    (tmp_path / "failsecure.toml").write_text('on_error = "deny"\n')
+    config = policy.reload()
+    assert config.on_error == "deny" and reduce([failed], config).action is Action.DENY
+    (tmp_path / "failsecure.toml").unlink()
+    assert reduce([failed], policy.reload()).action is Action.ABSTAIN  # the allow twin
+
+
+def test_project_timeout_only_shorter(tmp_path):
+    project = tmp_path / "failsecure.toml"
+    project.write_text("timeout = 5\n")
+    assert policy.reload().timeout_for("fw:x") == 5.0
+    project.write_text("timeout = 120\n")
+    assert policy.reload().timeout_for("fw:x") == 30.0
+    project.write_text("timeout = 0\n")
+    assert policy.reload().timeout_for("fw:x") == 30.0
+    project.write_text('[hooks."fw:x"]\ntimeout = 0\n')
+    assert policy.reload().timeout_for("fw:x") == 30.0
+    project.write_text('[hooks."fw:x"]\ntimeout = 2\n')
+    assert policy.reload().timeout_for("fw:x") == 2.0
+
+
+def test_project_hook_on_error_allow_ignored(tmp_path):
+    (tmp_path / "failsecure.toml").write_text('[hooks."fw:x"]\non_error = "allow"\n')
+    config = policy.reload()
+    assert config.hook("fw:x").on_error == "deny" and config.ignored
+
+
+def test_project_audit_path_ignored(tmp_path, monkeypatch):
+    (tmp_path / "failsecure.toml").write_text('[audit]\npath = "/tmp/elsewhere.jsonl"\n')
+    config = policy.reload()
+    assert config.audit_path is None and config.ignored
+    (tmp_path / "trusted.toml").write_text('[audit]\npath = "a.jsonl"\n')
+    monkeypatch.setenv("FAILSECURE_CONFIG", str(tmp_path / "trusted.toml"))
+    assert policy.reload().audit_path == str(tmp_path / "a.jsonl")
+
+
+def test_project_required_adds_to_trusted(tmp_path, monkeypatch):
+    (tmp_path / "trusted.toml").write_text('required = ["fw:a"]\n')
+    monkeypatch.setenv("FAILSECURE_CONFIG", str(tmp_path / "trusted.toml"))
+    (tmp_path / "failsecure.toml").write_text('required = ["fw:b"]\n')
+    config = policy.reload()
+    assert config.required == ("fw:a", "fw:b") and not config.ignored
+    assert reduce([], config, config.required_for("fw")).action is Action.DENY
+
+
+def test_project_can_turn_a_trusted_observer_back_into_a_gate(tmp_path, monkeypatch):
+    (tmp_path / "trusted.toml").write_text('[hooks."fw:guard"]\nrole = "observer"\n')
+    monkeypatch.setenv("FAILSECURE_CONFIG", str(tmp_path / "trusted.toml"))
+    (tmp_path / "failsecure.toml").write_text('[hooks."fw:guard"]\nrole = "gate"\n')
+    assert reduce([deny("fw:guard")], policy.reload()).action is Action.DENY
+
+
+def test_project_file_found_from_a_subdirectory(tmp_path, monkeypatch):
+    (tmp_path / "failsecure.toml").write_text("timeout = 4\n")
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    assert policy.reload().timeout == 4.0
+
+
+def test_trusting_a_project_file_gives_full_effect_until_edited(tmp_path):
+    project = tmp_path / "failsecure.toml"
+    project.write_text('[hooks."fw:guard"]\nrole = "observer"\n')
+    assert policy.reload().hook("fw:guard").role == "gate"
+    policy.trust(str(project))
+    config = policy.reload()
+    assert config.hook("fw:guard").role == "observer" and not config.ignored
+    project.write_text('[hooks."fw:guard"]\nrole = "observer"\n# edited\n')
+    assert policy.reload().hook("fw:guard").role == "gate"  # any edit drops the trust
+
+
+def test_invalid_project_file_is_an_error(tmp_path):
+    (tmp_path / "failsecure.toml").write_text("timeot = 1\n")
+    config = policy.reload()
+    assert config.error and "timeot" in config.error and str(tmp_path) in config.error
+
+
+def cli(*args, cwd, env):
+    return subprocess.run([sys.executable, "-m", "failsecure", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
+
+
+def test_config_show_and_trust_commands(tmp_path):
+    import os
+
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "FAILSECURE_AUTO": "0"}
+    env.pop("FAILSECURE_CONFIG", None)
+    project = tmp_path / "failsecure.toml"
+    project.write_text('timeout = 5\n[hooks."fw:guard"]\nrole = "observer"\n')
+    shown = cli("config", "show", cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert f"timeout = 5.0  ({project})" in shown.stdout
+    assert f'ignored: hooks."fw:guard".role = "observer"  ({project};' in shown.stdout
+    assert "on_error = deny  (default)" in shown.stdout
+    trusted = cli("config", "trust", str(project), cwd=tmp_path, env=env)
+    assert trusted.returncode == 0, trusted.stderr
+    shown = cli("config", "show", cwd=tmp_path, env=env)
+    assert f'hooks."fw:guard".role = observer  ({project})' in shown.stdout and "ignored" not in shown.stdout
