@@ -1,0 +1,230 @@
+"""Offline rig for the claude-agent-sdk adapter tests.
+
+The real Claude Code CLI bundled in the claude-agent-sdk wheel, started by the SDK
+itself, talks to a scripted Anthropic Messages API served on 127.0.0.1. The scripted
+model answers each prompt ``run: <command>`` with one Bash tool call running that
+command, and every later turn (the one carrying the tool_result) with plain text. Whether
+a marker file exists afterwards tells whether the PreToolUse gates let the tool run;
+the tool_result the CLI sent back carries what the model was told.
+
+No LLM, no network beyond loopback: proxies point at a closed loopback port, a dummy
+key, a throwaway HOME, telemetry and updates off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SECRET = "sk-tool-argument-secret-77"
+
+
+class ScriptedModel:
+    def __init__(self) -> None:
+        self.requests: list = []
+        self.lock = threading.Lock()
+        self.counter = 0
+        self.issued: set = set()
+
+    def tool_results(self) -> list:
+        with self.lock:
+            requests = list(self.requests)
+        found = []
+        for body in requests:
+            for message in body.get("messages", []):
+                content = message.get("content")
+                if isinstance(content, list):
+                    for block in content:
+                        if isinstance(block, dict) and block.get("type") == "tool_result":
+                            found.append(block)
+        return found
+
+    def answer(self, body: dict) -> tuple:
+        messages = body.get("messages", [])
+        last = messages[-1] if messages else {}
+        content = last.get("content")
+        texts = []
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        tools = [t.get("name") for t in body.get("tools", [])]
+        for text in texts:
+            for line in text.splitlines():
+                if not line.startswith("run: ") or "Bash" not in tools:
+                    continue
+                command = line[len("run: "):]
+                with self.lock:
+                    # each prompt gets one tool call (the CLI may repeat the prompt
+                    # text beside later tool results)
+                    if command in self.issued:
+                        continue
+                    self.issued.add(command)
+                    self.counter += 1
+                    tool_id = "toolu_sdk_%d" % self.counter
+                return [{"type": "tool_use", "id": tool_id, "name": "Bash",
+                         "input": {"command": command, "description": "scripted"}}], "tool_use"
+        return [{"type": "text", "text": "done"}], "end_turn"
+
+
+def _handler(model: ScriptedModel):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def _json(self, obj, status=200):
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_HEAD(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self):
+            self._json({"data": [], "has_more": False})
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except ValueError:
+                body = {}
+            if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
+                self._json({"input_tokens": 10})
+                return
+            with model.lock:
+                model.requests.append(body)
+            blocks, stop = model.answer(body)
+            name = body.get("model", "claude-sonnet-4-5")
+            usage = {"input_tokens": 10, "output_tokens": 5}
+            if not body.get("stream"):
+                self._json({"id": "msg_sdk", "type": "message", "role": "assistant", "model": name, "content": blocks,
+                            "stop_reason": stop, "stop_sequence": None, "usage": usage})
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+
+            def event(kind, data):
+                self.wfile.write(("event: %s\ndata: %s\n\n" % (kind, json.dumps(data))).encode())
+
+            event("message_start", {"type": "message_start", "message": {"id": "msg_sdk", "type": "message", "role": "assistant",
+                  "model": name, "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}})
+            for index, block in enumerate(blocks):
+                if block["type"] == "tool_use":
+                    start = dict(block, input={})
+                    delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+                else:
+                    start = {"type": "text", "text": ""}
+                    delta = {"type": "text_delta", "text": block["text"]}
+                event("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
+                event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+                event("content_block_stop", {"type": "content_block_stop", "index": index})
+            event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}})
+            event("message_stop", {"type": "message_stop"})
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+class ScriptedAPI:
+    """The scripted Messages API on 127.0.0.1 (start/stop)."""
+
+    def __init__(self) -> None:
+        self.model = ScriptedModel()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.model))
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def bundled_cli() -> str:
+    import claude_agent_sdk
+
+    path = os.path.join(os.path.dirname(claude_agent_sdk.__file__), "_bundled", "claude")
+    if not os.access(path, os.X_OK):
+        raise RuntimeError("the claude-agent-sdk wheel ships no bundled CLI at %s" % path)
+    return path
+
+
+def offline_env(api_url: str, home: str) -> dict:
+    """The environment the CLI gets (ClaudeAgentOptions.env overrides the inherited one)."""
+    dead = "http://127.0.0.1:%d" % closed_port()
+    return {
+        "HOME": home,
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "ANTHROPIC_BASE_URL": api_url,
+        "ANTHROPIC_API_KEY": "sk-ant-dummy-offline",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "HTTP_PROXY": dead,
+        "HTTPS_PROXY": dead,
+        "http_proxy": dead,
+        "https_proxy": dead,
+        "ALL_PROXY": dead,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+
+
+def options(api: ScriptedAPI, home: str, cwd: str, **kwargs: Any):
+    """ClaudeAgentOptions for one offline run: Bash allowed, the bundled CLI."""
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    os.makedirs(os.path.join(home, ".claude"), exist_ok=True)
+    kwargs.setdefault("allowed_tools", ["Bash"])
+    return ClaudeAgentOptions(
+        cwd=cwd,
+        env=offline_env(api.url, home),
+        model="claude-sonnet-4-5",
+        max_turns=4,
+        setting_sources=[],
+        **kwargs,
+    )
+
+
+async def run_prompts(opts, prompts: list, timeout: float = 90.0) -> list:
+    """One SDK session (one CLI process), one turn per prompt; returns every message."""
+    import asyncio
+
+    from claude_agent_sdk import ClaudeSDKClient
+
+    messages: list = []
+
+    async def session():
+        async with ClaudeSDKClient(options=opts) as client:
+            for prompt in prompts:
+                await client.query(prompt)
+                async for message in client.receive_response():
+                    messages.append(message)
+
+    await asyncio.wait_for(session(), timeout)
+    return messages
