@@ -81,8 +81,10 @@ FAILURE_BEHAVIORS = ("reject_content", "raise_exception")
 _ALLOW = Verdict(action=Action.ALLOW)
 _ASK = Verdict(action=Action.ASK)
 
-#: the function tool whose ``needs_approval`` is being evaluated (for audit and plugin gates)
-_function_tool: "contextvars.ContextVar[Optional[str]]" = contextvars.ContextVar("failsecure_openai_agents_tool", default=None)
+#: (tool name, parsed arguments) of the function tool call whose ``needs_approval`` is
+#: being evaluated: for the audit and the plugin gates (the setting gets ``{}`` as its
+#: arguments when it is a bool)
+_function_call: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("failsecure_openai_agents_call", default=None)
 
 
 def _approval_verdict(native: Any) -> Verdict:
@@ -232,11 +234,13 @@ class OpenAIAgentsAdapter(Adapter):
 
     async def _named(self, wrapped, args, kwargs):
         function_tool = args[0] if args else kwargs.get("function_tool")
-        token = _function_tool.set(_text(getattr(function_tool, "name", None)))
+        tool_call = args[2] if len(args) > 2 else kwargs.get("tool_call")
+        name = _text(getattr(function_tool, "name", None))
+        token = _function_call.set((name, _parsed(getattr(tool_call, "arguments", None))))
         try:
             return await wrapped(*args, **kwargs)
         finally:
-            _function_tool.reset(token)
+            _function_call.reset(token)
 
     async def _needs_approval(self, wrapped, args, kwargs):
         setting = args[0] if args else kwargs.get("needs_approval_setting")
@@ -251,15 +255,14 @@ class OpenAIAgentsAdapter(Adapter):
                 outcomes = [await self.ahook_call(hook_id, setting, *rest, _validate=_approval_verdict)]
             else:
                 return await wrapped(*args, **kwargs)  # upstream's own UserError / default
-            tool = _function_tool.get()
+            tool, arguments = _function_call.get() or (None, rest[1] if len(rest) > 1 else None)
             call_id = _text(rest[2]) if len(rest) > 2 else None
-            arguments = rest[1] if len(rest) > 1 else None
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
             return self._ask_rendered(decision, hook_id, tool)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:
-            self.failed(exc, _function_tool.get(), hook=self.hook_id(NEEDS_APPROVAL))
+            self.failed(exc, (_function_call.get() or (None,))[0], hook=self.hook_id(NEEDS_APPROVAL))
             return True
 
     @staticmethod

@@ -1,0 +1,195 @@
+"""Fixtures for the openai-agents adapter tests: the real pinned SDK, a scripted model, a
+real tool with a marker file; every test gets a config with a short deadline and an audit
+file. Tracing is off and the API key a dummy (nothing leaves the process)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("failsecure_oa_rig", _HERE / "oa_rig.py")
+oa_rig = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = oa_rig
+_spec.loader.exec_module(oa_rig)  # sets OPENAI_AGENTS_DISABLE_TRACING and a dummy key
+
+import failsecure  # noqa: E402
+
+failsecure.install()
+import agents  # noqa: E402,F401  (imports the trigger module: patched on import)
+from agents import set_tracing_disabled  # noqa: E402
+
+set_tracing_disabled(True)
+
+from failsecure import activation, policy  # noqa: E402
+from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
+
+DEADLINE = 0.3
+
+
+@pytest.fixture(scope="session")
+def adapter():
+    a = activation.get("openai-agents")
+    assert a.state == "patched", a.refused_reason
+    return a
+
+
+@pytest.fixture(scope="session")
+def rigmod():
+    return oa_rig
+
+
+class Rig:
+    def __init__(self, path: Path, monkeypatch):
+        self.dir = path
+        self.audit_path = path / "audit.jsonl"
+        self.tool = oa_rig.Tool(path / "marker.jsonl")
+        self._monkeypatch = monkeypatch
+        self.release = threading.Event()  # hanging gates wait on it; set at teardown
+
+    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
+        path = self.dir / "failsecure.toml"
+        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
+        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
+        cfg = policy.reload()
+        assert cfg.error is None, cfg.error
+
+    def events(self) -> list:
+        if not self.audit_path.exists():
+            return []
+        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
+
+    def last(self) -> dict:
+        events = self.events()
+        assert events, "no audit event was written"
+        return events[-1]
+
+    def outcome_of(self, hook_suffix: str, event: dict | None = None) -> dict:
+        event = event or self.last()
+        found = [o for o in event["outcomes"] if o["hook"].endswith(hook_suffix)]
+        assert len(found) == 1, event["outcomes"]
+        return found[0]
+
+    # one agent run through the real Runner
+    def run(self, guardrails=(), arguments=None, mode="sync", needs_approval=False, calls=1):
+        self.model = oa_rig.make_model(arguments or {"command": "harmless"}, calls=calls)
+        self.agent = oa_rig.agent_with(self.tool.build(list(guardrails), needs_approval=needs_approval), self.model)
+        return oa_rig.run(self.agent, mode)
+
+    def resume(self, state, mode="sync"):
+        return oa_rig.run(self.agent, mode, state=state)
+
+    def told(self, call_id: str = oa_rig.CALL_ID):
+        return self.model.told.get(call_id)
+
+
+@pytest.fixture
+def rig(tmp_path, monkeypatch, adapter):
+    monkeypatch.chdir(tmp_path)
+    r = Rig(tmp_path, monkeypatch)
+    r.config()
+    yield r
+    r.release.set()
+    adapter.failure_behavior = "reject_content"
+    monkeypatch.delenv("FAILSECURE_CONFIG", raising=False)
+    policy.reload()
+
+
+# ---------------------------------------------------------------- the conformance kit
+
+
+class OpenAIAgentsHarness(Harness):
+    """Gates are tool input guardrails of the one tool; a call is one real agent run
+    (``Runner.run_sync`` / ``Runner.run``) with the scripted model."""
+
+    framework = "openai-agents"
+    modes = ("sync", "async")
+    async_gates = True
+    has_ask = False  # a tool input guardrail has no "ask" answer (needs_approval does: tested apart)
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.gates: list = []
+        self.count = 0
+
+    def add_gate(self, name, behave, *, is_async=False):
+        def seen_of(data):
+            try:
+                arguments = json.loads(data.context.tool_arguments)
+            except Exception:
+                arguments = {}
+            return Seen(tool=data.context.tool_name, arguments=dict(arguments) if isinstance(arguments, dict) else {}, native=data)
+
+        if is_async:
+            async def gate(data):
+                return await behave(seen_of(data))
+        else:
+            def gate(data):
+                return behave(seen_of(data))
+
+        oa_rig.named(gate, f"kit_{name}")
+        self.gates.append(oa_rig.guardrail(gate))
+        return activation.get("openai-agents").callable_id(gate)
+
+    def reset(self):
+        self.gates = []
+
+    def allow(self, seen):
+        from agents import ToolGuardrailFunctionOutput
+
+        return ToolGuardrailFunctionOutput.allow()
+
+    def abstain(self, seen):
+        return self.allow(seen)  # a guardrail has no "no opinion" besides allow
+
+    def deny(self, seen):
+        from agents import ToolGuardrailFunctionOutput
+
+        return ToolGuardrailFunctionOutput.reject_content("kit: denied")
+
+    def junk(self):
+        from agents import ToolGuardrailFunctionOutput
+
+        return [
+            ("None", None),
+            ("unknown behavior type 'deny'", ToolGuardrailFunctionOutput(output_info=None, behavior={"type": "deny"})),
+            ("behavior typo 'alow'", ToolGuardrailFunctionOutput(output_info=None, behavior={"type": "alow"})),
+            ("reject without message", ToolGuardrailFunctionOutput(output_info=None, behavior={"type": "reject_content"})),
+            ("behavior not a dict", ToolGuardrailFunctionOutput(output_info=None, behavior="allow")),
+            ("plain dict", {"type": "allow"}),
+            ("True", True),
+            ("string", "allow"),
+        ]
+
+    def rewrite(self, seen, arguments):
+        data = seen.native
+        text = json.dumps(arguments)
+        data.context.tool_call.arguments = text
+        data.context.tool_arguments = text
+        return self.allow(seen)
+
+    def run(self, arguments, mode):
+        self.count += 1
+        tool = oa_rig.Tool(self.work / f"marker-{self.count}.jsonl")
+        model = oa_rig.make_model(arguments)
+        agent = oa_rig.agent_with(tool.build(self.gates), model)
+        try:
+            oa_rig.run(agent, mode)
+            told = model.told.get(oa_rig.CALL_ID) or ""
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a tripwire, or upstream's crash on a raising guardrail
+            told = type(exc).__name__
+        runs = tool.runs()
+        return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=str(told))
+
+
+@pytest.fixture
+def failsecure_harness(tmp_path):
+    return OpenAIAgentsHarness(tmp_path)
