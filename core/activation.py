@@ -10,6 +10,7 @@ framework's tools cannot run without their gates.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import threading
 
@@ -60,12 +61,19 @@ def _builtin() -> dict:
 
 def _build(name: str) -> Adapter:
     if name in _extra:
-        return _extra[name]()
-    entry = _builtin()[name]
-    trigger, target, distribution = entry[0], entry[1], entry[2] if len(entry) > 2 else name
-    try:
+        cls = _extra[name]
+        trigger, distribution = cls.modules[0], cls.distribution
+        make = cls
+    else:
+        entry = _builtin()[name]
+        trigger, target, distribution = entry[0], entry[1], entry[2] if len(entry) > 2 else name
         module, _, attr = target.partition(":")
-        return getattr(importlib.import_module(module), attr)()
+
+        def make():
+            return getattr(importlib.import_module(module), attr)()
+
+    try:
+        return make()
     except Exception as exc:
         return Unloadable(name, distribution, trigger, type_name(exc))
 
@@ -101,9 +109,14 @@ def _load_plugin_adapters() -> dict[str, str]:
         from . import plugins
 
         for cls in plugins.adapter_classes():
-            if isinstance(cls, type) and issubclass(cls, Adapter) and cls.name and cls.modules:
-                _extra.setdefault(cls.name, cls)
-                triggers[cls.modules[0]] = cls.name
+            if not (isinstance(cls, type) and issubclass(cls, Adapter) and cls.name and cls.modules):
+                problem(f"failsecure: a plugin contributed {type_name(cls)}, which is not a complete Adapter class; ignored")
+                continue
+            if inspect.isabstract(cls):
+                missing = ", ".join(sorted(cls.__abstractmethods__))
+                problem(f"failsecure: adapter {cls.name} does not implement {missing}; {cls.name} is refused")
+            _extra.setdefault(cls.name, cls)
+            triggers[cls.modules[0]] = cls.name
     except Exception as exc:
         problem(f"failsecure: adapter plugins could not be loaded ({type_name(exc)})")
     return triggers

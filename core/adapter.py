@@ -13,8 +13,8 @@ of that adapter denies.
 
 from __future__ import annotations
 
+import abc
 import logging
-import sys
 import threading
 from typing import Any, Callable, ClassVar, Iterable, Optional
 
@@ -66,7 +66,10 @@ class Check:
         return f"Check({self.name!r}, ok={self.ok}, {self.detail!r})"
 
 
-class Adapter:
+class Adapter(abc.ABC):
+    """Subclasses implement ``_patch``, ``to_verdict`` and ``_probe`` (checked when the
+    class is instantiated, i.e. when it is registered, not when a tool is called)."""
+
     #: framework id: hook-id prefix and the audit ``framework`` field
     name: ClassVar[str] = ""
     #: the PyPI distribution adapted
@@ -92,8 +95,10 @@ class Adapter:
 
     # ------------------------------------------------------------ to implement
 
+    @abc.abstractmethod
     def _patch(self) -> None:
-        raise NotImplementedError
+        """Patch the framework's dispatcher (``wrap``/``replace``); raise ``PatchError``
+        before changing anything when a target is not where expected."""
 
     def _unpatch(self) -> None:
         """Default: undo every ``replace``."""
@@ -108,8 +113,9 @@ class Adapter:
             return False
         return self._in(self.fail_closed_upstream)
 
+    @abc.abstractmethod
     def to_verdict(self, native: Any) -> Verdict:
-        raise NotImplementedError
+        """The framework's native answer -> Verdict; raise ``Invalid`` for junk."""
 
     # ------------------------------------------------------------ provided
 
@@ -248,11 +254,11 @@ class Adapter:
     #: what a junk answer looks like natively (the self-test's junk gate returns it)
     self_test_junk: ClassVar[Any] = "DENY"
 
+    @abc.abstractmethod
     def _probe(self, gate: Callable) -> bool:
         """Run ``gate`` as the only pre-tool gate through the framework's real dispatcher
         and return True when the framework would deny the tool call. ``gate`` accepts
         any arguments. Each adapter implements it; ``self_test`` does the rest."""
-        raise NotImplementedError
 
     def self_test(self) -> list[Check]:
         """Inject a raising, a hanging and a junk gate (and an allowing twin) into the
@@ -280,8 +286,8 @@ class Adapter:
             ("allowing gate", allowing, None),
         )
         checks = []
-        saved = policy._current
-        policy._current = _SelfTestConfig()
+        scope = policy.using(_SelfTestConfig())  # this context only: real calls elsewhere keep theirs
+        scope.__enter__()
         try:
             for label, gate, expected in probes:
                 seen: list[Decision] = []
@@ -304,7 +310,7 @@ class Adapter:
                 checks.append(Check(label, ok, detail or ""))
         finally:
             release.set()
-            policy._current = saved
+            scope.__exit__(None, None, None)
         return checks
 
     # ------------------------------------------------------------ guarded calls

@@ -31,6 +31,9 @@ class ToyAdapter(Adapter):
     def to_verdict(self, native):
         return ABSTAIN
 
+    def _probe(self, gate):
+        return False
+
 
 @pytest.fixture
 def toy_framework(tmp_path, monkeypatch):

@@ -37,6 +37,9 @@ class Toy(Adapter):
     def to_verdict(self, native):
         return validate(native)
 
+    def _probe(self, gate):
+        return self.decide("probe", [self.hook_call("toy:probe", gate)]).denied
+
 
 def test_patch_is_idempotent_and_unpatch_restores():
     toy = Toy()

@@ -19,6 +19,12 @@ class Toy(Adapter):
     def to_verdict(self, native):
         return validate(native)
 
+    def _patch(self):
+        pass
+
+    def _probe(self, gate):
+        return False
+
 
 def test_canary_never_reaches_message_log_or_file(write_config, tmp_path, caplog):
     write_config('[audit]\npath = "audit.jsonl"\n')
