@@ -1,0 +1,388 @@
+"""google-adk: every before-tool callback is a gate under the guard, the core decides.
+
+ADK runs a tool call's before-tool callbacks in two stages
+(``flows/llm_flows/tools/_caller.py`` from 2.8, ``flows/llm_flows/functions.py`` before):
+
+1. ``PluginManager.run_before_tool_callback``: the runner plugins'
+   ``BasePlugin.before_tool_callback``, in registration order; the first answer that is
+   not ``None`` wins and the rest never run; a raise becomes a ``RuntimeError``;
+2. only when no plugin answered: the agent's ``before_tool_callback`` (one callable or a
+   list, ``LlmAgent.canonical_before_tool_callbacks``), again first answer wins.
+
+``None`` means "proceed"; a dict means "skip the tool and use this as its result". That
+stays. What fails open upstream: no deadline (a hanging callback hangs the run), junk
+answers (a string, ``False``, any object) become the tool's result or are ignored, an
+earlier ``None`` hides nothing but an earlier answer hides every later gate, and an agent
+callback can rewrite ``tool_args`` in place after every plugin approved them, so the tool
+runs with arguments no plugin judged.
+
+The patch:
+
+- ``PluginManager.run_before_tool_callback`` (wrapt) runs BOTH stages itself: every
+  plugin's ``before_tool_callback`` and then every agent ``before_tool_callback``, each one
+  guarded call (deadline, any exception, junk -> one Outcome), and the whole round again
+  while a callback keeps rewriting the arguments (``integrity.auntil_stable``), so every
+  gate has judged the arguments the tool runs with. ``adecide`` reduces the outcomes with
+  the cross-framework gates, ``required`` and the config: one audited decision per call.
+- ``LlmAgent.canonical_before_tool_callbacks`` (the property the agent stage reads) then
+  yields one failsecure callback instead of the user's list: it answers ``None`` for a
+  call the plugin stage has already judged (so the agent callbacks do not run twice), and
+  gates the agent's callbacks itself for a call that reached the agent stage any other way.
+- A workflow ``ToolNode`` (2.13) calls the plugin stage with no agent stage after it:
+  there only the plugins are gates, as upstream.
+
+Deny shape: ADK's own function response for a skipped tool. A gate's own dict is passed
+through untouched (it is the result ADK would have used); every other deny answers
+``{"error": "failsecure: hook '<id>' failed closed (<category>)"}`` (the shape of ADK's
+own "tool not found" response).
+
+Hook ids: ``google-adk:plugin:<plugin name>`` for a plugin, ``google-adk:<module>.<qualname>``
+for an agent callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import inspect
+import sys
+import threading
+from types import SimpleNamespace
+from typing import Any, Optional
+
+from failsecure import integrity
+from failsecure.adapter import Adapter, PatchError
+from failsecure.verdict import Action, Invalid, Outcome, Verdict
+
+PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
+LLM_AGENT = "google.adk.agents.llm_agent"
+PIPELINE = "google.adk.utils._callback_pipeline"
+TOOL_NODE = "google.adk.workflow._tool_node"
+#: the ToolNode method that calls the plugin stage with no agent stage after it
+TOOL_NODE_CALLER = "_run_tool_with_plugin_callbacks"
+PROPERTY = "canonical_before_tool_callbacks"
+CALLBACK = "before_tool_callback"
+#: the order ADK binds callback parameters positionally when the names do not match
+_POSITIONAL = ("tool", "args", "tool_context")
+
+_ABSTAIN = Verdict(action=Action.ABSTAIN)
+
+#: the tool context whose agent callbacks the plugin stage already ran (this task only)
+_judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_judged", default=None)
+
+
+class ADKAdapter(Adapter):
+    name = "google-adk"
+    distribution = "google-adk"
+    supported = ">=2.7.1,<=2.13.0"
+    tested = ("2.7.1", "2.13.0")
+    fail_closed_upstream = ""
+    modules = (PLUGIN_MANAGER, LLM_AGENT)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._active = False
+        self._manager_wrapped = False
+        self._agent_class: Any = None  # LlmAgent, once its property is replaced
+        self._agent_property: Any = None  # the property failsecure put in its place
+        self._original_property: Any = None
+        self._watching = False
+        self._agent_lock = threading.Lock()
+        self._shapes: dict[int, tuple[Any, bool]] = {}  # id(callback) -> (callback, positional)
+
+    # ------------------------------------------------------------ patching
+
+    def _patch(self) -> None:
+        plugin_manager = importlib.import_module(PLUGIN_MANAGER)
+        manager = getattr(plugin_manager, "PluginManager", None)
+        base = getattr(plugin_manager, "BasePlugin", None)
+        if manager is None or not callable(manager.__dict__.get("run_before_tool_callback")):
+            raise PatchError(f"{PLUGIN_MANAGER}.PluginManager.run_before_tool_callback")
+        if base is None or not callable(getattr(base, CALLBACK, None)):
+            raise PatchError(f"{PLUGIN_MANAGER}.BasePlugin.{CALLBACK}")
+        agent_module = sys.modules.get(LLM_AGENT)
+        if agent_module is not None and hasattr(agent_module, "LlmAgent"):
+            self._check_agent(agent_module)  # before anything changes
+        adapter = self
+
+        def run_before_tool_callback(wrapped, instance, args, kwargs):
+            node = _from_tool_node()
+            return adapter._plugin_stage(instance, kwargs.get("tool"), kwargs.get("tool_args"), kwargs.get("tool_context"), node)
+
+        self.wrap(manager, "run_before_tool_callback", run_before_tool_callback)
+        self._manager_wrapped = True
+        self._active = True
+        self._ensure_agent_patch()
+        if self._agent_class is None and not self._watching and LLM_AGENT not in sys.modules:
+            import wrapt
+
+            self._watching = True
+            wrapt.register_post_import_hook(lambda module: self._ensure_agent_patch(), LLM_AGENT)
+
+    def _check_agent(self, agent_module: Any) -> tuple[Any, Any]:
+        agent_class = getattr(agent_module, "LlmAgent", None)
+        prop = vars(agent_class).get(PROPERTY) if isinstance(agent_class, type) else None
+        if not isinstance(prop, property) or prop.fget is None:
+            raise PatchError(f"{LLM_AGENT}.LlmAgent.{PROPERTY}")
+        return agent_class, prop
+
+    def _ensure_agent_patch(self) -> None:
+        """Replace ``LlmAgent.canonical_before_tool_callbacks`` once ``llm_agent`` is fully
+        imported (the trigger module is imported while ``llm_agent`` is half-initialized,
+        so this runs at activation, after the import, and at the first gated call)."""
+        if self._agent_class is not None or not self._active:
+            return
+        agent_module = sys.modules.get(LLM_AGENT)
+        if agent_module is None or not hasattr(agent_module, "LlmAgent"):
+            return  # not imported yet: no LlmAgent can exist
+        with self._agent_lock:
+            if self._agent_class is not None or not self._active:
+                return
+            try:
+                agent_class, original = self._check_agent(agent_module)
+            except PatchError as exc:
+                self.refuse(f"PatchError: {exc}")
+                return
+            adapter = self
+
+            def canonical_before_tool_callbacks(agent):
+                callbacks = original.fget(agent)
+                if not callbacks:
+                    return callbacks
+
+                def failsecure_agent_gate(tool, args, tool_context):
+                    return adapter._agent_stage(agent, callbacks, tool, args, tool_context)
+
+                return [failsecure_agent_gate]
+
+            replacement = property(canonical_before_tool_callbacks, doc=original.__doc__)
+            self.replace(agent_class, PROPERTY, replacement)
+            self._original_property = original
+            self._agent_property = replacement
+            self._agent_class = agent_class
+
+    def _unpatch(self) -> None:
+        self._active = False
+        self.restore()
+        self._manager_wrapped = False
+        self._agent_class = self._agent_property = self._original_property = None
+        self._shapes.clear()
+
+    def _lockdown(self) -> None:
+        """The targets are not where expected: the plugin stage denies every tool call
+        (the adapter is refused, so every decision denies)."""
+        plugin_manager = sys.modules.get(PLUGIN_MANAGER)
+        manager = getattr(plugin_manager, "PluginManager", None) if plugin_manager is not None else None
+        if self._manager_wrapped or manager is None or not callable(getattr(manager, "run_before_tool_callback", None)):
+            return
+        adapter = self
+
+        def locked(wrapped, instance, args, kwargs):
+            return adapter._refused(kwargs.get("tool"), kwargs.get("tool_context"))
+
+        self.wrap(manager, "run_before_tool_callback", locked)
+        self._manager_wrapped = True
+
+    async def _refused(self, tool: Any, tool_context: Any) -> dict:
+        decision = await self.adecide(_tool_name(tool), (), call_id=_call_id(tool_context))
+        return self._native(decision, ())  # type: ignore[return-value]
+
+    # ------------------------------------------------------------ the gate
+
+    async def _plugin_stage(self, manager: Any, tool: Any, tool_args: Any, tool_context: Any, node: bool = False) -> Optional[dict]:
+        """Both stages of one tool call (the plugins, then the agent's callbacks unless a
+        workflow ToolNode is calling) -> ADK's answer: None to run the tool, a dict to
+        answer the call instead."""
+        try:
+            self._ensure_agent_patch()
+            calls = self._plugin_calls_of(manager, tool, tool_args, tool_context)
+            agent_callbacks = None if node else self._agent_callbacks(tool_context)
+            if agent_callbacks:
+                calls += self._agent_calls(agent_callbacks, tool, tool_args, tool_context)
+            return await self._gate(calls, tool, tool_args, tool_context, judged=agent_callbacks is not None)
+        except Exception as exc:  # a bug here must not read as "no answer"
+            return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=self.hook_id(CALLBACK)), ())
+
+    async def _agent_stage(self, agent: Any, callbacks: list, tool: Any, args: Any, tool_context: Any) -> Optional[dict]:
+        """The agent stage: None when the plugin stage already judged this call (with the
+        agent's callbacks); otherwise the agent's callbacks as gates."""
+        if tool_context is not None and _judged.get() is tool_context:
+            _judged.set(None)
+            return None
+        try:
+            calls = self._agent_calls(callbacks, tool, args, tool_context)
+            return await self._gate(calls, tool, args, tool_context, judged=False)
+        except Exception as exc:
+            return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=self.hook_id(CALLBACK)), ())
+
+    async def _gate(self, calls: list, tool: Any, tool_args: Any, tool_context: Any, judged: bool) -> Optional[dict]:
+        async def run_round() -> list[Outcome]:
+            return [await self.ahook_call(hook, fn, *args, **kwargs) for hook, fn, args, kwargs in calls]
+
+        if calls:
+            outcomes = await integrity.auntil_stable(run_round, lambda: tool_args, self.hook_id("arguments"))
+        else:
+            outcomes = []
+        call_id = _call_id(tool_context)
+        decision = await self.adecide(_tool_name(tool), outcomes, call_id=call_id, arguments=tool_args)
+        answer = self._native(decision, outcomes)
+        if answer is None and judged and tool_context is not None:
+            _judged.set(tool_context)
+        return answer
+
+    def _plugin_calls_of(self, manager: Any, tool: Any, tool_args: Any, tool_context: Any) -> list:
+        calls = []
+        for plugin in list(getattr(manager, "plugins", ()) or ()):
+            if not _overrides(plugin):
+                continue  # BasePlugin's own no-op: not a gate
+            name = getattr(plugin, "name", None)
+            callback = getattr(plugin, CALLBACK)
+            hook = self.hook_id(f"plugin:{name}") if type(name) is str and name else self.callable_id(callback)
+            calls.append((hook, callback, (), {"tool": tool, "tool_args": tool_args, "tool_context": tool_context}))
+        return calls
+
+    def _agent_callbacks(self, tool_context: Any) -> Optional[list]:
+        """The agent's own before-tool callbacks, when the agent stage will ask failsecure
+        (its class reads the patched property); None otherwise (left to upstream)."""
+        if self._agent_class is None:
+            return None
+        invocation = getattr(tool_context, "_invocation_context", None)
+        agent = getattr(invocation, "agent", None)
+        if agent is None or inspect.getattr_static(type(agent), PROPERTY, None) is not self._agent_property:
+            return None
+        return list(self._original_property.fget(agent) or ())
+
+    def _agent_calls(self, callbacks: list, tool: Any, args: Any, tool_context: Any) -> list:
+        kwargs = {"tool": tool, "args": args, "tool_context": tool_context}
+        calls = []
+        for callback in callbacks:
+            hook = self.callable_id(callback)
+            if self._positional(callback):
+                calls.append((hook, callback, (tool, args, tool_context), {}))
+            else:
+                calls.append((hook, callback, (), kwargs))
+        return calls
+
+    def _positional(self, callback: Any) -> bool:
+        """ADK 2.13 calls a callback positionally when its parameters are not named
+        ``tool``/``args``/``tool_context`` (``_callback_pipeline._invoke_callback``)."""
+        known = self._shapes.get(id(callback))
+        if known is not None and known[0] is callback:
+            return known[1]
+        positional = False
+        pipeline = sys.modules.get(PIPELINE)
+        if pipeline is not None and callable(getattr(pipeline, "_invoke_callback", None)):
+            try:
+                signature = inspect.signature(callback)
+                try:
+                    signature.bind(tool=None, args=None, tool_context=None)
+                except TypeError:
+                    signature.bind(None, None, None)
+                    positional = True
+            except (ValueError, TypeError):
+                positional = False
+        if len(self._shapes) > 4096:
+            self._shapes.clear()
+        self._shapes[id(callback)] = (callback, positional)
+        return positional
+
+    def _native(self, decision: Any, outcomes: Any) -> Optional[dict]:
+        """A Decision as ADK's before-tool answer."""
+        if decision.denied:
+            primary = decision.primary
+            data = primary.verdict.data if primary is not None and primary.verdict is not None else None
+            if type(data) is dict:
+                return data  # the gate's own answer, untouched
+            hook = primary.hook if primary is not None else self.name
+            return {"error": decision.reason or f"failsecure: hook '{hook}' denied the call"}
+        # an observer (role = "observer") that answered the call: ADK skips the tool for it
+        for outcome in outcomes:
+            if outcome.verdict is not None and type(outcome.verdict.data) is dict:
+                return outcome.verdict.data
+        return None
+
+    def to_verdict(self, native: Any) -> Verdict:
+        """``None``: proceed (no opinion). A plain dict with string keys: ADK's
+        short-circuit result, a deny that answers the call itself. Anything else (a
+        string, ``False``, a list, a dict subclass, a hostile object) is INVALID."""
+        if native is None:
+            return _ABSTAIN
+        if type(native) is not dict:
+            raise Invalid()
+        for key in native:
+            if type(key) is not str:
+                raise Invalid()
+        return Verdict(action=Action.DENY, data=native)
+
+    # ------------------------------------------------------------ doctor
+
+    def _probe(self, gate: Any) -> bool:
+        """``gate`` as the only plugin of a fresh, real ``PluginManager``, through its
+        (patched) ``run_before_tool_callback``: True when ADK would skip the tool."""
+        plugin_manager = sys.modules[PLUGIN_MANAGER]
+
+        class SelfTestPlugin(plugin_manager.BasePlugin):
+            pass
+
+        plugin = SelfTestPlugin(name="failsecure-self-test")
+        setattr(plugin, CALLBACK, gate)
+        manager = plugin_manager.PluginManager(plugins=[plugin])
+        tool = SimpleNamespace(name="failsecure-self-test")
+        context = SimpleNamespace(function_call_id=None)
+
+        def run() -> Any:
+            return asyncio.run(manager.run_before_tool_callback(tool=tool, tool_args={}, tool_context=context))
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            answer = run()
+        else:  # called from a running loop: probe on a thread of its own
+            box: list = []
+            worker = threading.Thread(target=lambda: box.append(run()), daemon=True)
+            worker.start()
+            worker.join(30)
+            answer = box[0] if box else None
+        return answer is not None
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _overrides(plugin: Any) -> bool:
+    """The plugin has a before-tool callback of its own (not BasePlugin's no-op)."""
+    if CALLBACK in getattr(plugin, "__dict__", {}):
+        return True
+    base = sys.modules[PLUGIN_MANAGER].BasePlugin
+    return inspect.getattr_static(type(plugin), CALLBACK, None) is not vars(base).get(CALLBACK)
+
+
+def _from_tool_node() -> bool:
+    """The plugin stage is being called by a workflow ToolNode (no agent stage follows):
+    the caller's frame, seen from the wrapt wrapper (one more frame without wrapt's C
+    extension)."""
+    try:
+        frame = sys._getframe(2)
+    except ValueError:
+        return False
+    for _ in range(4):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == TOOL_NODE_CALLER and frame.f_globals.get("__name__") == TOOL_NODE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _tool_name(tool: Any) -> Optional[str]:
+    name = getattr(tool, "name", None)
+    return name if type(name) is str else None
+
+
+def _call_id(tool_context: Any) -> Optional[str]:
+    call_id = getattr(tool_context, "function_call_id", None)
+    return call_id if type(call_id) is str and call_id else None
+
+
+__all__ = ["ADKAdapter"]

@@ -1,0 +1,176 @@
+"""Fixtures for the google-adk adapter tests: the real pinned google-adk, a scripted
+BaseLlm, InMemoryRunner; no credentials, no network, telemetry off."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("failsecure_adk_rig", _HERE / "adk_rig.py")
+adk_rig = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = adk_rig
+_spec.loader.exec_module(adk_rig)  # sets the telemetry switches before ADK is imported
+
+import failsecure  # noqa: E402
+from failsecure import activation, policy  # noqa: E402
+from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
+
+failsecure.install()
+import google.adk.plugins.plugin_manager  # noqa: E402,F401  (the trigger module)
+import google.adk.runners  # noqa: E402,F401
+
+DEADLINE = 0.3
+
+
+@pytest.fixture(scope="session")
+def adapter():
+    a = activation.get("google-adk")
+    assert a.state == "patched", a.refused_reason
+    return a
+
+
+class Rig:
+    def __init__(self, path: Path, monkeypatch):
+        self.dir = path
+        self.audit_path = path / "audit.jsonl"
+        self.marker = path / "marker"
+        self._monkeypatch = monkeypatch
+
+    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
+        path = self.dir / "failsecure.toml"
+        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
+        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
+        cfg = policy.reload()
+        assert cfg.error is None, cfg.error
+
+    def events(self) -> list:
+        if not self.audit_path.exists():
+            return []
+        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
+
+    def last(self) -> dict:
+        events = self.events()
+        assert events, "no audit event was written"
+        return events[-1]
+
+    def outcome_of(self, hook_suffix: str, event: dict | None = None) -> dict:
+        event = event or self.last()
+        found = [o for o in event["outcomes"] if o["hook"].endswith(hook_suffix)]
+        assert len(found) == 1, event["outcomes"]
+        return found[0]
+
+    def run(self, arguments: dict | None = None, mode: str = "async", **kwargs):
+        if self.marker.exists():
+            self.marker.unlink()
+        return adk_rig.run_agent(self.marker, dict(arguments or {"command": "harmless"}), mode, **kwargs)
+
+    @property
+    def ran(self) -> bool:
+        return self.marker.exists()
+
+
+@pytest.fixture
+def rig(tmp_path, monkeypatch, adapter):
+    monkeypatch.chdir(tmp_path)
+    r = Rig(tmp_path, monkeypatch)
+    r.config()
+    yield r
+    monkeypatch.delenv("FAILSECURE_CONFIG", raising=False)
+    policy.reload()
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request):
+    return request.param
+
+
+class ADKHarness(Harness):
+    """The kit's gates on a real ADK agent run: the first gate is a runner plugin
+    (``BasePlugin.before_tool_callback``), every later one an agent
+    ``before_tool_callback`` (ADK runs the plugins first, so a plugin approves before an
+    agent callback can rewrite)."""
+
+    framework = "google-adk"
+    modes = ("sync", "async")
+    async_gates = True
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.plugins: list = []
+        self.callbacks: list = []
+        self.count = 0
+
+    def add_gate(self, name, behave, *, is_async=False):
+        self.count += 1
+        label = f"{name}_{self.count}"
+
+        def seen(tool, args):
+            return Seen(getattr(tool, "name", None), dict(args), native=args)
+
+        if not self.plugins and not self.callbacks:
+
+            async def callback(tool, tool_args, tool_context):
+                if is_async:
+                    return await behave(seen(tool, tool_args))
+                # a sync gate in a plugin: off the event loop, as a plugin author would
+                return await asyncio.to_thread(behave, seen(tool, tool_args))
+
+            self.plugins.append(adk_rig.plugin(f"gate-{label}", callback))
+            return f"google-adk:plugin:gate-{label}"
+        if is_async:
+
+            async def gate(tool, args, tool_context):
+                return await behave(seen(tool, args))
+
+        else:
+
+            def gate(tool, args, tool_context):
+                return behave(seen(tool, args))
+
+        adk_rig.named(gate, f"gate_{label}")
+        self.callbacks.append(gate)
+        return f"google-adk:{gate.__module__}.gate_{label}"
+
+    def reset(self):
+        self.plugins, self.callbacks = [], []
+
+    def allow(self, seen):
+        return None
+
+    def deny(self, seen):
+        return {"error": "denied by the conformance gate"}
+
+    def junk(self):
+        return [
+            ("a string", "DENY"),
+            ("False", False),
+            ("True", True),
+            ("a list", [{"error": "x"}]),
+            ("an object", object()),
+            ("a dict with a non-string key", {1: "x"}),
+        ]
+
+    def rewrite(self, seen, arguments):
+        seen.native.clear()
+        seen.native.update(arguments)
+        return None
+
+    def run(self, arguments, mode):
+        marker = self.workdir / "kit-marker"
+        if marker.exists():
+            marker.unlink()
+        before = list(self.callbacks) or None
+        outcome = adk_rig.run_agent(marker, arguments, mode, before=before, plugins=list(self.plugins))
+        return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
+
+
+@pytest.fixture
+def failsecure_harness(tmp_path):
+    return ADKHarness(tmp_path)
