@@ -129,3 +129,106 @@ def test_drop_in_patches_on_import_in_a_fresh_interpreter(tmp_path):
     out = _python(code, FAILSECURE_AUTO="1", PYTHONPATH=str(tmp_path))
     assert out.stdout.strip() == "refused", out.stderr
     assert "cannot patch code-puppy" in out.stderr
+
+
+# ---------------------------------------------------------------- activation holes
+
+
+class WrappingToy(Adapter):
+    """Wraps fs_toy_wrap.dispatch so a lost wrapper is observable."""
+
+    name = "toy-wrap"
+    distribution = "failsecure-toy"
+    modules = ("fs_toy_wrap",)
+
+    def _patch(self):
+        import fs_toy_wrap
+
+        self.wrap(fs_toy_wrap, "dispatch", lambda wrapped, instance, args, kwargs: "gated")
+
+    def to_verdict(self, native):
+        return ABSTAIN
+
+    def _probe(self, gate):
+        return False
+
+
+@pytest.fixture
+def wrap_framework(tmp_path, monkeypatch):
+    (tmp_path / "fs_toy_wrap.py").write_text("def dispatch():\n    return 'ran'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(activation._extra, "toy-wrap", WrappingToy)
+    yield
+    activation.uninstall()
+    sys.modules.pop("fs_toy_wrap", None)
+    activation._adapters.pop("toy-wrap", None)
+
+
+def test_reload_of_a_patched_module_patches_it_again(wrap_framework, capsys):
+    import importlib
+
+    _bootstrap.enable({"fs_toy_wrap": "toy-wrap"})
+    import fs_toy_wrap
+
+    assert fs_toy_wrap.dispatch() == "gated"
+    importlib.reload(fs_toy_wrap)  # re-executes the module: fresh, unwrapped functions
+    assert fs_toy_wrap.dispatch() == "gated"
+    assert activation.get("toy-wrap").intact()
+    assert "patch was lost" in capsys.readouterr().err
+    activation.uninstall()
+    assert fs_toy_wrap.dispatch() == "ran"  # the allow twin: upstream restored
+
+
+def test_lost_patch_is_noticed_and_applied_again(wrap_framework):
+    _bootstrap.enable({"fs_toy_wrap": "toy-wrap"})
+    import fs_toy_wrap
+
+    adapter = activation.get("toy-wrap")
+    assert adapter.intact()
+    fs_toy_wrap.dispatch = lambda: "ran"  # someone put the original back
+    assert not adapter.intact()
+    assert adapter.patch() == "patched" and fs_toy_wrap.dispatch() == "gated"
+
+
+def test_drop_in_patches_a_framework_imported_before_it(wrap_framework, monkeypatch):
+    import fs_toy_wrap
+
+    from failsecure import adapters
+
+    monkeypatch.setitem(adapters.BUILTIN, "toy-wrap", ("fs_toy_wrap", "x:y", "failsecure-toy"))
+    monkeypatch.setattr(_bootstrap, "_started", False)
+    assert fs_toy_wrap.dispatch() == "ran"
+    _bootstrap.run()
+    assert fs_toy_wrap.dispatch() == "gated"
+
+
+def test_an_adapter_that_cannot_load_refuses_its_framework(tmp_path, monkeypatch, capsys):
+    from failsecure import adapters
+
+    (tmp_path / "fs_toy_broken.py").write_text("READY = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(adapters.BUILTIN, "toy-broken", ("fs_toy_broken", "failsecure.adapters.no_such_adapter:X", "failsecure-toy"))
+    try:
+        _bootstrap.enable()
+        with pytest.raises(ImportError, match="cannot load"):
+            import fs_toy_broken  # noqa: F401
+        assert "fs_toy_broken" not in sys.modules
+        adapter = activation.get("toy-broken")
+        assert adapter.state == "refused" and "ModuleNotFoundError" in adapter.refused_reason
+        assert adapter.decide("tool", []).denied
+        assert "toy-broken is refused" in capsys.readouterr().err
+    finally:
+        activation.uninstall()
+        activation._adapters.pop("toy-broken", None)
+        sys.modules.pop("fs_toy_broken", None)
+    import fs_toy_broken  # noqa: F401,F811  (the twin: without the watch, the import works)
+
+
+def test_pth_line_says_when_the_drop_in_cannot_start():
+    here = os.path.dirname(os.path.abspath(__file__))
+    line = open(os.path.join(here, "..", "..", "failsecure-auto.pth")).read()
+    code = "import sys; sys.modules['failsecure._bootstrap'] = None\n" + line
+    out = _python(code, FAILSECURE_AUTO="1")
+    assert out.returncode == 0 and "the drop-in could not start (ModuleNotFoundError)" in out.stderr
+    ok = _python(line, FAILSECURE_AUTO="1")
+    assert ok.returncode == 0 and "could not start" not in ok.stderr
