@@ -1,0 +1,160 @@
+"""Activation, unpatch, lockdown and the doctor self-test of the langchain adapter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import failsecure
+from failsecure import activation
+from failsecure_langchain_rig import handler
+
+TARGETS = [
+    ("langchain_core.callbacks.manager", None, "handle_event"),
+    ("langchain_core.callbacks.manager", None, "ahandle_event"),
+    ("langgraph.prebuilt.tool_node", "ToolNode", "_execute_tool_sync"),
+    ("langgraph.prebuilt.tool_node", "ToolNode", "_execute_tool_async"),
+    ("langchain.agents.middleware.human_in_the_loop", "HumanInTheLoopMiddleware", "__init__"),
+    ("langchain.agents.factory", None, "_chain_tool_call_wrappers"),
+    ("langchain.agents.factory", None, "_chain_async_tool_call_wrappers"),
+]
+
+
+def _owner(module, cls):
+    mod = sys.modules[module]
+    return getattr(mod, cls) if cls else mod
+
+
+def test_every_target_is_patched_and_unpatch_restores_upstream(adapter):
+    import wrapt
+
+    for module, cls, attr in TARGETS:
+        assert isinstance(vars(_owner(module, cls))[attr], wrapt.FunctionWrapper), (module, attr)
+    failsecure.uninstall()
+    try:
+        for module, cls, attr in TARGETS:
+            value = vars(_owner(module, cls))[attr]
+            assert not isinstance(value, wrapt.FunctionWrapper), (module, attr)
+            assert value.__module__ == module
+    finally:
+        failsecure.install()
+    assert adapter.state == "patched"
+
+
+def test_doctor_self_test_passes(adapter):
+    checks = adapter.self_test()
+    assert [c.ok for c in checks] == [True] * 4, checks
+    assert {c.name for c in checks} == {"raising gate", "hanging gate", "junk gate", "allowing gate"}
+
+
+def test_refused_adapter_denies_every_tool_call(rig, adapter):
+    failsecure.uninstall()
+    adapter.refuse("test: target missing")
+    try:
+        assert adapter.state == "refused"
+        _, exc = rig.invoke([], mode="sync")
+        assert exc is not None and not rig.marker.ran
+        assert str(exc) == "failsecure: hook 'langchain:failsecure' is missing"
+        _, exc = rig.invoke([], mode="async")
+        assert exc is not None and not rig.marker.ran
+    finally:
+        adapter.unpatch()
+        failsecure.install()
+    assert adapter.state == "patched"
+    _, exc = rig.invoke([], mode="sync")
+    assert exc is None and rig.marker.ran
+
+
+def test_patch_error_when_the_dispatcher_is_gone(adapter, monkeypatch):
+    import langchain_core.callbacks.manager as manager
+
+    fresh = type(adapter)()
+    monkeypatch.delattr(manager, "ahandle_event")
+    try:
+        assert fresh.patch() == "refused"
+        assert "ahandle_event" in fresh.refused_reason
+    finally:
+        fresh.unpatch()
+
+
+def test_wrapped_targets_keep_their_signature(adapter):
+    import inspect
+
+    from langchain_core.callbacks import manager
+
+    assert str(inspect.signature(manager.handle_event)).startswith("(handlers")
+    assert inspect.iscoroutinefunction(manager.ahandle_event)
+
+
+def test_a_module_imported_later_is_patched_on_import(tmp_path):
+    """In a fresh interpreter: activate on langchain_core alone, then import langgraph's
+    ToolNode and langchain's factory: both are patched on import."""
+    code = textwrap.dedent(
+        """
+        import sys, wrapt, failsecure
+        failsecure.install()
+        import langchain_core.callbacks.manager
+        from failsecure import activation
+        assert activation.get("langchain").state == "patched"
+        assert "langgraph.prebuilt.tool_node" not in sys.modules
+        from langgraph.prebuilt import tool_node
+        import langchain.agents.factory as factory
+        print(isinstance(vars(tool_node.ToolNode)["_execute_tool_sync"], wrapt.FunctionWrapper),
+              isinstance(vars(factory)["_chain_tool_call_wrappers"], wrapt.FunctionWrapper))
+        """
+    )
+    env = dict(os.environ, FAILSECURE_AUTO="0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_drop_in_activates_without_code_change(tmp_path):
+    """The wheel's .pth bootstrap (tox installs the wheel): importing langchain_core is
+    enough."""
+    import site
+
+    paths = site.getsitepackages() + [site.getusersitepackages()]
+    if not any(os.path.exists(os.path.join(p, "failsecure-auto.pth")) for p in paths):
+        pytest.skip("failsecure-auto.pth not installed (editable install)")
+    code = textwrap.dedent(
+        """
+        from langchain_core.callbacks import BaseCallbackHandler
+        from langchain_core.tools import tool
+        class Strict(BaseCallbackHandler):
+            raise_error = True
+            def on_tool_start(self, *a, **k):
+                raise NotImplementedError
+        @tool
+        def t(x: str) -> str:
+            "t"
+            return "ran"
+        try:
+            print(t.invoke({"x": "y"}, config={"callbacks": [Strict()]}))
+        except Exception as e:
+            print(type(e).__name__)
+        """
+    )
+    env = dict(os.environ, FAILSECURE_AUTO="1")
+    env.pop("FAILSECURE_CONFIG", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ToolCallDenied"
+
+
+def test_status_names_the_distribution(adapter):
+    status = adapter.status()
+    assert status["distribution"] == "langchain-core" and status["state"] == "patched"
+    assert status["in_range"], status
+    assert activation.get("langchain") is adapter
+
+
+def test_observer_only_run_calls_no_gate(rig):
+    """A plain tracer with no gate: the call is still decided (and audited) once."""
+    _, exc = rig.invoke([handler("Tracer", lambda *a, **k: None, strict=False)])
+    assert exc is None and rig.marker.ran
+    assert len(rig.events()) == 1

@@ -1,0 +1,266 @@
+"""End to end: ``create_agent`` with a scripted chat model and a real tool (a marker
+file), ``invoke`` and ``ainvoke``, sync and async tools; callbacks in the run config,
+``HumanInTheLoopMiddleware`` and ``wrap_tool_call`` middleware."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+from langgraph.checkpoint.memory import InMemorySaver
+
+from failsecure_langchain_rig import TOOL, handler, hook_id, tool_messages
+
+MODES = ("sync", "async")
+#: (run mode, async tool): an async-only tool cannot run under a sync invoke
+RUNS = [("sync", False), ("async", False), ("async", True)]
+
+
+def raising(*args, **kwargs):
+    raise RuntimeError("SECRET-token-123")
+
+
+# -------------------------------------------------------------------- callback gates
+
+
+@pytest.mark.parametrize("mode,is_async_tool", RUNS)
+def test_agent_run_strict_gate_raising_denies_with_a_tool_message(rig, mode, is_async_tool):
+    result = rig.run_agent([handler("Strict", raising)], mode=mode, is_async_tool=is_async_tool)
+    assert not rig.marker.ran
+    [message] = tool_messages(result)
+    assert message.status == "error"
+    assert message.content == f"failsecure: hook '{hook_id('Strict')}' failed closed (raised)"
+    assert message.tool_call_id == "call_1"
+    assert result["messages"][-1].content == "done"  # the model saw the deny and answered
+    outcome = rig.outcome_of(hook_id("Strict"))
+    assert (outcome["failure"], outcome["exception_type"]) == ("raised", "RuntimeError")
+    assert rig.last()["call_id"] == "call_1" and rig.last()["tool"] == TOOL
+    assert "SECRET" not in rig.audit_path.read_text() and "SECRET" not in str(result)
+
+
+@pytest.mark.parametrize("mode,is_async_tool", RUNS)
+def test_agent_run_strict_gate_allowing_runs_the_tool(rig, mode, is_async_tool):
+    seen = []
+    result = rig.run_agent(
+        [handler("Strict", lambda s, i, **k: seen.append(k["inputs"]))], mode=mode, is_async_tool=is_async_tool
+    )
+    assert rig.marker.ran and seen == [{"command": "harmless"}]
+    [message] = tool_messages(result)
+    assert message.status == "success" and message.content == "wrote harmless"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_agent_run_hanging_gate_denies_at_the_deadline(rig, mode):
+    result = rig.run_agent([handler("Hangs", lambda *a, **k: rig.release.wait(5))], mode=mode)
+    assert not rig.marker.ran
+    assert tool_messages(result)[0].content == f"failsecure: hook '{hook_id('Hangs')}' failed closed (timeout)"
+    assert rig.outcome_of(hook_id("Hangs"))["failure"] == "timeout"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_agent_run_tracer_error_never_blocks_the_tool(rig, mode):
+    result = rig.run_agent([handler("Tracer", raising, strict=False)], mode=mode)
+    assert rig.marker.ran
+    assert tool_messages(result)[0].status == "success"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_agent_run_upstream_fails_open_when_unpatched(rig, upstream, mode):
+    def not_implemented(*args, **kwargs):
+        raise NotImplementedError
+
+    with upstream:
+        rig.run_agent([handler("Strict", not_implemented)], mode=mode)
+        assert rig.marker.ran
+    rig.marker.reset()
+    result = rig.run_agent([handler("Strict", not_implemented)], mode=mode)
+    assert not rig.marker.ran and tool_messages(result)[0].status == "error"
+    assert rig.outcome_of(hook_id("Strict"))["exception_type"] == "NotImplementedError"
+
+
+# -------------------------------------------------------------------- HITL `when`
+
+
+def hitl(when):
+    return HumanInTheLoopMiddleware(interrupt_on={TOOL: {"allowed_decisions": ["approve", "reject"], "when": when}})
+
+
+def run_hitl(rig, when, mode):
+    return rig.run_agent(mode=mode, middleware=[hitl(when)], checkpointer=InMemorySaver())
+
+
+def answers(value):
+    def when(request):
+        return value
+
+    return when
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("value", [None, "yes", 0, 1], ids=["none", "string", "zero", "one"])
+def test_when_predicate_answering_junk_asks_the_human(rig, mode, value):
+    result = run_hitl(rig, answers(value), mode)
+    assert "__interrupt__" in result and not rig.marker.ran
+    event = rig.last()
+    assert event["outcome"] == "deny" and event["failure"] == "invalid"
+    assert event["hook"].endswith("answers.<locals>.when")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_when_predicate_raising_asks_the_human(rig, mode):
+    def when(request):
+        raise KeyError("SECRET")
+
+    result = run_hitl(rig, when, mode)
+    assert "__interrupt__" in result and not rig.marker.ran
+    assert (rig.last()["failure"], rig.last()["exception_type"]) == ("raised", "KeyError")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_when_predicate_hanging_asks_the_human(rig, mode):
+    result = run_hitl(rig, lambda request: rig.release.wait(5), mode)
+    assert "__interrupt__" in result and not rig.marker.ran
+    assert rig.last()["failure"] == "timeout"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_when_predicate_true_asks_false_skips(rig, mode):
+    result = run_hitl(rig, answers(True), mode)
+    assert "__interrupt__" in result and not rig.marker.ran
+    result = run_hitl(rig, answers(False), mode)
+    assert "__interrupt__" not in result and rig.marker.ran
+
+
+def test_when_predicate_none_skips_the_review_upstream(rig, upstream):
+    with upstream:
+        result = run_hitl(rig, answers(None), "sync")
+        assert "__interrupt__" not in result and rig.marker.ran
+
+
+def test_when_predicate_after_review_approve_runs(rig):
+    """The predicate runs again on resume; an approved call then runs."""
+    from langgraph.types import Command
+
+    agent = rig.agent(middleware=[hitl(answers(None))], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config=config)
+    assert "__interrupt__" in result and not rig.marker.ran
+    resume = _approve(result)
+    agent.invoke(Command(resume=resume), config=config)
+    assert rig.marker.ran
+
+
+def _approve(result):
+    value = result["__interrupt__"][0].value
+    if isinstance(value, dict) and "action_requests" in value:  # interrupt_mode "batch"
+        return {"decisions": [{"type": "approve"}]}
+    return {"type": "approve"}
+
+
+# -------------------------------------------------------------------- wrap_tool_call
+
+
+class Raises(AgentMiddleware):
+    def wrap_tool_call(self, request, handler):
+        raise RuntimeError("SECRET")
+
+    async def awrap_tool_call(self, request, handler):
+        raise RuntimeError("SECRET")
+
+
+class Hangs(AgentMiddleware):
+    def __init__(self, release):
+        super().__init__()
+        self.release = release
+
+    def wrap_tool_call(self, request, handler):
+        self.release.wait(5)
+        return handler(request)
+
+    async def awrap_tool_call(self, request, handler):
+        await asyncio.sleep(2)
+        return await handler(request)
+
+
+class PassesSlowTool(AgentMiddleware):
+    """Hands the call on at once; the tool itself takes longer than the deadline."""
+
+    def wrap_tool_call(self, request, handler):
+        time.sleep(0.01)
+        return handler(request)
+
+    async def awrap_tool_call(self, request, handler):
+        await asyncio.sleep(0.01)
+        return await handler(request)
+
+
+MW = "test_langchain_agent"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_middleware_raising_propagates_and_is_audited(rig, mode):
+    with pytest.raises(RuntimeError):
+        rig.run_agent(mode=mode, middleware=[Raises()])
+    assert not rig.marker.ran
+    event = rig.last()
+    assert (event["outcome"], event["failure"], event["exception_type"]) == ("deny", "raised", "RuntimeError")
+    method = "wrap_tool_call" if mode == "sync" else "awrap_tool_call"
+    assert event["hook"].endswith(f"Raises.{method}")
+    assert "SECRET" not in rig.audit_path.read_text()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_middleware_hanging_is_denied_at_the_deadline(rig, mode):
+    result = rig.run_agent(mode=mode, middleware=[Hangs(rig.release)])
+    assert not rig.marker.ran
+    [message] = tool_messages(result)
+    assert message.status == "error" and message.content.endswith("failed closed (timeout)")
+    assert rig.last()["failure"] == "timeout"
+    rig.release.set()
+    time.sleep(0.05)
+    assert not rig.marker.ran  # the abandoned middleware cannot run the tool later
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_middleware_deadline_does_not_count_the_tool(rig, mode, monkeypatch):
+    """The deadline bounds the middleware's own time, not the tool's."""
+    real = rig.marker._write
+
+    def slow_write(command):
+        time.sleep(0.5)
+        return real(command)
+
+    monkeypatch.setattr(rig.marker, "_write", slow_write)
+    result = rig.run_agent(mode=mode, middleware=[PassesSlowTool()])
+    assert rig.marker.ran and tool_messages(result)[0].status == "success"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_middleware_and_strict_gate_together(rig, mode):
+    """The callback gate runs inside the middleware onion, on the final call; its deny
+    reaches the middleware as the ToolMessage."""
+    seen = []
+
+    class Rewrites(AgentMiddleware):
+        def wrap_tool_call(self, request, handler):
+            call = {**request.tool_call, "args": {"command": "forbidden"}}
+            result = handler(request.override(tool_call=call))
+            seen.append(result.status)
+            return result
+
+        async def awrap_tool_call(self, request, handler):
+            call = {**request.tool_call, "args": {"command": "forbidden"}}
+            result = await handler(request.override(tool_call=call))
+            seen.append(result.status)
+            return result
+
+    def policy(serialized, input_str, **kwargs):
+        if kwargs["inputs"]["command"] == "forbidden":
+            raise PermissionError
+
+    result = rig.run_agent([handler("Policy", policy)], mode=mode, middleware=[Rewrites()])
+    assert not rig.marker.ran and seen == ["error"]
+    assert tool_messages(result)[0].status == "error"
