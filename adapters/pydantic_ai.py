@@ -51,6 +51,7 @@ from typing import Any, Optional
 
 from failsecure import integrity, policy
 from failsecure.adapter import Adapter, PatchError
+from failsecure.reduce import effective
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 HOOKS = "pydantic_ai.capabilities.hooks"
@@ -69,15 +70,6 @@ class _Raised:
 
     def __init__(self, exc: BaseException):
         self.exc = exc
-
-
-class _OwnTimeout:
-    """The hook's own ``timeout=`` expired (upstream raised ``HookTimeoutError``)."""
-
-    __slots__ = ()
-
-
-_OWN_TIMEOUT = _OwnTimeout()
 
 
 class PydanticAIAdapter(Adapter):
@@ -197,8 +189,6 @@ class PydanticAIAdapter(Adapter):
             if isinstance(native.exc, self._ask_type):
                 return Verdict(action=Action.ASK, data=native)
             return Verdict(action=Action.DENY, data=native)
-        if native is _OWN_TIMEOUT:
-            raise Invalid(Failure.TIMEOUT)
         raise Invalid()
 
     def _results_verdict(self, native: Any) -> Verdict:
@@ -206,8 +196,6 @@ class PydanticAIAdapter(Adapter):
         whose approvals are bools, ``ToolApproved`` or ``ToolDenied`` keyed by call id."""
         if native is None:
             return _ABSTAIN
-        if native is _OWN_TIMEOUT:
-            raise Invalid(Failure.TIMEOUT)
         if not isinstance(native, self._results_type):
             raise Invalid()
         approvals, calls = native.approvals, native.calls
@@ -229,8 +217,6 @@ class PydanticAIAdapter(Adapter):
         try:
             with hooks._utils.abandon_threads_on_cancel():
                 return await hooks._call_entry(entry, hook_name, *args, **kwargs)
-        except hooks.HookTimeoutError:
-            return _OWN_TIMEOUT
         except (self._ask_type,) + self._deny_types as exc:
             if hook_name != EVENT:
                 raise
@@ -239,16 +225,23 @@ class PydanticAIAdapter(Adapter):
     def _entry_id(self, entry: Any) -> str:
         return self.callable_id(getattr(entry, "func", entry))
 
+    async def _call(self, entry: Any, hook_name: str, ctx: Any, validate: Any = None, **kwargs: Any) -> Outcome:
+        """One hook entry under the guard. The hook's own ``timeout=`` expiring (upstream
+        raises ``HookTimeoutError``) is a ``timeout``, like failsecure's own deadline."""
+        outcome = await self.ahook_call(self._entry_id(entry), self._invoke, entry, hook_name, ctx, _validate=validate, **kwargs)
+        if outcome.failure is Failure.RAISED and outcome.exception_type == "HookTimeoutError":
+            outcome = Outcome(hook=outcome.hook, failure=Failure.TIMEOUT, exception_type=outcome.exception_type, elapsed_ms=outcome.elapsed_ms)
+        return outcome
+
     # ------------------------------------------------------------ the gate
 
     def _gated(self, entries: list) -> bool:
-        if entries or self.state == "refused":
-            return True
-        config = policy.current()
-        if config.error:
+        """A dispatch with no hook for this tool is upstream's, unless a ``pydantic-ai:``
+        hook is required (then its absence denies)."""
+        if entries:
             return True
         prefix = self.name + ":"
-        return any(r.startswith(prefix) for r in config.required_for(self.name))
+        return any(r.startswith(prefix) for r in policy.current().required_for(self.name))
 
     async def _gate(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         ctx = args[0] if args else kwargs.get("ctx")
@@ -264,19 +257,19 @@ class PydanticAIAdapter(Adapter):
             entries = self._hooks._filter_tool_entries(instance._get(EVENT), call=call)
             if not self._gated(entries):
                 return arguments
+            config = policy.current()
 
             async def run_round() -> list[Outcome]:
                 current = state["args"]
                 outcomes = []
                 for entry in entries:
                     before = integrity.snapshot(current)
-                    outcome = await self.ahook_call(
-                        self._entry_id(entry), self._invoke, entry, EVENT, ctx,
-                        call=call, tool_def=tool_def, args=current,
-                    )
+                    outcome = await self._call(entry, EVENT, ctx, call=call, tool_def=tool_def, args=current)
                     outcomes.append(outcome)
-                    if outcome.failure is not None or outcome.action is Action.DENY:
-                        break
+                    if effective(outcome, config) is Action.DENY:
+                        break  # upstream stops at a raise too; nothing more to judge
+                    if outcome.failure is not None:
+                        continue  # an observer's or a tolerated failure: the arguments stand
                     if outcome.action is Action.ALLOW:
                         new = outcome.verdict.data
                         if not integrity.same(before, new):
@@ -324,10 +317,7 @@ class PydanticAIAdapter(Adapter):
         remaining = requests
         any_handled = False
         for entry in entries:
-            outcome = await self.ahook_call(
-                self._entry_id(entry), self._invoke, entry, APPROVER, ctx,
-                requests=remaining, _validate=self._results_verdict,
-            )
+            outcome = await self._call(entry, APPROVER, ctx, self._results_verdict, requests=remaining)
             if outcome.failure is not None:
                 # the answer is dropped: the calls still require approval
                 await self.adecide(None, [outcome])

@@ -9,6 +9,7 @@ Also the conformance kit's ``failsecure_harness`` fixture (``PydanticAIHarness``
 import asyncio
 import json
 import os
+import sys
 import threading
 
 import pytest
@@ -19,6 +20,14 @@ from failsecure.conformance import Harness, NotSupported, Ran, Seen
 
 DEADLINE = 0.3
 TOOL = "run_command"
+
+# the test modules import the rig by this name (conftest is not importable by name under
+# --import-mode=importlib)
+sys.modules.setdefault("failsecure_pai_rig", sys.modules[__name__])
+
+
+def hook_id(fn) -> str:
+    return f"pydantic-ai:{fn.__module__}.{fn.__qualname__}"
 
 
 @pytest.fixture(scope="session")
