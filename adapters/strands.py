@@ -40,6 +40,7 @@ Hook ids: ``strands:<module>.<qualname>`` of the callback (a bound method names 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import inspect
 import sys
@@ -49,7 +50,7 @@ from typing import Any, Optional
 from failsecure import integrity
 from failsecure.adapter import Adapter, PatchError
 from failsecure.reduce import ask_unsupported
-from failsecure.verdict import Action, Invalid, Outcome, Verdict
+from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 REGISTRY = "strands.hooks.registry"
 #: the trigger: the package, so its events module has finished executing too
@@ -316,6 +317,7 @@ class StrandsAdapter(Adapter):
                 return self.hook_calls([(self._hook(cb), self._call_sync, (cb, event), None, _verdict) for cb in callbacks])
 
             outcomes = integrity.until_stable(run_round, lambda: self._current(event), self.hook_id("BeforeToolCallEvent"))
+            outcomes = _one_interrupt_per_name(outcomes)
             decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
             return self._render(event, start, decision)
         except Exception as exc:
@@ -346,6 +348,7 @@ class StrandsAdapter(Adapter):
                 return outcomes
 
             outcomes = await integrity.auntil_stable(run_round, lambda: self._current(event), self.hook_id("BeforeToolCallEvent"))
+            outcomes = _one_interrupt_per_name(outcomes)
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
             return self._render(event, start, decision)
         except Exception as exc:
@@ -358,17 +361,12 @@ class StrandsAdapter(Adapter):
             self._deny(event, decision)
             return event, []
         if decision.action is Action.ASK:
-            interrupts, names = [], set()
+            interrupts = []
             for outcome in decision.deciding:
                 interrupt = outcome.verdict.data if outcome.verdict is not None else None
-                name = getattr(interrupt, "name", None) if interrupt is not None else None
-                if interrupt is None or name in names:
-                    # a failsecure plugin asked (no native interrupt), or two callbacks used
-                    # one interrupt name (upstream: ValueError): deny
-                    hook = outcome.hook
-                    self._deny(event, None, ask_unsupported(hook, self.name) if interrupt is None else f"failsecure: hook '{hook}' answered invalid")
+                if interrupt is None:  # a failsecure plugin gate asked: Strands has no such answer
+                    self._deny(event, None, ask_unsupported(outcome.hook, self.name))
                     return event, []
-                names.add(name)
                 interrupts.append(interrupt)
             event.cancel_tool = start
             return event, interrupts
@@ -413,16 +411,35 @@ class StrandsAdapter(Adapter):
             invocation_state={},
         )
         box: list = []
+        context = contextvars.copy_context()  # the self-test's config is set for this context
 
         def run() -> None:
-            box.append(asyncio.run(registry.invoke_callbacks_async(event)))
+            box.append(context.run(asyncio.run, registry.invoke_callbacks_async(event)))
 
+        # a thread of its own: the caller may be inside a running event loop
         thread = threading.Thread(target=run, name="failsecure-strands-probe", daemon=True)
         thread.start()
         thread.join(30)
         self._ids.pop(id(callback), None)
         cancel = event.cancel_tool
         return cancel is True or (type(cancel) is str and bool(cancel))
+
+
+def _one_interrupt_per_name(outcomes: list) -> list:
+    """Upstream raises ``ValueError`` when two callbacks raise an interrupt of one name;
+    failsecure judges the later one INVALID instead (a deny, audited)."""
+    names: set = set()
+    out = []
+    for outcome in outcomes:
+        verdict = outcome.verdict
+        if verdict is not None and verdict.action is Action.ASK and verdict.data is not None:
+            name = getattr(verdict.data, "name", None)
+            key = name if type(name) is str else id(verdict.data)
+            if key in names:
+                outcome = Outcome(hook=outcome.hook, failure=Failure.INVALID, elapsed_ms=outcome.elapsed_ms)
+            names.add(key)
+        out.append(outcome)
+    return out
 
 
 def _fingerprint(value: Any, depth: int) -> Any:

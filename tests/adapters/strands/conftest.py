@@ -1,0 +1,317 @@
+"""Rig for the Strands adapter tests: the real pinned strands-agents, a scripted ``Model``
+subclass (nothing reaches AWS or any network), a real ``@tool`` that writes a marker file,
+and a config with a short deadline and an audit file per test.
+
+Also the conformance kit's ``failsecure_harness`` fixture (``StrandsHarness``).
+"""
+
+import asyncio
+import json
+import os
+import sys
+import threading
+
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "failsecure-test")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "failsecure-test")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+
+import pytest  # noqa: E402
+
+import failsecure  # noqa: E402
+from failsecure import activation, policy  # noqa: E402
+from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
+
+DEADLINE = 0.3
+
+
+@pytest.fixture(scope="session")
+def adapter():
+    failsecure.install()
+    import strands.hooks  # noqa: F401  (the trigger module: patched on import)
+
+    strands_adapter = activation.get("strands")
+    assert strands_adapter.state == "patched", strands_adapter.refused_reason
+    return strands_adapter
+
+
+# ---------------------------------------------------------------- the scripted model
+
+
+def _tool_result_texts(messages) -> list:
+    texts = []
+    for message in messages:
+        for block in message.get("content", ()):
+            result = block.get("toolResult") if isinstance(block, dict) else None
+            if result:
+                texts.append(" ".join(c.get("text", "") for c in result.get("content", ()) if isinstance(c, dict)))
+    return texts
+
+
+def make_model(calls):
+    """A ``strands.models.Model`` that asks for ``calls`` (a list of ``(tool name, input)``)
+    in its first turn, then answers with the text of every tool result it got."""
+    from strands.models.model import Model
+
+    class ScriptedModel(Model):
+        def __init__(self):
+            self.turns = 0
+
+        def update_config(self, **model_config):
+            pass
+
+        def get_config(self):
+            return {}
+
+        async def structured_output(self, output_model, prompt, system_prompt=None, **kwargs):
+            raise NotImplementedError
+            yield  # pragma: no cover
+
+        async def stream(self, messages, tool_specs=None, system_prompt=None, **kwargs):
+            self.turns += 1
+            yield {"messageStart": {"role": "assistant"}}
+            if self.turns == 1:
+                for index, (name, tool_input) in enumerate(calls):
+                    yield {"contentBlockStart": {"start": {"toolUse": {"toolUseId": f"call-{index}", "name": name}}}}
+                    yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(tool_input)}}}}
+                    yield {"contentBlockStop": {}}
+                yield {"messageStop": {"stopReason": "tool_use"}}
+                return
+            yield {"contentBlockStart": {"start": {}}}
+            yield {"contentBlockDelta": {"delta": {"text": " | ".join(_tool_result_texts(messages)) or "no tool result"}}}
+            yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "end_turn"}}
+
+    return ScriptedModel()
+
+
+# ---------------------------------------------------------------- the tool
+
+
+class Marker:
+    """The real tool's side effect: one file per run, holding the command it ran with."""
+
+    def __init__(self, path):
+        self.dir = path
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def runs(self) -> list:
+        return sorted(p.read_text() for p in self.dir.glob("run-*"))
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.runs())
+
+    def tool(self, name="run_command"):
+        from strands import tool
+
+        folder = self.dir
+        lock = threading.Lock()
+
+        @tool(name=name)
+        def run_command(command: str) -> str:
+            """Run a command (writes a marker file).
+
+            Args:
+                command: the command line
+            """
+            with lock:
+                index = len(list(folder.glob("run-*")))
+                (folder / f"run-{index}").write_text(command)
+            return f"ran {command}"
+
+        return run_command
+
+
+class Rig:
+    def __init__(self, path, monkeypatch):
+        self.dir = path
+        self.audit_path = path / "audit.jsonl"
+        self._monkeypatch = monkeypatch
+        self.marker = Marker(path / "marker")
+
+    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
+        path = self.dir / "failsecure.toml"
+        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
+        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
+        cfg = policy.reload()
+        assert cfg.error is None, cfg.error
+
+    def events(self) -> list:
+        if not self.audit_path.exists():
+            return []
+        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
+
+    def last(self) -> dict:
+        events = self.events()
+        assert events, "no audit event was written"
+        return events[-1]
+
+    def outcome_of(self, hook_suffix: str, event: dict | None = None) -> dict:
+        event = event or self.last()
+        found = [o for o in event["outcomes"] if o["hook"].endswith(hook_suffix)]
+        assert len(found) == 1, event["outcomes"]
+        return found[0]
+
+    def agent(self, calls=None, hooks=(), executor="concurrent", tools=None, command="echo hi"):
+        """A real ``Agent`` with the scripted model and the marker tool; ``calls`` defaults
+        to one ``run_command`` call with ``command``."""
+        from strands import Agent
+        from strands.tools.executors import ConcurrentToolExecutor, SequentialToolExecutor
+
+        calls = calls if calls is not None else [("run_command", {"command": command})]
+        return Agent(
+            model=make_model(calls),
+            tools=tools if tools is not None else [self.marker.tool()],
+            hooks=list(hooks),
+            callback_handler=None,
+            tool_executor=ConcurrentToolExecutor() if executor == "concurrent" else SequentialToolExecutor(),
+        )
+
+
+@pytest.fixture
+def rig(tmp_path, monkeypatch, adapter):
+    monkeypatch.chdir(tmp_path)
+    r = Rig(tmp_path, monkeypatch)
+    r.config()
+    yield r
+    monkeypatch.delenv("FAILSECURE_CONFIG", raising=False)
+    policy.reload()
+
+
+@pytest.fixture
+def release():
+    """An Event a hanging gate waits on; set at teardown so no thread outlives the test."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def text_of(result) -> str:
+    """The final text an agent run answered with (the tool results it saw)."""
+    return str(result)
+
+
+def before_tool():
+    from strands.hooks import BeforeToolCallEvent
+
+    return BeforeToolCallEvent
+
+
+def provider(*callbacks, event=None):
+    """A HookProvider registering ``callbacks`` on ``BeforeToolCallEvent``, in order."""
+    from strands.hooks import HookProvider
+
+    event_type = event or before_tool()
+
+    class Gates(HookProvider):
+        def register_hooks(self, registry, **kwargs):
+            for cb in callbacks:
+                registry.add_callback(event_type, cb)
+
+    return Gates()
+
+
+# ---------------------------------------------------------------- conformance
+
+
+class StrandsHarness(Harness):
+    framework = "strands"
+    modes = ("sync", "async")
+    async_gates = True
+    has_ask = True  # ``event.interrupt(...)``: the run stops for a human's answer
+
+    def __init__(self, base):
+        self.base = base
+        self.gates: list = []
+
+    def add_gate(self, name, behave, *, is_async=False):
+        def seen(event):
+            tool_use = event.tool_use
+            return Seen(tool=tool_use.get("name"), arguments=dict(tool_use.get("input") or {}), native=event)
+
+        if is_async:
+
+            async def gate(event):
+                return await behave(seen(event))
+
+        else:
+
+            def gate(event):
+                return behave(seen(event))
+
+        gate.__name__ = gate.__qualname__ = f"gate_{name}"
+        gate.__module__ = "conformance"
+        self.gates.append(gate)
+        return f"strands:conformance.gate_{name}"
+
+    def reset(self):
+        self.gates = []
+
+    def allow(self, seen):
+        seen.native.cancel_tool = False
+        return None
+
+    def deny(self, seen):
+        seen.native.cancel_tool = "denied by the policy gate"
+        return None
+
+    def ask(self, seen):
+        seen.native.interrupt(f"conformance-{os.urandom(4).hex()}", reason="approve?")
+        return None
+
+    def junk(self):
+        return [
+            ("return value 'DENY'", "DENY"),
+            ("return value False", False),
+            ("return value dict", {"cancel_tool": True}),
+        ]
+
+    def rewrite(self, seen, arguments):
+        event = seen.native
+        event.tool_use = {**event.tool_use, "input": dict(arguments)}
+        return None
+
+    def run(self, arguments, mode):
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        from strands import Agent
+
+        agent = Agent(
+            model=make_model([("run_command", dict(arguments))]),
+            tools=[marker.tool()],
+            hooks=[provider(*self.gates)] if self.gates else [],
+            callback_handler=None,
+        )
+        try:
+            result = agent("go") if mode == "sync" else asyncio.run(agent.invoke_async("go"))
+            told = str(result)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # upstream lets a raising hook end the run (SystemExit too)
+            try:
+                told = f"{type(exc).__name__}: {exc}"
+            except BaseException:
+                told = "<an exception that cannot be shown>"
+        runs = marker.runs()
+        return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=told)
+
+    def install(self):
+        failsecure.install()
+        import strands.hooks  # noqa: F401
+
+        activation.get("strands").patch()
+
+    def uninstall(self):
+        failsecure.uninstall()
+
+
+@pytest.fixture
+def failsecure_harness(tmp_path, adapter):
+    return StrandsHarness(tmp_path)
+
+
+__all__ = ["NotSupported"]
+
+# the test modules import the helpers above by this name (the rootdir has other conftests)
+sys.modules["failsecure_strands_rig"] = sys.modules[__name__]
