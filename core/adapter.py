@@ -391,9 +391,12 @@ class Adapter(abc.ABC):
         config = policy.current()
         outcomes = self._fixed(config) + list(outcomes)
         call, gates = self._plugin_calls(tool, arguments, call_id)
+        from . import plugins
+
+        if plugins.load_failures:  # a declared plugin gate that did not load is missing
+            outcomes += [Outcome(hook=h, failure=Failure.MISSING) for h in plugins.missing()]
         if not gates:
             return config, outcomes, ()
-        from . import plugins
 
         kwargs = {"call": call}
         return config, outcomes, [(h, fn, (), kwargs, plugins.to_verdict, config.timeout_for(h)) for h, fn in gates]

@@ -11,13 +11,13 @@ third-party plugins found through one entry-point group (``failsecure``).
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any, Optional
 
 import pluggy
 
 from . import hookspecs
+from .report import problem, type_name
 from .verdict import Action, Invalid, Verdict
 
 ENTRY_POINT_GROUP = "failsecure"
@@ -49,15 +49,50 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
         if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
             continue
         try:
-            pm.register(ep.load(), name=ep.name)
+            plugin = ep.load()
+            pm.register(plugin, name=ep.name)
         except Exception as exc:
-            # a gate that cannot load is missing: it denies when it is listed in `required`
-            load_failures.append((ep.name, type(exc).__name__))
-            print(f"failsecure: plugin '{ep.name}' failed to load ({type(exc).__name__})", file=sys.stderr)
+            _failed(ep.name, type_name(exc))
+            continue
+        try:
+            _check(pm, plugin)
+        except pluggy.PluginValidationError:
+            pm.unregister(plugin)
+            _failed(ep.name, "a misspelled hook")
+
+
+def _failed(name: str, why: str) -> None:
+    """A declared plugin that did not load is a gate that is missing: every gated call
+    denies (failure ``missing``, hook id ``plugin:<name>``) until it loads."""
+    load_failures.append((name, why))
+    problem(f"failsecure: plugin '{name}' failed to load ({why}); every gated tool call is denied until it loads")
+
+
+def _check(pm: pluggy.PluginManager, plugin: Any) -> None:
+    """A ``failsecure_*`` function that matches no hookspec (a typo) is an error at load:
+    it would otherwise register silently and never be called."""
+    for attr in dir(plugin):
+        if attr.startswith("failsecure_") and callable(getattr(plugin, attr, None)) and not hasattr(hookspecs, attr):
+            raise pluggy.PluginValidationError(plugin, f"unknown hook '{attr}' in plugin {pm.get_name(plugin)!r}")
+    pm.check_pending()
+
+
+def missing() -> list[str]:
+    """Hook ids of the declared plugins that failed to load."""
+    return [f"plugin:{name}" for name, _ in load_failures]
 
 
 def register(plugin: Any, name: Optional[str] = None) -> str:
-    return manager().register(plugin, name=name)
+    """Register a plugin; a ``failsecure_*`` hook that matches no hookspec raises
+    ``pluggy.PluginValidationError`` (and the plugin is not registered)."""
+    pm = manager()
+    registered = pm.register(plugin, name=name)
+    try:
+        _check(pm, plugin)
+    except pluggy.PluginValidationError:
+        pm.unregister(plugin)
+        raise
+    return registered
 
 
 def unregister(plugin: Any = None, name: Optional[str] = None) -> Any:
@@ -65,11 +100,38 @@ def unregister(plugin: Any = None, name: Optional[str] = None) -> Any:
 
 
 def gates() -> list[tuple[str, Any]]:
-    """(hook id, function) of every ``failsecure_pre_tool_call`` implementation."""
+    """(hook id, callable) of every ``failsecure_pre_tool_call`` implementation. Each
+    callable runs that one plugin's implementation through pluggy's own hook calling
+    (argument checks, hook wrappers) and returns its answer (None when it had none)."""
     if _pm is None and not _has_entry_points():
         return []
-    caller = manager().hook.failsecure_pre_tool_call
-    return [(f"plugin:{impl.plugin_name}", impl.function) for impl in caller.get_hookimpls()]
+    return _callers(manager(), "failsecure_pre_tool_call")
+
+
+_cache: dict = {}
+
+
+def _callers(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, Any]]:
+    impls = getattr(pm.hook, hook).get_hookimpls()
+    key = tuple(id(impl.plugin) for impl in impls)
+    cached = _cache.get(hook)
+    if cached is not None and cached[0] == key and cached[1] is pm:
+        return cached[2]
+    callers = []
+    plain = [impl for impl in impls if not (impl.wrapper or impl.hookwrapper)]
+    for impl in plain:  # a plugin's wrappers wrap every gate; they are no gate themselves
+        others = [other.plugin for other in plain if other.plugin is not impl.plugin]
+        callers.append((f"plugin:{impl.plugin_name}", _one(pm.subset_hook_caller(hook, remove_plugins=others))))
+    _cache[hook] = (key, pm, callers)
+    return callers
+
+
+def _one(caller: Any) -> Any:
+    def call_one(**kwargs):
+        results = caller(**kwargs)
+        return results[0] if results else None
+
+    return call_one
 
 
 _entry_points_seen: Optional[bool] = None
@@ -100,11 +162,11 @@ def has_audit_sinks() -> bool:
 def audit(event: dict) -> None:
     if _pm is None:
         return
-    for impl in _pm.hook.failsecure_audit.get_hookimpls():
+    for hook_id, sink in _callers(_pm, "failsecure_audit"):
         try:
-            impl.function(event=dict(event))
+            sink(event=dict(event))
         except Exception as exc:
-            print(f"failsecure: audit sink '{impl.plugin_name}' raised {type(exc).__name__}", file=sys.stderr)
+            problem(f"failsecure: audit sink '{hook_id[7:]}' raised {type_name(exc)}")
 
 
 def adapter_classes() -> list[type]:

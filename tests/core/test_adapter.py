@@ -308,3 +308,91 @@ def test_unpatch_lifts_a_refused_adapters_lockdown():
     assert adapter.patch() == "refused" and framework.locked is True
     adapter.unpatch()
     assert adapter.state == "unpatched" and not hasattr(framework, "locked")
+
+
+# ---------------------------------------------------------------- extensions that fail quietly
+
+
+@pytest.fixture
+def entry_points(tmp_path, monkeypatch):
+    """Declare failsecure entry-point plugins in a throwaway distribution; a fresh
+    plugin manager loads them."""
+
+    def declare(**plugins_by_name):
+        dist = tmp_path / "corp_gates-1.0.dist-info"
+        dist.mkdir(exist_ok=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: corp-gates\nVersion: 1.0\n")
+        lines = "".join(f"{name} = {target}\n" for name, target in plugins_by_name.items())
+        (dist / "entry_points.txt").write_text("[failsecure]\n" + lines)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        monkeypatch.setattr(plugins, "_pm", None)
+        monkeypatch.setattr(plugins, "_entry_points_seen", None)
+        monkeypatch.setattr(plugins, "load_failures", [])
+        plugins._cache.clear()
+
+    yield declare
+    plugins._cache.clear()
+
+
+def test_plugin_that_fails_to_load_is_a_missing_gate(entry_points, tmp_path, capsys):
+    entry_points(corp="corp_missing_module")
+    toy = Toy()
+    d = toy.decide("ls", [toy.hook_call("toy:ok", lambda: "allow")])
+    assert d.denied and d.primary.hook == "plugin:corp" and d.primary.failure is Failure.MISSING
+    assert "plugin 'corp' failed to load (ModuleNotFoundError)" in capsys.readouterr().err
+
+
+def test_plugin_that_loads_is_consulted(entry_points, tmp_path):
+    (tmp_path / "corp_gate_ok.py").write_text(
+        "from failsecure import hookimpl\n@hookimpl\ndef failsecure_pre_tool_call(call):\n    return None\n"
+    )
+    entry_points(corp="corp_gate_ok")
+    toy = Toy()
+    d = toy.decide("ls", [toy.hook_call("toy:ok", lambda: "allow")])
+    assert d.action is Action.ALLOW and [o.hook for o in d.outcomes] == ["toy:ok", "plugin:corp"]
+
+
+def test_misspelled_hook_is_an_error_at_load(entry_points, tmp_path, capsys):
+    (tmp_path / "corp_gate_typo.py").write_text(
+        "from failsecure import hookimpl\n@hookimpl\ndef failsecure_pre_tool_cal(call):\n    return None\n"
+    )
+    entry_points(corp="corp_gate_typo")
+    toy = Toy()
+    d = toy.decide("ls", [])
+    assert d.denied and d.primary.hook == "plugin:corp" and d.primary.failure is Failure.MISSING
+    assert "a misspelled hook" in capsys.readouterr().err
+
+
+def test_register_refuses_a_misspelled_hook():
+    import pluggy
+
+    class Typo:
+        @plugins.hookimpl
+        def failsecure_pre_tool_cal(self, call):
+            return None
+
+    with pytest.raises(pluggy.PluginValidationError):
+        plugins.register(Typo(), name="typo")
+    assert plugins.manager().get_plugin("typo") is None
+
+
+def test_plugin_gate_called_through_pluggy_sees_its_wrapper(gate):
+    """Gates run through pluggy's own hook calling: a plugin's hookwrapper applies."""
+    order = []
+
+    class Wrapped:
+        @plugins.hookimpl(wrapper=True)
+        def failsecure_pre_tool_call(self, call):
+            order.append("wrapper")
+            return (yield)
+
+    gate(lambda call: order.append("gate") or Verdict(action=Action.DENY, reason="no"), "corp")
+    wrapper = Wrapped()
+    plugins.register(wrapper, name="wrapper")
+    try:
+        toy = Toy()
+        d = toy.decide("ls", [])
+        assert d.denied and order == ["wrapper", "gate"]
+        assert [o.hook for o in d.outcomes] == ["plugin:corp"]  # a wrapper is no gate
+    finally:
+        plugins.unregister(wrapper)
