@@ -44,7 +44,7 @@ class Rig:
         self._monkeypatch = monkeypatch
 
     def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
-        path = self.dir / "failsecure.toml"
+        path = self.dir / "trusted-config.toml"
         path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
         self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
         cfg = policy.reload()
