@@ -189,20 +189,36 @@ class LangChainHarness(Harness):
     def __init__(self, path: Path):
         self.marker = Marker(path / "kit-marker.txt")
         self.handlers: list = []
+        self.unsupported: list = []  # NotSupported raised inside a gate during a run
 
     def add_gate(self, name, behave, *, is_async=False):
         def on_start(serialized, input_str, **kwargs):
             inputs = kwargs.get("inputs")
             seen = Seen(tool=(serialized or {}).get("name"), arguments=dict(inputs or {}), native=kwargs)
-            return behave(seen)
+            try:
+                result = behave(seen)
+                if asyncio.iscoroutine(result):
+                    return self._unsupported_async(result)
+                return result
+            except NotSupported as exc:
+                self.unsupported.append(exc)
+                raise
 
         clean = "".join(c if c.isalnum() else "_" for c in name)
         gate = handler(f"KitGate_{clean}", on_start, is_async=is_async)
         self.handlers.append(gate)
         return hook_id(type(gate).__qualname__)
 
+    async def _unsupported_async(self, coro):
+        try:
+            return await coro
+        except NotSupported as exc:
+            self.unsupported.append(exc)
+            raise
+
     def reset(self):
         self.handlers.clear()
+        self.unsupported.clear()
         self.marker.reset()
 
     def allow(self, seen):
@@ -218,6 +234,12 @@ class LangChainHarness(Harness):
         raise NotSupported("rewrite")
 
     def run(self, arguments, mode):
+        ran = self._run(arguments, mode)
+        if self.unsupported:
+            raise self.unsupported[0]
+        return ran
+
+    def _run(self, arguments, mode):
         self.marker.reset()
         agent = create_agent(script(arguments), tools=[self.marker.tool(mode == "async")])
         config = {"callbacks": list(self.handlers)}
