@@ -340,7 +340,8 @@ class ADKAdapter(Adapter):
             answer = run()
         else:  # called from a running loop: probe on a thread of its own
             box: list = []
-            worker = threading.Thread(target=lambda: box.append(run()), daemon=True)
+            context = contextvars.copy_context()  # the self-test's config lives in it
+            worker = threading.Thread(target=lambda: box.append(context.run(run)), daemon=True)
             worker.start()
             worker.join(30)
             answer = box[0] if box else None

@@ -25,7 +25,7 @@ def test_patched_by_install_and_registered(adapter):
     from failsecure.adapters import BUILTIN
 
     assert BUILTIN["google-adk"][:2] == ("google.adk.plugins.plugin_manager", "failsecure.adapters.adk:ADKAdapter")
-    assert adapter.state == "patched" and not adapter.untested
+    assert adapter.state == "patched" and adapter.in_range()
     manager, agent = _targets()
     assert type(vars(manager)["run_before_tool_callback"]).__name__ == "FunctionWrapper"
     assert vars(agent)[adk.PROPERTY] is adapter._agent_property
