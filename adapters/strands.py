@@ -43,6 +43,7 @@ import asyncio
 import contextvars
 import importlib
 import inspect
+import json
 import sys
 import threading
 from typing import Any, Optional
@@ -273,7 +274,14 @@ class StrandsAdapter(Adapter):
             selected = event.selected_tool
         except Exception:
             selected = None
-        return (id(selected), _fingerprint(event.tool_use, 0))
+        tool_use = event.tool_use
+        try:
+            return (id(selected), type(tool_use) is dict, _dumps(tool_use))
+        except Exception:  # keys json cannot write, a hostile mapping ...
+            try:
+                return (id(selected), False, _fingerprint(tool_use, 0))
+            except Exception:
+                return object()  # equal to nothing: judged again, denied if it never settles
 
     def _hook(self, cb: Any) -> str:
         known = self._ids.get(id(cb))
@@ -316,7 +324,14 @@ class StrandsAdapter(Adapter):
                 event.cancel_tool = start
                 return self.hook_calls([(self._hook(cb), self._call_sync, (cb, event), None, _verdict) for cb in callbacks])
 
-            outcomes = integrity.until_stable(run_round, lambda: self._current(event), self.hook_id("BeforeToolCallEvent"))
+            outcomes = []
+            for _ in range(integrity.MAX_ROUNDS):
+                before = self._current(event)
+                outcomes = run_round()
+                if _settled(outcomes, before, self._current(event)):
+                    break
+            else:
+                outcomes.append(integrity.unsettled(self.hook_id("BeforeToolCallEvent")))
             outcomes = _one_interrupt_per_name(outcomes)
             decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
             return self._render(event, start, decision)
@@ -347,7 +362,14 @@ class StrandsAdapter(Adapter):
                     outcomes += self.hook_calls(batch)
                 return outcomes
 
-            outcomes = await integrity.auntil_stable(run_round, lambda: self._current(event), self.hook_id("BeforeToolCallEvent"))
+            outcomes = []
+            for _ in range(integrity.MAX_ROUNDS):
+                before = self._current(event)
+                outcomes = await run_round()
+                if _settled(outcomes, before, self._current(event)):
+                    break
+            else:
+                outcomes.append(integrity.unsettled(self.hook_id("BeforeToolCallEvent")))
             outcomes = _one_interrupt_per_name(outcomes)
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
             return self._render(event, start, decision)
@@ -423,6 +445,25 @@ class StrandsAdapter(Adapter):
         self._ids.pop(id(callback), None)
         cancel = event.cancel_tool
         return cancel is True or (type(cancel) is str and bool(cancel))
+
+
+def _settled(outcomes: list, before: Any, after: Any) -> bool:
+    """The round of callbacks is final: a deny or failure ends it (nothing more to judge),
+    or the call is what it was before the round (the same rule as
+    ``failsecure.integrity.until_stable``, on a fingerprint that needs no deep copy)."""
+    if any(o.failure is not None or o.action is Action.DENY for o in outcomes):
+        return True
+    return type(before) is tuple and type(after) is tuple and before == after
+
+
+def _by_identity(value: Any) -> str:
+    return f"<{type(value).__qualname__} at {id(value):x}>"
+
+
+def _dumps(value: Any) -> str:
+    """The tool use as JSON text: plain values by value, other objects (an agent or client
+    injected into a direct call's input) by identity, so they are never deep-copied."""
+    return json.dumps(value, default=_by_identity, check_circular=True, allow_nan=True)
 
 
 def _one_interrupt_per_name(outcomes: list) -> list:

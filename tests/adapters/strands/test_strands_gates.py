@@ -373,3 +373,14 @@ def test_sync_invoke_callbacks_is_gated(adapter):
         assert event.cancel_tool is False  # upstream: the later callback won
     finally:
         assert adapter.patch() == "patched"
+
+
+def test_invalid_config_denies(rig):
+    (rig.dir / "bad.toml").write_text('on_error = "maybe"\n')
+    rig._monkeypatch.setenv("FAILSECURE_CONFIG", str(rig.dir / "bad.toml"))
+    from failsecure import policy
+
+    assert policy.reload().error
+    result = rig.agent(hooks=[provider(uncancel)])("go")
+    assert not rig.marker.ran
+    assert "failsecure:config" in str(result) and "(invalid)" in str(result)

@@ -1,0 +1,172 @@
+"""Strands Agents: the cost failsecure adds to one gated tool call.
+
+Three trivial ``BeforeToolCallEvent`` callbacks (sync, no opinion, like a typical policy
+hook that lets the call through) registered through Strands' real ``HookRegistry``;
+``await registry.invoke_callbacks_async(BeforeToolCallEvent(...))`` (what the tool
+executor awaits before every tool) measured unpatched and patched in the same process,
+interleaved rounds, medians, the ratio and the microseconds added. For scale, the same
+with one whole agent turn: ``Agent.invoke_async`` with a scripted model that asks for one
+``@tool`` and then answers (no network). Default config (30 s deadline per gate) and
+``timeout = 0``; no audit file.
+
+    tox -e bench-strands          (or: python benchmarks/bench_strands.py [ROUNDS])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+GATES = 3
+
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "failsecure-bench")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "failsecure-bench")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+
+
+def setup() -> None:
+    home = tempfile.mkdtemp(prefix="failsecure-bench-strands-")
+    os.environ["HOME"] = home
+    for var in ("XDG_CONFIG_HOME",):
+        os.environ.pop(var, None)
+    cwd = tempfile.mkdtemp(prefix="failsecure-bench-cwd-")
+    os.chdir(cwd)
+    # the config the bench writes is trusted (FAILSECURE_CONFIG), so `timeout = 0` applies
+    os.environ["FAILSECURE_CONFIG"] = os.path.join(cwd, "bench.toml")
+
+
+def make_gate(i: int):
+    def gate(event):
+        if event.tool_use["input"].get("command") == "never":
+            event.cancel_tool = "no"
+
+    gate.__name__ = gate.__qualname__ = f"bench_gate_{i}"
+    return gate
+
+
+def scripted_model():
+    from strands.models.model import Model
+
+    class Scripted(Model):
+        def update_config(self, **kw):
+            pass
+
+        def get_config(self):
+            return {}
+
+        async def structured_output(self, *a, **k):
+            raise NotImplementedError
+            yield  # pragma: no cover
+
+        async def stream(self, messages, *args, **kwargs):
+            yield {"messageStart": {"role": "assistant"}}
+            last = messages[-1]["content"] if messages else []
+            if any("toolResult" in block for block in last):
+                yield {"contentBlockStart": {"start": {}}}
+                yield {"contentBlockDelta": {"delta": {"text": "done"}}}
+                yield {"contentBlockStop": {}}
+                yield {"messageStop": {"stopReason": "end_turn"}}
+                return
+            yield {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "c1", "name": "echo"}}}}
+            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps({"command": "ls"})}}}}
+            yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "tool_use"}}
+
+    return Scripted()
+
+
+async def measure(rounds: int) -> None:
+    from strands import Agent, tool
+    from strands.hooks import BeforeToolCallEvent, HookRegistry
+
+    from failsecure import activation, policy
+
+    adapter = activation.get("strands")
+    registry = HookRegistry()
+    for i in range(GATES):
+        registry.add_callback(BeforeToolCallEvent, make_gate(i))
+
+    def event(command="ls"):
+        return BeforeToolCallEvent(agent=None, selected_tool=None, tool_use={"toolUseId": "c1", "name": "echo", "input": {"command": command}}, invocation_state={})
+
+    @tool
+    def echo(command: str) -> str:
+        """Echo.
+
+        Args:
+            command: text
+        """
+        return command
+
+    class Gates:
+        def register_hooks(self, reg, **kwargs):
+            for i in range(GATES):
+                reg.add_callback(BeforeToolCallEvent, make_gate(i))
+
+    async def dispatch(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            await registry.invoke_callbacks_async(event())
+        return (time.perf_counter() - t) / n * 1e6
+
+    async def agent_turn(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            agent = Agent(model=scripted_model(), tools=[echo], hooks=[Gates()], callback_handler=None)
+            result = await agent.invoke_async("go")
+        assert str(result).strip() == "done", result
+        return (time.perf_counter() - t) / n * 1e6
+
+    cases = [("before-tool dispatch (3 gates)", dispatch, 2000), ("whole agent turn (1 tool call)", agent_turn, 20)]
+    configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
+    for config_label, config in configs:
+        with open(os.environ["FAILSECURE_CONFIG"], "w") as fh:
+            fh.write(config)
+        policy.reload()
+        print(f"  {config_label}")
+        for label, fn, n in cases:
+            # sanity: patched really gates (a cancel sticks; junk denies)
+            assert adapter.patch() == "patched"
+            denied = event("never")
+            await registry.invoke_callbacks_async(denied)
+            assert denied.cancel_tool == "no"
+            for _ in range(2):  # warm-up, both modes
+                adapter.unpatch()
+                await fn(n)
+                adapter.patch()
+                await fn(n)
+            unpatched, patched = [], []
+            for _ in range(rounds):
+                adapter.unpatch()
+                unpatched.append(await fn(n))
+                adapter.patch()
+                patched.append(await fn(n))
+            u, p = statistics.median(unpatched), statistics.median(patched)
+            print(f"    {label:<32} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}")
+
+
+def main(argv: list[str]) -> int:
+    rounds = int(argv[0]) if argv else 9
+    setup()
+    import importlib.metadata
+
+    import failsecure
+
+    failsecure.install()
+    import strands.hooks  # noqa: F401  (patched on import)
+
+    print(f"strands-agents {importlib.metadata.version('strands-agents')}: {GATES} trivial BeforeToolCallEvent callbacks; "
+          f"median us per call, {rounds} interleaved rounds")
+    asyncio.run(measure(rounds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
