@@ -228,3 +228,86 @@ async def run_prompts(opts, prompts: list, timeout: float = 90.0) -> list:
 
     await asyncio.wait_for(session(), timeout)
     return messages
+
+
+# ---------------------------------------------------------------- the dispatcher, no CLI
+
+
+class CaptureTransport:
+    """The narrowest transport a Query needs to answer control requests."""
+
+    def __init__(self) -> None:
+        self.written: list = []
+
+    async def write(self, data: str) -> None:
+        self.written.append(json.loads(data))
+
+
+def cli_matches(matcher: Any, tool: str) -> bool:
+    """The CLI's matcher rule for the tests' simple matchers (None, '*', names)."""
+    return matcher in (None, "", "*") or tool in str(matcher).split("|")
+
+
+async def dispatch(hooks: dict, tool: str = "Bash", tool_input: Any = None, call_id: str = "toolu_unit_1",
+                   can_use_tool: Any = None, prepare: bool = True) -> tuple:
+    """What the CLI does for one tool call, on a real ``Query``: initialize's callback
+    registration (through the patched ``initialize`` preparation when failsecure is
+    active), then one ``hook_callback`` control request per selected PreToolUse
+    callback, sent concurrently, answered by the real ``_handle_control_request``.
+    Returns (query, [answer of each request])."""
+    import asyncio
+
+    from claude_agent_sdk._internal.query import Query
+
+    transport = CaptureTransport()
+    query = Query(transport=transport, is_streaming_mode=True, hooks=hooks, can_use_tool=can_use_tool)
+    if prepare:
+        from failsecure import activation
+
+        adapter = activation.get("claude-agent-sdk")
+        if adapter.state == "patched":
+            adapter._prepare(query)
+    selected = []
+    for event, matchers in query.hooks.items():
+        for matcher in matchers:
+            for cb in matcher.get("hooks", []):
+                callback_id = "hook_%d" % query.next_callback_id
+                query.next_callback_id += 1
+                query.hook_callbacks[callback_id] = cb
+                if event == "PreToolUse" and cli_matches(matcher.get("matcher"), tool):
+                    selected.append(callback_id)
+    tool_input = {"command": "true"} if tool_input is None else tool_input
+    requests = []
+    for index, callback_id in enumerate(selected):
+        requests.append({"type": "control_request", "request_id": "req_%d" % index, "request": {
+            "subtype": "hook_callback", "callback_id": callback_id, "tool_use_id": call_id,
+            "input": {"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": json.loads(json.dumps(tool_input)),
+                      "session_id": "unit", "transcript_path": "", "cwd": "", "tool_use_id": call_id}}})
+    await asyncio.gather(*(query._handle_control_request(r) for r in requests))
+    by_id = {a["response"]["request_id"]: a["response"] for a in transport.written}
+    return query, [by_id.get("req_%d" % i) for i in range(len(requests))]
+
+
+async def permission(query: Any, tool: str = "Bash", tool_input: Any = None, call_id: str = "toolu_unit_1") -> dict:
+    """One ``can_use_tool`` control request through the real ``_handle_control_request``."""
+    transport = query.transport
+    before = len(transport.written)
+    await query._handle_control_request({"type": "control_request", "request_id": "req_perm", "request": {
+        "subtype": "can_use_tool", "tool_name": tool, "input": tool_input if tool_input is not None else {"command": "true"},
+        "permission_suggestions": [], "tool_use_id": call_id}})
+    return transport.written[before]["response"]
+
+
+def decision_of(answer: dict) -> Any:
+    """The permissionDecision a hook answer gives the CLI (None: none; 'error': an error)."""
+    if answer is None or answer.get("subtype") != "success":
+        return "error"
+    specific = (answer.get("response") or {}).get("hookSpecificOutput") or {}
+    return specific.get("permissionDecision")
+
+
+def named(fn, name: str):
+    """Give a callback its own hook id (``claude-agent-sdk:<module>.<name>``)."""
+    fn.__name__ = name
+    fn.__qualname__ = name
+    return fn

@@ -1,0 +1,237 @@
+"""Fixtures for the claude-agent-sdk adapter tests: the real pinned SDK and its bundled
+Claude Code CLI, offline against a scripted Messages API on 127.0.0.1 (``sdk_rig``).
+
+Also the conformance kit's ``failsecure_harness`` fixture (``ClaudeSDKHarness``): every
+case is one SDK session (one CLI process) whose scripted model makes one Bash call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("failsecure_claude_sdk_rig", _HERE / "sdk_rig.py")
+sdk_rig = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = sdk_rig
+_spec.loader.exec_module(sdk_rig)
+
+import failsecure  # noqa: E402
+from failsecure import activation, policy  # noqa: E402
+from failsecure.conformance import Harness, Ran, Seen  # noqa: E402
+
+failsecure.install()
+import claude_agent_sdk._internal.query  # noqa: E402,F401  (the trigger module)
+from claude_agent_sdk import HookMatcher  # noqa: E402
+
+DEADLINE = 0.3
+SECRET = sdk_rig.SECRET
+
+
+@pytest.fixture(scope="session")
+def adapter():
+    a = activation.get("claude-agent-sdk")
+    a.patch()
+    assert a.state == "patched", a.refused_reason
+    return a
+
+
+class Run:
+    """What one offline session did."""
+
+    def __init__(self, api: "sdk_rig.ScriptedAPI", work: Path, messages: list, error: Optional[BaseException]):
+        self.api, self.work, self.messages, self.error = api, work, messages, error
+
+    def ran(self, marker: str) -> bool:
+        return (self.work / marker).exists()
+
+    @property
+    def tool_results(self) -> list:
+        return self.api.model.tool_results()
+
+    @property
+    def told(self) -> str:
+        parts = []
+        for block in self.tool_results:
+            content = block.get("content")
+            parts.append(content if isinstance(content, str) else json.dumps(content))
+        return "\n".join(parts)
+
+
+class Rig:
+    """Per test: a work dir, a throwaway HOME, a failsecure config with an audit file."""
+
+    def __init__(self, path: Path, monkeypatch):
+        self.dir = path
+        self.home = path / "home"
+        self.audit_path = path / "audit.jsonl"
+        self._monkeypatch = monkeypatch
+
+    def config(self, top: str = "", tables: str = "", timeout: float = DEADLINE) -> None:
+        path = self.dir / "failsecure.toml"
+        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
+        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
+        cfg = policy.reload()
+        assert cfg.error is None, cfg.error
+
+    def touch(self, marker: str) -> str:
+        return "run: touch %s" % (self.dir / marker)
+
+    def run(self, *prompts: str, hooks: Optional[list] = None, can_use_tool=None, allowed=("Bash",), **kwargs) -> Run:
+        """One SDK session, one turn per prompt. ``hooks``: PreToolUse HookMatchers."""
+        api = sdk_rig.ScriptedAPI()
+        options = dict(kwargs)
+        if hooks is not None:
+            options.setdefault("hooks", {}).setdefault("PreToolUse", list(hooks))
+        if can_use_tool is not None:
+            options["can_use_tool"] = can_use_tool
+        opts = sdk_rig.options(api, str(self.home), str(self.dir), allowed_tools=list(allowed), **options)
+        error = None
+        messages: list = []
+        try:
+            messages = asyncio.run(sdk_rig.run_prompts(opts, list(prompts)))
+        except Exception as exc:  # the test decides whether a failed session is expected
+            error = exc
+        finally:
+            api.close()
+        return Run(api, self.dir, messages, error)
+
+    def events(self) -> list:
+        if not self.audit_path.exists():
+            return []
+        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
+
+    def last(self) -> dict:
+        events = self.events()
+        assert events, "no audit event was written"
+        return events[-1]
+
+
+@pytest.fixture
+def rig(tmp_path, monkeypatch, adapter):
+    r = Rig(tmp_path, monkeypatch)
+    r.config()
+    yield r
+    monkeypatch.delenv("FAILSECURE_CONFIG", raising=False)
+    policy.reload()
+
+
+named = sdk_rig.named
+
+
+# ---------------------------------------------------------------- the conformance kit
+
+_RECORDER = """#!/bin/sh
+printf '%%s\\n' "$(basename "$0")${1:+ $*}" >> %s
+"""
+
+
+class ClaudeSDKHarness(Harness):
+    framework = "claude-agent-sdk"
+    modes = ("async",)
+    async_gates = True
+    has_ask = True
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.matchers: list = []
+        self.ran_file = work / "ran.txt"
+        self.bin = work / "bin"
+        self.bin.mkdir(exist_ok=True)
+        for word in ("harmless", "forbidden"):
+            script = self.bin / word
+            script.write_text(_RECORDER % self.ran_file)
+            script.chmod(0o755)
+
+    # gates
+    def add_gate(self, name, behave, *, is_async=False):
+        def seen_of(input_data):
+            tool_input = input_data.get("tool_input") if isinstance(input_data, dict) else None
+            command = tool_input.get("command") if isinstance(tool_input, dict) else None
+            return Seen(input_data.get("tool_name"), {"command": command}, native=tool_input)
+
+        if is_async:
+
+            async def gate(input_data, tool_use_id, context):
+                return await behave(seen_of(input_data))
+
+        else:
+
+            async def gate(input_data, tool_use_id, context):
+                # blocking work in a callback belongs in a thread, as the SDK docs say
+                return await asyncio.to_thread(behave, seen_of(input_data))
+
+        named(gate, f"conformance_{name.replace(' ', '_').replace('-', '_')}")
+        self.matchers.append(HookMatcher(matcher="Bash", hooks=[gate]))
+        return activation.get(self.framework).callable_id(gate)
+
+    def reset(self):
+        self.matchers = []
+
+    # answers
+    def allow(self, seen):
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+
+    def abstain(self, seen):
+        return {}
+
+    def deny(self, seen):
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                       "permissionDecisionReason": "conformance gate denied"}}
+
+    def ask(self, seen):
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                       "permissionDecisionReason": "conformance gate asks"}}
+
+    def junk(self):
+        return [
+            ("None", None),
+            ("a string", "deny"),
+            ("wrong-case decision", {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "Deny"}}),
+            ("unknown decision", {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "maybe"}}),
+            ("wrong hookEventName", {"hookSpecificOutput": {"hookEventName": "PostToolUse", "permissionDecision": "deny"}}),
+            ("legacy decision junk", {"decision": "Block"}),
+            ("async answer", {"async_": True}),
+        ]
+
+    def rewrite(self, seen, arguments):
+        updated = dict(seen.native or {}, command=arguments["command"])
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
+
+    # the call
+    def run(self, arguments, mode):
+        home = self.work / "home"
+        api = sdk_rig.ScriptedAPI()
+        opts = sdk_rig.options(api, str(home), str(self.work), hooks={"PreToolUse": list(self.matchers)} if self.matchers else None)
+        opts.env["PATH"] = f"{self.bin}:/usr/bin:/bin"
+        self.ran_file.unlink(missing_ok=True)
+        try:
+            asyncio.run(sdk_rig.run_prompts(opts, ["run: " + arguments["command"]], timeout=60))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # upstream: a callback's SystemExit ends the session
+            told = type(exc).__name__
+        else:
+            told = ""
+        finally:
+            api.close()
+        results = api.model.tool_results()
+        told = "\n".join([told] + [str(b.get("content")) for b in results])
+        if not self.ran_file.exists():
+            return Ran(False, None, told)
+        line = self.ran_file.read_text().splitlines()[0]
+        return Ran(True, {"command": line}, told)
+
+
+@pytest.fixture
+def failsecure_harness(tmp_path, adapter):
+    work = Path(tempfile.mkdtemp(prefix="fs-sdk-kit-", dir=tmp_path))
+    return ClaudeSDKHarness(work)
