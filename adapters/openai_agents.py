@@ -132,6 +132,7 @@ class OpenAIAgentsAdapter(Adapter):
         self._te: Any = None
         self._g: Any = None  # agents.tool_guardrails
         self._tripwire: Any = None
+        self._ours: dict = {}  # id(wrapper) -> (wrapper, original), for _unpatch
 
     # ------------------------------------------------------------ patching
 
@@ -197,14 +198,31 @@ class OpenAIAgentsAdapter(Adapter):
         function_level = vars(te)[FUNCTION_NEEDS_APPROVAL]
         targets = [(m, NEEDS_APPROVAL, needs_approval) for m in self._bindings(evaluate)]
         targets += [(m, FUNCTION_NEEDS_APPROVAL, function_needs_approval) for m in self._bindings(function_level)]
-        self.wrap(te, GUARDRAIL_LOOP, guardrail_loop)
-        for module, attr, wrapper in targets:
+        for module, attr, wrapper in [(te, GUARDRAIL_LOOP, guardrail_loop)] + targets:
             self.wrap(module, attr, wrapper)
+            ours = vars(module)[attr]
+            self._ours[id(ours)] = (ours, ours.__wrapped__)
         self._active = True
 
     def _unpatch(self) -> None:
+        """Undo every wrap, and put the original back in modules that imported a wrapped
+        helper by name while the patch was on (``turn_resolution`` imports
+        ``function_needs_approval`` from the trigger module after it was patched)."""
         self._active = False
         self.restore()
+        ours, self._ours = self._ours, {}
+        for mod_name, module in list(sys.modules.items()):
+            if module is None or not (mod_name == "agents" or mod_name.startswith("agents.")):
+                continue
+            try:
+                namespace = vars(module)
+                for attr in (GUARDRAIL_LOOP, NEEDS_APPROVAL, FUNCTION_NEEDS_APPROVAL):
+                    value = namespace.get(attr)
+                    found = ours.get(id(value))
+                    if found is not None and value is found[0]:
+                        setattr(module, attr, found[1])
+            except Exception:
+                continue
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the guardrail loop (if there) rejects every
@@ -415,7 +433,7 @@ class OpenAIAgentsAdapter(Adapter):
     @staticmethod
     def _approved(tool_context: Any, func_tool: Any) -> bool:
         try:
-            status = tool_context.get_approval_status(func_tool.name, tool_context.tool_call_id)
+            status = tool_context.is_tool_approved(func_tool.name, tool_context.tool_call_id)
         except Exception:
             return False
         return status is True
