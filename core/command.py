@@ -194,8 +194,9 @@ class ClaudeProtocol(Protocol):
         if decision == "block" or permission == "deny":
             return "deny", False, specific_reason or obj.get("reason")
         if obj.get("continue") is False:
-            # "stop the agent": honoured by the host as is, and the tool does not run.
-            return "deny", True, None
+            # "stop": the tool does not run. Said in the canonical deny shape, never
+            # passed on raw (Codex, for one, does not honour it).
+            return "deny", False, obj.get("stopReason")
         if permission == "ask":
             return "ask", True, None
         if decision == "approve" or permission == "allow":
@@ -255,7 +256,7 @@ class GeminiProtocol(Protocol):
         if decision in ("deny", "block"):
             return "deny", False, obj.get("reason")
         if obj.get("continue") is False:
-            return "deny", True, None
+            return "deny", False, obj.get("stopReason")
         if decision == "ask":
             return "ask", True, None
         if decision == "allow":
@@ -346,23 +347,81 @@ def _kill_group(pgid):
 
 _FORWARD_SIGNALS = False  # set by the `hook run` entry points (a process of its own)
 
+# Signals a host (or a user) sends to stop the runner. Each one gets the runner's last
+# words: the hook's process group is killed and the host is told the protocol's deny.
+_TERMINATING = ("SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGALRM", "SIGUSR1", "SIGUSR2")
 
-def _forward_termination(pgid):
-    """If the host terminates the runner, take the hook's process group along (exit 2: a block)."""
+
+class _LastWords:
+    """What the runner says if it is terminated before it answered."""
+
+    __slots__ = ("pgid", "done", "dying", "say", "signals")
+
+    def __init__(self):
+        self.pgid = None  # the hook's process group, once spawned
+        self.done = None  # exit code, once the answer was written
+        self.dying = False
+        self.say = None  # () -> exit code: write the deny (and audit it)
+        self.signals = ()
+
+
+_last_words = None
+
+
+def _terminated(signum, frame):
+    state = _last_words
+    if state is None or state.dying:
+        return
+    state.dying = True
+    if state.pgid is not None:
+        _kill_group(state.pgid)
+    code = state.done
+    if code is None:
+        try:
+            code = state.say()
+        except BaseException:
+            code = 2
+    os._exit(code)
+
+
+def _arm_last_words(say):
+    """Install the termination handlers (main thread of a runner process only)."""
+    global _last_words
     try:
         import _signal  # built in: no import cost
     except ImportError:  # pragma: no cover
-        return
-
-    def stop(signum, frame):
-        _kill_group(pgid)
-        os._exit(2)
-
-    for signum in (1, 2, 15):  # SIGHUP, SIGINT, SIGTERM
+        return None
+    state = _LastWords()
+    state.say = say
+    signals = []
+    for name in _TERMINATING:
+        signum = getattr(_signal, name, None)
+        if signum is None:
+            continue
         try:
-            _signal.signal(signum, stop)
+            _signal.signal(signum, _terminated)
         except (OSError, ValueError):  # not the main thread (in-process use)
-            pass
+            return None
+        signals.append(signum)
+    state.signals = tuple(signals)
+    _last_words = state
+    return state
+
+
+def _block_signals(state):
+    if state is None:
+        return
+    import _signal
+
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, state.signals)
+
+
+def _unblock_signals(state):
+    if state is None:
+        return
+    import _signal
+
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, state.signals)
 
 
 def execute(argv, payload, timeout):
@@ -380,6 +439,10 @@ def execute(argv, payload, timeout):
         (os.POSIX_SPAWN_DUP2, out_w, 1),
         (os.POSIX_SPAWN_DUP2, err_w, 2),
     ]
+    # A termination signal between the spawn and the bookkeeping would leave the hook
+    # running: hold them until the runner knows the hook's process group.
+    state = _last_words
+    _block_signals(state)
     try:
         pid = os.posix_spawnp(
             argv[0],
@@ -388,18 +451,21 @@ def execute(argv, payload, timeout):
             file_actions=actions,
             setsid=True,
             setsigdef=(_SIGPIPE, _SIGXFSZ),
+            setsigmask=(),  # the hook starts with no signal blocked
         )
     except OSError as exc:
+        _unblock_signals(state)
         for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
             os.close(fd)
         result.spawn_errno = exc.errno or -1
         result.elapsed_ms = (time.monotonic() - start) * 1000.0
         return result
+    if state is not None:
+        state.pgid = pid
+    _unblock_signals(state)
     os.close(in_r)
     os.close(out_w)
     os.close(err_w)
-    if _FORWARD_SIGNALS:
-        _forward_termination(pid)
 
     poller = select.poll()
     readers = {out_r: [], err_r: []}
@@ -484,8 +550,12 @@ def execute(argv, payload, timeout):
                 break
             time.sleep(0.002)
     # The leader is not reaped yet, so its group id cannot have been reused.
+    _block_signals(state)
     _kill_group(pid)
     _, status = os.waitpid(pid, 0)
+    if state is not None:
+        state.pgid = None  # reaped: the group id may be reused from here on
+    _unblock_signals(state)
     result.status = os.waitstatus_to_exitcode(status)
     for fd in list(readers):
         os.close(fd)
@@ -537,13 +607,17 @@ def _hook_policy(config, hook_id):
 def _sanitize_id(text):
     out = []
     for ch in text:
-        out.append(ch if (ch.isalnum() and ch.isascii()) or ch in "._:@+-/" else "_")
+        out.append(ch if (ch.isalnum() and ch.isascii()) or ch in "._:@+-/#" else "_")
     return "".join(out) or "hook"
 
 
 def hook_id_for(hook_id, argv):
+    """`command:<id>`: an explicit --hook-id as given, else derived from the command by
+    failsecure.hookid (basename + hash: nothing of the arguments shows)."""
     if not hook_id:
-        hook_id = os.path.basename(argv[0]) if argv else "hook"
+        from failsecure.hookid import command_name
+
+        hook_id = command_name(list(argv)) if argv else "hook"
     hook_id = _sanitize_id(hook_id)
     return hook_id if hook_id.startswith("command:") else "command:" + hook_id
 
@@ -566,15 +640,22 @@ def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, 
     proto = PROTOCOLS[protocol]
     hid = hook_id_for(hook_id, argv)
     start = time.monotonic()
-    try:
-        return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd)
-    except Exception:  # the runner itself failed: deny, never say why
-        out, err, code = proto.deny(failure_reason(hid, RAISED), None)
+
+    def deny_plainly(category, event=None):
+        out, err, code = proto.deny(failure_reason(hid, category), event)
         _emit(stdout_fd, stderr_fd, out, err)
         return code
 
+    state = _arm_last_words(lambda: deny_plainly(CRASHED)) if _FORWARD_SIGNALS else None
+    try:
+        return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state)
+    except BaseException:  # the runner itself failed: deny, never say why
+        if state is not None and state.done is not None:
+            return state.done  # the answer is out already
+        return deny_plainly(RAISED)
 
-def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd):
+
+def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state=None):
     config, config_error = _load_config()
     on_error, role, explicit, default = _hook_policy(config, hid)
     if timeout is not None and timeout > 0:
@@ -627,6 +708,8 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd):
                 )
             except Exception:
                 pass  # audit must never flip or lose the answer
+        if state is not None:
+            state.done = code
         _emit(stdout_fd, stderr_fd, out, err)
         return code
 
@@ -636,9 +719,13 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd):
         out, err, code = proto.deny(failure_reason(hid, category), event)
         return answer("deny", category, out, err, code, elapsed=elapsed, exc_type=exc_type)
 
+    if state is not None:  # terminated from here on: the hook crashed, as policy says
+        state.say = lambda: failed(CRASHED)
     if config_error is not None and gating and role != "observer":
         # As the core does: blame the config, category invalid. No audit path is trusted.
         out, err, code = proto.deny(failure_reason(CONFIG_HOOK, INVALID), event)
+        if state is not None:
+            state.done = code
         _emit(stdout_fd, stderr_fd, out, err)
         return code
     if not payload_ok:
@@ -689,6 +776,8 @@ def _parse_run_args(args):
     protocol = timeout = hook_id = None
     argv = []
     index = 0
+    if list(args[:1]) in (["-h"], ["--help"]):
+        raise _Help()
     while index < len(args):
         arg = args[index]
         if arg == "--":
@@ -720,18 +809,44 @@ def _parse_run_args(args):
     return protocol, timeout, hook_id, argv
 
 
+class _Help(Exception):
+    pass
+
+
+def _usage_deny(args, message):
+    """A broken command line must not open the gate: the protocol's deny (when the
+    protocol can be read), else a deny every host honours, exit 2."""
+    reason = "failsecure: hook runner usage error (%s)" % (message,)
+    protocol = None
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg.startswith("--protocol="):
+            protocol = arg.partition("=")[2]
+        elif arg == "--protocol" and index + 1 < len(args):
+            protocol = args[index + 1]
+    proto = PROTOCOLS.get(protocol)
+    if proto is not None:
+        out, err, code = proto.deny(reason, None)
+    else:
+        # claude reads decision "block", gemini its alias "block"; codex and kiro
+        # ignore stdout on exit 2 and read stderr.
+        out = (_dumps({"decision": "block", "reason": reason}) + "\n").encode()
+        err, code = (reason + "\n").encode(), 2
+    _emit(1, 2, out, err)
+    return code
+
+
 def _run_from_args(args):
     try:
         protocol, timeout, hook_id, argv = _parse_run_args(args)
+    except _Help:
+        os.write(1, (_USAGE + "\n").encode())
+        return 0
     except ValueError as exc:
-        # A broken command line must not open the gate: exit 2 with a reason
-        # is a block (or a failure the prelude turns into a deny) on every host.
-        reason = "failsecure: hook runner usage error (%s)" % (exc,)
-        os.write(2, (reason + "\n" + _USAGE + "\n").encode())
-        return 2
+        return _usage_deny(args, exc)
     if not argv:
-        os.write(2, b"failsecure: hook runner usage error (no command)\n")
-        return 2
+        return _usage_deny(args, "no command")
     global _FORWARD_SIGNALS
     _FORWARD_SIGNALS = True
     return run(protocol, argv, timeout, hook_id)
@@ -823,21 +938,11 @@ def _b64decode(text):
 
 
 def _derive_hook_id(command):
-    import shlex
+    """The hook id `hook install` gives a command (without `command:`): the one place
+    is failsecure.hookid, so a token on the command line never becomes an id."""
+    from failsecure.hookid import command_name
 
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    interpreters = ("sh", "bash", "zsh", "dash", "env", "node", "bun", "deno", "npx", "uv", "uvx", "ruby", "perl")
-    for word in words:
-        if "=" in word and not word.startswith(("/", ".")):
-            continue  # VAR=value prefix
-        base = os.path.basename(word)
-        if word.startswith("-") or base in interpreters or base.startswith("python") or base == "run":
-            continue
-        return _sanitize_id(base)
-    return _sanitize_id(os.path.basename(words[0])) if words else "hook"
+    return _sanitize_id(command_name(command))
 
 
 def _shell_deny_lines(proto, reason):
@@ -851,15 +956,30 @@ def _shell_deny_lines(proto, reason):
     return "; ".join(parts)
 
 
+def _prelude_head(python, runner):
+    """The exact start of every shell-form command `hook install` writes, up to and
+    including `run --protocol`: how an installed hook is recognised."""
+    import shlex
+
+    launch = ['"$R"'] + ['"$F"' if arg == runner else shlex.quote(arg) for arg in launch_argv(python, runner)[1:]]
+    return (
+        "R=%s; F=%s; " % (shlex.quote(python), shlex.quote(runner))
+        + 'if [ -x "$R" ] && [ -f "$F" ]; then '
+        # stderr is held back so that a crashing runner's traceback never reaches the host
+        + "{ e=$("
+        + " ".join(launch)
+        + " run --protocol"
+    )
+
+
 def prelude(python, runner, protocol, hook_id, timeout, record, command):
     """The sh command that runs `command` under the runner and denies if the runner is missing or crashes."""
     import shlex
 
     proto = PROTOCOLS[protocol]
     hid = hook_id_for(hook_id, [])
-    launch = ['"$R"'] + ['"$F"' if arg == runner else shlex.quote(arg) for arg in launch_argv(python, runner)[1:]]
-    call = '%s run --protocol %s --timeout %s --hook-id %s %s %s -- "${BASH:-/bin/sh}" -c %s' % (
-        " ".join(launch),
+    call = '%s %s --timeout %s --hook-id %s %s %s -- "${BASH:-/bin/sh}" -c %s' % (
+        _prelude_head(python, runner),
         protocol,
         _format_number(timeout),
         shlex.quote(hid[len("command:") :]),
@@ -868,11 +988,7 @@ def prelude(python, runner, protocol, hook_id, timeout, record, command):
         shlex.quote(command),
     )
     return (
-        "R=%s; F=%s; " % (shlex.quote(python), shlex.quote(runner))
-        + 'if [ -x "$R" ] && [ -f "$F" ]; then '
-        # stderr is held back so that a crashing runner's traceback never reaches the host
-        + "{ e=$("
-        + call
+        call
         + ' 2>&1 1>&3 3>&-); s=$?; } 3>&1; if [ "$s" -eq 0 ] || [ "$s" -eq 2 ]; then '
         + '[ -z "$e" ] || printf \'%s\\n\' "$e" >&2; exit "$s"; fi; '
         + _shell_deny_lines(proto, failure_reason(hid, CRASHED))
@@ -913,25 +1029,70 @@ def claude_cli_version(claude_bin=None):
     return tuple(int(part) for part in match.groups()) if match else None
 
 
-def _is_wrapped(handler):
+_QUOTED = r"(?:'[^']*'(?:\"'\"'[^']*')*|[^\s;'\"$`\\]+)"  # what shlex.quote writes
+
+
+def _launch_of(handler):
+    """-> the record token when `handler` is failsecure's own launch line (what `hook
+    install` writes, recognised by its exact prefix), else None. A hook whose own
+    arguments merely contain `--record` or `run --protocol` is not wrapped."""
+    import re
+    import shlex
+
     command = handler.get("command")
-    if isinstance(handler.get("args"), list):
-        return _RECORD_FLAG in handler["args"]
-    return isinstance(command, str) and (" %s " % _RECORD_FLAG) in command and " run --protocol " in command
+    if not isinstance(command, str):
+        return None
+    args = handler.get("args")
+    if isinstance(args, list):  # exec form: command = the interpreter, args = the launch
+        if not os.path.isabs(command) or not all(isinstance(a, str) for a in args):
+            return None
+        if args[:3] == ["-I", "-S", "-c"] and len(args) > 4 and args[3] == _BOOT:
+            runner = os.path.join(args[4], "failsecure", "command.py")
+        elif args[:2] == ["-I", "-S"] and len(args) > 2:
+            runner = args[2]
+        else:
+            return None
+        launch = launch_argv(command, runner)[1:]
+        rest = args[len(launch) :]
+        if args[: len(launch)] != launch or len(rest) < 10:
+            return None
+        if (
+            rest[0] != "run"
+            or rest[1] != "--protocol"
+            or rest[2] not in PROTOCOLS
+            or rest[3] != "--timeout"
+            or rest[5] != "--hook-id"
+            or rest[7] != _RECORD_FLAG
+            or rest[9] != "--"
+        ):
+            return None
+        return rest[8]
+    match = re.match(r"R=(%s); F=(%s); " % (_QUOTED, _QUOTED), command)
+    if match is None:
+        return None
+    try:
+        python, runner = shlex.split(match.group(1))[0], shlex.split(match.group(2))[0]
+    except (ValueError, IndexError):
+        return None
+    head = _prelude_head(python, runner)
+    if not command.startswith(head):
+        return None
+    tail = re.match(
+        r" (?:%s) --timeout [0-9.e+-]+ --hook-id %s %s ([A-Za-z0-9_-]+) -- \"\$\{BASH:-/bin/sh\}\" -c "
+        % ("|".join(PROTOCOLS), _QUOTED, _RECORD_FLAG),
+        command[len(head) :],
+    )
+    return tail.group(1) if tail else None
+
+
+def _is_wrapped(handler):
+    return _launch_of(handler) is not None
 
 
 def _record_of(handler):
-    import re
-
-    if isinstance(handler.get("args"), list) and _RECORD_FLAG in handler["args"]:
-        args = handler["args"]
-        index = args.index(_RECORD_FLAG)
-        token = args[index + 1] if index + 1 < len(args) else ""
-    else:
-        match = re.search(r" --record ([A-Za-z0-9_-]+) ", handler.get("command") or "")
-        token = match.group(1) if match else ""
     import json
 
+    token = _launch_of(handler) or ""
     try:
         record = json.loads(_b64decode(token).decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
@@ -943,23 +1104,98 @@ def _record_of(handler):
 
 def _handlers(document, host, all_events=False):
     """Yield every command handler dict under the host's gating event(s)."""
+    for _where, event, handler in _all_handlers(document):
+        if all_events or event.lower() in host.events:
+            if isinstance(handler.get("command"), str):
+                yield handler
+
+
+def _all_handlers(document):
+    """Yield (where, event, handler dict) for every hook handler in a settings document."""
     hooks = document.get("hooks")
     if not isinstance(hooks, dict):
         return
     for event, entries in hooks.items():
-        if not all_events and (not isinstance(event, str) or event.lower() not in host.events):
+        if not isinstance(event, str) or not isinstance(entries, list):
             continue
-        if not isinstance(entries, list):
-            continue
-        for entry in entries:
+        for i, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 continue
             if isinstance(entry.get("hooks"), list):
-                for handler in entry["hooks"]:
-                    if isinstance(handler, dict) and isinstance(handler.get("command"), str):
-                        yield handler
-            elif isinstance(entry.get("command"), str):
-                yield entry
+                for j, handler in enumerate(entry["hooks"]):
+                    if isinstance(handler, dict):
+                        yield "hooks.%s[%d].hooks[%d]" % (event, i, j), event, handler
+            else:
+                yield "hooks.%s[%d]" % (event, i), event, entry
+
+
+class WrapEntry:
+    """One hook `hook install` looked at: its id, where it is in the file, and what was done."""
+
+    __slots__ = ("hook", "where", "why")
+
+    def __init__(self, hook, where, why):
+        self.hook = hook
+        self.where = where
+        self.why = why
+
+    def __repr__(self):
+        return "WrapEntry(%r, %r, %r)" % (self.hook, self.where, self.why)
+
+
+class WrapReport:
+    """What `hook install` did to one settings file: every hook wrapped, every hook left alone (with why)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.wrapped = []
+        self.left = []
+
+    @property
+    def ids(self):
+        return [entry.hook for entry in self.wrapped]
+
+    def lines(self):
+        out = []
+        for entry in self.wrapped:
+            out.append("  wrapped      %s  %s" % (entry.where, entry.hook))
+        for entry in self.left:
+            out.append("  left alone   %s  %s: %s" % (entry.where, entry.hook, entry.why))
+        return out
+
+
+def _left_alone_why(event, handler, spec):
+    """-> why `hook install` leaves this handler as it is, or None to wrap it."""
+    if event.lower() not in spec.events:
+        return "%s does not gate a tool call" % event
+    if handler.get("type", "command") != "command":
+        return "type %r is not a command hook" % (handler.get("type"),)
+    if not isinstance(handler.get("command"), str):
+        return "no command"
+    if _is_wrapped(handler):
+        return "already runs under failsecure"
+    if handler.get("shell") == "powershell":
+        return "a PowerShell hook (the fail-closed prelude is POSIX sh): wrap it by hand"
+    return None
+
+
+def _handler_id(handler):
+    launch = _launch_of(handler)
+    if launch is not None:
+        words = handler["args"] if isinstance(handler.get("args"), list) else None
+        import re
+        import shlex
+
+        if words is not None:
+            return "command:" + words[words.index("--hook-id") + 1]
+        match = re.search(r" --hook-id (%s) %s " % (_QUOTED, _RECORD_FLAG), handler["command"])
+        return "command:" + shlex.split(match.group(1))[0] if match else "command:?"
+    command = handler.get("command")
+    if not isinstance(command, str):
+        return "-"
+    if isinstance(handler.get("args"), list):
+        return "command:" + _derive_hook_id([command] + [str(a) for a in handler["args"]])
+    return "command:" + _derive_hook_id(command)
 
 
 def _read_document(path):
@@ -1033,11 +1269,16 @@ def _write_atomic(path, text):
         raise
 
 
-def install(path, host, *, python=None, runner=None, timeout=None, on_failure="auto", claude_bin=None):
-    """Wrap every PreToolUse command hook in `path` under the runner. -> list of hook ids wrapped.
+def install(path, host, **options):
+    """Wrap every PreToolUse command hook in `path` under the runner. -> list of hook ids wrapped."""
+    return wrap_settings(path, host, **options).ids
 
-    Idempotent (already wrapped hooks are left alone); everything else in the
-    file is preserved; the file is replaced atomically.
+
+def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_failure="auto", claude_bin=None):
+    """Wrap every PreToolUse command hook in `path` under the runner. -> WrapReport.
+
+    Idempotent (hooks already under failsecure's own launch line are left alone);
+    everything else in the file is preserved; the file is replaced atomically.
     """
     import json
 
@@ -1060,14 +1301,12 @@ def install(path, host, *, python=None, runner=None, timeout=None, on_failure="a
         elif on_failure == "auto":
             version = claude_cli_version(claude_bin)
             block = version is not None and version >= CLAUDE_ON_FAILURE_MIN
-    wrapped = []
-    for handler in list(_handlers(document, spec)):
-        if _is_wrapped(handler):
+    report = WrapReport(path)
+    for where, event, handler in list(_all_handlers(document)):
+        why = _left_alone_why(event, handler, spec)
+        if why is not None:
+            report.left.append(WrapEntry(_handler_id(handler), where, why))
             continue
-        if handler.get("type", "command") != "command":
-            continue
-        if handler.get("shell") == "powershell":
-            continue  # the prelude is POSIX sh
         command = handler["command"]
         exec_form = isinstance(handler.get("args"), list)
         touched = ["command"]
@@ -1088,7 +1327,7 @@ def install(path, host, *, python=None, runner=None, timeout=None, on_failure="a
             runner_timeout = float(original_timeout) / unit
         else:
             runner_timeout = float(timeout or DEFAULT_RUNNER_TIMEOUT)
-        hook_id = _derive_hook_id(command if not exec_form else " ".join([command] + list(handler["args"])))
+        hook_id = _derive_hook_id(command if not exec_form else [command] + [str(a) for a in handler["args"]])
         if exec_form:
             launch = launch_argv(python, runner)
             handler["command"] = launch[0]
@@ -1111,11 +1350,11 @@ def install(path, host, *, python=None, runner=None, timeout=None, on_failure="a
             handler[timeout_key] = _host_number(runner_timeout + HEADROOM, unit)
         if "onFailure" in touched:
             handler["onFailure"] = "block"
-        wrapped.append("command:" + hook_id)
-    if wrapped:
+        report.wrapped.append(WrapEntry("command:" + hook_id, where, "wrapped"))
+    if report.wrapped:
         _write_atomic(path, _render(document, text))
         _precompile(runner)
-    return wrapped
+    return report
 
 
 def uninstall(path):
@@ -1144,20 +1383,12 @@ def uninstall(path):
 
 
 def _cmd_run(args):
-    argv = list(args.cmd)
-    if argv and argv[0] == "--":
-        argv = argv[1:]
-    if not argv:
-        sys.stderr.write("failsecure: hook runner usage error (no command)\n")
-        return 2
-    global _FORWARD_SIGNALS
-    _FORWARD_SIGNALS = True
-    return run(args.protocol, argv, args.timeout, args.hook_id)
+    return _run_from_args(list(args.args))
 
 
 def _cmd_install(args):
     try:
-        wrapped = install(
+        report = wrap_settings(
             args.file,
             args.host,
             python=args.python,
@@ -1169,10 +1400,12 @@ def _cmd_install(args):
     except InstallError as exc:
         sys.stderr.write("failsecure: error: %s\n" % exc)
         return 1
-    if wrapped:
-        print("failsecure: %s: wrapped %d hook(s): %s" % (args.file, len(wrapped), ", ".join(wrapped)))
+    if report.wrapped:
+        print("failsecure: %s: wrapped %d hook(s), left %d alone" % (args.file, len(report.wrapped), len(report.left)))
     else:
-        print("failsecure: %s: nothing to wrap (no unwrapped %s PreToolUse command hooks)" % (args.file, args.host))
+        print("failsecure: %s: nothing to wrap (no unwrapped %s PreToolUse command hooks), left %d alone" % (args.file, args.host, len(report.left)))
+    for line in report.lines():
+        print(line)
     return 0
 
 
@@ -1206,12 +1439,13 @@ def add_hook_commands(subparsers):
     commands = hook.add_subparsers(dest="hook_command", metavar="{run,install,uninstall}")
     commands.required = True
 
-    run_parser = commands.add_parser("run", help="run one hook command under the fail-closed runner")
-    run_parser.add_argument("--protocol", required=True, choices=sorted(PROTOCOLS))
-    run_parser.add_argument("--timeout", type=_positive_float, default=None, help="seconds (default: config)")
-    run_parser.add_argument("--hook-id", default=None, help="hook id (without the 'command:' prefix)")
-    run_parser.add_argument("--record", default=None, help=argparse.SUPPRESS)
-    run_parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
+    # `hook run` has one parser, _parse_run_args (the hot path cannot afford argparse):
+    # argparse hands it every word after `run` untouched.
+    run_parser = commands.add_parser(
+        "run", help="run one hook command under the fail-closed runner", usage=_USAGE[len("usage: ") :],
+        add_help=False, prefix_chars="\x00",
+    )
+    run_parser.add_argument("args", nargs=argparse.REMAINDER, help="--protocol P [--timeout S] [--hook-id ID] -- CMD [ARGS...]")
     run_parser.set_defaults(func=_cmd_run)
 
     install_parser = commands.add_parser("install", help="rewrite a host settings file to use the runner")

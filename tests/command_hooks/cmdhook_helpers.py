@@ -2,6 +2,8 @@
 
 import json
 
+from failsecure.hookid import command_name
+
 SECRET = "sk-payload-secret-4242"
 
 
@@ -35,3 +37,8 @@ def expected_deny(protocol, reason, event="PreToolUse"):
     if protocol in ("codex", "kiro"):
         return "", reason + "\n", 2
     raise AssertionError(protocol)
+
+
+def hook_id(command):
+    """The hook id the runner and `hook install` derive from a command (argv or shell line)."""
+    return "command:" + command_name(command)

@@ -19,7 +19,7 @@ import json
 import subprocess
 
 import pytest
-from cmdhook_helpers import payload_for
+from cmdhook_helpers import hook_id, payload_for
 
 from failsecure import command
 
@@ -99,7 +99,7 @@ def test_installed_hook_blocks_every_failure(tmp_path, host, failure):
     host_timeout = handler[key] if host == "kiro" else handler[key] / 1000
     assert host_timeout > 0.3  # the host's own deadline stays above the runner's
     blocked, why = rule(handler["command"], payload_for("claude"), timeout=host_timeout)
-    assert (blocked, why) == (True, command.failure_reason("command:%s" % _hook_name(hook_command), category))
+    assert (blocked, why) == (True, command.failure_reason(hook_id(hook_command), category))
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
@@ -127,9 +127,5 @@ def test_missing_runner_still_blocks(tmp_path, host):
     handler = json.loads(path.read_text())["hooks"]["PreToolUse"][0]
     assert rule(handler["command"], payload_for("claude"), timeout=5) == (
         True,
-        command.failure_reason("command:exit", "missing"),
+        command.failure_reason(hook_id("exit 0"), "missing"),
     )
-
-
-def _hook_name(hook_command):
-    return command._derive_hook_id(hook_command)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from cmdhook_helpers import expected_deny, payload_for
+from cmdhook_helpers import expected_deny, hook_id, payload_for
 
 from failsecure import command
 
@@ -127,7 +127,7 @@ def test_install_wraps_only_gating_hooks_and_uninstall_restores_bytes(tmp_path, 
     path, original = write_settings(tmp_path, host, "$HOME/bin/guard.sh --strict", indent=indent)
     wrapped = command.install(str(path), host, on_failure="block")
     handlers = gating_handlers(host, json.loads(path.read_text()))
-    assert wrapped == ["command:guard.sh"] * len(handlers)
+    assert wrapped == [hook_id("$HOME/bin/guard.sh --strict")] * len(handlers)
     for handler in handlers:
         assert " run --protocol %s " % PROTOCOL[host] in handler["command"]
         assert sys.executable in handler["command"] and " -I -S " in handler["command"]
@@ -218,7 +218,7 @@ def test_claude_exec_form_is_wrapped_without_a_shell(tmp_path):
     assert handler["args"][-2:] == [hook, "ok"]
     assert run_installed(handler, "claude") == ("", "", 0)
     handler["args"][-1] = "not-ok"
-    assert run_installed(handler, "claude") == expected_deny("claude", command.failure_reason("command:guard.sh", "crashed"))
+    assert run_installed(handler, "claude") == expected_deny("claude", command.failure_reason(hook_id([hook, "ok"]), "crashed"))
     command.uninstall(str(path))
     assert path.read_text() == original
 
@@ -314,7 +314,7 @@ def test_installed_command_denies_a_crashing_hook_with_twin(tmp_path, host, shel
         handler = gating_handlers(host, json.loads(path.read_text()))[0]
         got = run_installed(handler, PROTOCOL[host], shell=shell)
         if expect == "crash":
-            assert got == deny_for(host, command.failure_reason("command:guard.sh", "crashed"))
+            assert got == deny_for(host, command.failure_reason(hook_id(hook), "crashed"))
         else:
             assert got == ("", "", 0)
 
@@ -324,7 +324,7 @@ def test_installed_command_denies_when_the_hook_is_missing(tmp_path, host):
     path, _ = write_settings(tmp_path, host, str(tmp_path / "gone.sh"))
     command.install(str(path), host, on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
-    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason("command:gone.sh", "missing"))
+    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason(hook_id(str(tmp_path / "gone.sh")), "missing"))
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
@@ -338,7 +338,7 @@ def test_installed_command_denies_when_the_runner_is_missing(tmp_path, host):
     command.install(str(path), host, runner=str(runner), on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
     runner.unlink()  # the package was uninstalled or moved
-    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason("command:guard.sh", "missing"))
+    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason(hook_id(hook), "missing"))
     # twin: the same install with the interpreter and runner in place runs the hook
     command.uninstall(str(path))
     command.install(str(path), host, on_failure="omit")
@@ -352,7 +352,7 @@ def test_installed_command_denies_when_the_interpreter_is_missing(tmp_path, host
     path, _ = write_settings(tmp_path, host, hook)
     command.install(str(path), host, python=str(tmp_path / "venv" / "bin" / "python"), on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
-    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason("command:guard.sh", "missing"))
+    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason(hook_id(hook), "missing"))
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
@@ -365,7 +365,7 @@ def test_installed_command_denies_when_the_runner_crashes(tmp_path, host, runner
     path, _ = write_settings(tmp_path, host, hook)
     command.install(str(path), host, python=str(broken), on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
-    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason("command:guard.sh", "crashed"))
+    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason(hook_id(hook), "crashed"))
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))

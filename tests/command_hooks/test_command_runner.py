@@ -10,7 +10,7 @@ import json
 import time
 
 import pytest
-from cmdhook_helpers import SECRET, expected_deny, payload_for
+from cmdhook_helpers import SECRET, expected_deny, hook_id, payload_for
 
 from failsecure import command
 
@@ -463,31 +463,48 @@ def test_global_timeout_applies_when_no_flag(run_hook, tmp_path):
 
 def test_default_hook_id_is_the_command_name(run_hook, tmp_path):
     run = run_hook("kiro", sh("exit 1"), hook_id=None)
-    assert run.triple == ("", command.failure_reason("command:sh", "crashed") + "\n", 2)
-    assert run.event["hook"] == "command:sh"
+    assert run.triple == ("", command.failure_reason(hook_id(sh("exit 1")), "crashed") + "\n", 2)
+    assert run.event["hook"] == hook_id(sh("exit 1"))
 
 
 # ---------------------------------------------------------------- the runner's own command line
 
 
 @pytest.mark.parametrize(
-    "args",
+    "args,protocol",
     [
-        ["run", "--protocol", "nope", "--", "true"],
-        ["run", "--protocol", "claude", "--timeout", "-1", "--", "true"],
-        ["run", "--protocol", "claude", "--bogus", "--", "true"],
-        ["run", "--protocol", "claude", "--"],
+        (["run", "--protocol", "nope", "--", "true"], None),
+        (["run", "--protocol", "claude", "--timeout", "-1", "--", "true"], "claude"),
+        (["run", "--protocol", "gemini", "--bogus", "--", "true"], "gemini"),
+        (["run", "--protocol=codex", "--"], "codex"),
+        (["run", "--protocol", "kiro", "--"], "kiro"),
     ],
 )
-def test_usage_errors_exit_two_with_a_reason(args):
+def test_usage_errors_are_the_protocols_deny(args, protocol):
+    """A broken launch line denies in the host's own shape (unknown protocol: a deny every host honours)."""
     import subprocess
     import sys
 
     proc = subprocess.run(
         command.launch_argv(sys.executable, command.runner_path()) + args, input=b"{}", capture_output=True, timeout=30
     )
-    assert proc.returncode == 2 and proc.stdout == b""
-    assert proc.stderr.startswith(b"failsecure: hook runner usage error")
+    why = proc.stderr.decode().rstrip("\n")
+    assert why.startswith("failsecure: hook runner usage error (") and "\n" not in why
+    if protocol is None:
+        assert (proc.stdout, proc.returncode) == ((json.dumps({"decision": "block", "reason": why}, separators=(",", ":")) + "\n").encode(), 2)
+    else:
+        assert (proc.stdout.decode(), proc.stderr.decode(), proc.returncode) == expected_deny(protocol, why, event=None)
+
+
+def test_usage_error_twin_runs_the_hook():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        command.launch_argv(sys.executable, command.runner_path()) + ["run", "--protocol", "codex", "--", "true"],
+        input=b"{}", capture_output=True, timeout=30,
+    )
+    assert (proc.stdout, proc.stderr, proc.returncode) == (b"", b"", 0)
 
 
 def test_runner_as_a_script_and_through_the_cli(tmp_path):
