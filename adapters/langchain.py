@@ -101,6 +101,17 @@ class LangChainAdapter(Adapter):
         super().__init__()
         self._late_done: set = set()
         self._hooks_registered = False
+        self._handler_ids: dict = {}  # handler class -> hook id
+
+    def handler_id(self, handler: Any) -> str:
+        """The hook id of a callback handler: ``langchain:<module>.<qualname>`` of its class."""
+        cls = type(handler)
+        hook_id = self._handler_ids.get(cls)
+        if hook_id is None:
+            hook_id = self.callable_id(handler)
+            if len(self._handler_ids) < 4096:
+                self._handler_ids[cls] = hook_id
+        return hook_id
 
     # ------------------------------------------------------------ patching
 
@@ -185,7 +196,7 @@ class LangChainAdapter(Adapter):
         config = policy.current()
         gates, observers = [], []
         for handler in list(handlers):
-            hook_id = self.callable_id(handler)
+            hook_id = self.handler_id(handler)
             own = config.hooks.get(hook_id)
             role = getattr(own, "role", None) if own is not None else None
             if role is None:
