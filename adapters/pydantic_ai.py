@@ -91,6 +91,7 @@ class PydanticAIAdapter(Adapter):
         self._failed_type: Any = None
         self._results_type: Any = None
         self._approval_types: tuple = ()
+        self._ids: dict = {}  # id(hook function) -> (function, hook id)
 
     # ------------------------------------------------------------ patching
 
@@ -223,7 +224,15 @@ class PydanticAIAdapter(Adapter):
             return _Raised(exc)
 
     def _entry_id(self, entry: Any) -> str:
-        return self.callable_id(getattr(entry, "func", entry))
+        func = getattr(entry, "func", entry)
+        known = self._ids.get(id(func))
+        if known is not None and known[0] is func:
+            return known[1]
+        hook_id = self.callable_id(func)
+        if len(self._ids) > 4096:
+            self._ids.clear()
+        self._ids[id(func)] = (func, hook_id)  # keeps func alive, so its id is not reused
+        return hook_id
 
     async def _call(self, entry: Any, hook_name: str, ctx: Any, validate: Any = None, **kwargs: Any) -> Outcome:
         """One hook entry under the guard. The hook's own ``timeout=`` expiring (upstream
@@ -278,9 +287,9 @@ class PydanticAIAdapter(Adapter):
                 state["args"] = current
                 return outcomes
 
-            outcomes = await integrity.auntil_stable(
-                run_round, lambda: (state["args"], state["rewrites"]), self.hook_id(EVENT)
-            )
+            # a round is settled when no hook changed what it was given (each hook's input is
+            # snapshotted in run_round), so every gate of the last round saw the final arguments
+            outcomes = await integrity.auntil_stable(run_round, lambda: state["rewrites"], self.hook_id(EVENT))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"])
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise

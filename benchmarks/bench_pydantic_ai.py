@@ -1,0 +1,152 @@
+"""pydantic-ai: the cost failsecure adds to one gated tool call.
+
+One trivial ``before_tool_execute`` hook (returns the arguments it was given) on a real
+``Hooks`` capability. Measured unpatched and patched in the same process, interleaved
+rounds, medians, the ratio and the microseconds added:
+
+- the dispatch alone: ``await hooks.before_tool_execute(ctx, call=..., tool_def=...,
+  args=...)`` with the real ``RunContext``/``ToolCallPart``/``ToolDefinition`` captured from
+  an agent run (an async hook, then a sync hook, which upstream runs in a worker thread);
+- one whole agent run: ``Agent(FunctionModel(...)).run(...)`` calling one
+  ``@agent.tool_plain`` once (model turn, tool call, model turn).
+
+Default config (30 s deadline per gate) and ``timeout = 0``; no audit file.
+
+    tox -e bench-pydantic-ai          (or: python benchmarks/bench_pydantic_ai.py [ROUNDS])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+TARGET = 1.05
+
+
+def setup() -> None:
+    os.environ.pop("FAILSECURE_CONFIG", None)
+    os.chdir(tempfile.mkdtemp(prefix="failsecure-bench-pai-"))  # failsecure.toml per configuration
+
+
+async def gate_async(ctx, *, call, tool_def, args):
+    return args
+
+
+def gate_sync(ctx, *, call, tool_def, args):
+    return args
+
+
+def make_agent(hooks):
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def respond(messages, info):
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("run_command", {"command": "ls -la"})])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(respond), capabilities=[hooks])
+
+    @agent.tool_plain
+    def run_command(command: str) -> str:
+        return command
+
+    return agent
+
+
+async def capture():
+    """A real (ctx, call, tool_def, args) as the dispatcher passes them."""
+    from pydantic_ai.capabilities import Hooks
+
+    seen = {}
+    hooks = Hooks()
+
+    @hooks.on.before_tool_execute
+    async def grab(ctx, *, call, tool_def, args):
+        seen.update(ctx=ctx, call=call, tool_def=tool_def, args=args)
+        return args
+
+    await make_agent(hooks).run("go")
+    return seen
+
+
+async def measure(rounds: int) -> None:
+    from pydantic_ai.capabilities import Hooks
+
+    from failsecure import activation, policy
+
+    adapter = activation.get("pydantic-ai")
+    real = await capture()
+
+    def dispatcher(gate):
+        hooks = Hooks()
+        hooks.on.before_tool_execute(gate)
+
+        async def dispatch(n: int) -> float:
+            t = time.perf_counter()
+            for _ in range(n):
+                await hooks.before_tool_execute(real["ctx"], call=real["call"], tool_def=real["tool_def"], args=real["args"])
+            return (time.perf_counter() - t) / n * 1e6
+
+        return dispatch
+
+    whole_agent = make_agent(Hooks(before_tool_execute=gate_async))
+
+    async def whole(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            result = await whole_agent.run("go")
+        assert result.output == "done"
+        return (time.perf_counter() - t) / n * 1e6
+
+    cases = [
+        ("dispatch, 1 async hook", dispatcher(gate_async), 2000),
+        ("dispatch, 1 sync hook (thread)", dispatcher(gate_sync), 500),
+        ("whole agent run, 1 tool call", whole, 100),
+    ]
+    configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
+    for config_label, config in configs:
+        with open("failsecure.toml", "w") as fh:
+            fh.write(config)
+        policy.reload()
+        print(f"  {config_label}")
+        for label, fn, n in cases:
+            assert adapter.patch() == "patched"
+            for _ in range(2):  # warm-up, both modes
+                adapter.unpatch()
+                await fn(n)
+                adapter.patch()
+                await fn(n)
+            unpatched, patched = [], []
+            for _ in range(rounds):
+                adapter.unpatch()
+                unpatched.append(await fn(n))
+                adapter.patch()
+                patched.append(await fn(n))
+            u, p = statistics.median(unpatched), statistics.median(patched)
+            print(f"    {label:<32} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}")
+
+
+def main(argv: list[str]) -> int:
+    rounds = int(argv[0]) if argv else 9
+    setup()
+    import importlib.metadata
+
+    import failsecure
+
+    failsecure.install()
+    import pydantic_ai.capabilities.hooks  # noqa: F401  (patched on import)
+
+    print(f"pydantic-ai-slim {importlib.metadata.version('pydantic-ai-slim')}: one trivial before_tool_execute hook; "
+          f"median us per call, {rounds} interleaved rounds")
+    asyncio.run(measure(rounds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
