@@ -86,12 +86,21 @@ class _Round:
 _denied: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("failsecure_crewai_denied", default=None)
 
 
+_tty: list = [None, False]  # (the stdin object last asked, its answer)
+
+
 def _interactive() -> bool:
-    """A human may be answering (``context.request_human_input`` reads stdin)."""
+    """A human may be answering (``context.request_human_input`` reads stdin): stdin is
+    a TTY. Asked once per stdin object (``isatty`` is a system call)."""
+    stdin = sys.stdin
+    if stdin is _tty[0]:
+        return _tty[1]
     try:
-        return bool(sys.stdin is not None and sys.stdin.isatty())
+        answer = bool(stdin is not None and stdin.isatty())
     except Exception:
-        return False
+        answer = False
+    _tty[0], _tty[1] = stdin, answer
+    return answer
 
 
 def _cell(fn: Any, name: str) -> Any:

@@ -232,3 +232,27 @@ def test_every_call_path_allow_twin(rig, mode, native):
     run = rig.run({"command": "harmless"}, mode=mode, native=native)
     assert run.calls == [{"command": "harmless"}]
     assert "blocked" not in run.told
+
+
+class FakeTTY:
+    def isatty(self):
+        return True
+
+    def readline(self):
+        return "\n"
+
+
+def test_a_human_may_answer_no_default_deadline(rig, monkeypatch):
+    """stdin is a TTY (``context.request_human_input`` asks there): the global deadline
+    does not cut a hook off; a per-hook timeout in the config still does."""
+    monkeypatch.setattr("sys.stdin", FakeTTY())
+
+    def asking(context):
+        threading.Event().wait(0.5)  # a person thinking
+        return True
+
+    register_before_tool_call_hook(asking)
+    assert rig.run().ran
+    rig.config(tables=f'[hooks."{rig.hook_id(asking)}"]\ntimeout = 0.2\n')
+    run = rig.run()
+    _assert_denied(rig, run, rig.hook_id(asking), "timeout")
