@@ -502,6 +502,7 @@ class ClaudeSDKAdapter(Adapter):
         """``gate`` as the only PreToolUse callback of a real ``Query``, through its
         (patched) set-up and its real ``_handle_control_request``: True when the answer
         written to the CLI denies the tool call."""
+        import contextvars
         import functools
         import threading
 
@@ -519,7 +520,8 @@ class ClaudeSDKAdapter(Adapter):
             except BaseException as exc:
                 box["error"] = exc
 
-        thread = threading.Thread(target=run, daemon=True)
+        context = contextvars.copy_context()  # the self-test's config lives in this context
+        thread = threading.Thread(target=context.run, args=(run,), daemon=True)
         thread.start()
         thread.join(30)
         if "error" in box:
