@@ -361,8 +361,11 @@ class Adapter(abc.ABC):
 
         return ToolCall(self.name, tool, arguments, call_id), gates
 
-    def _finish(self, config, outcomes: list[Outcome], tool, call_id) -> Decision:
-        decision = _reduce.reduce(outcomes, config, config.required_for(self.name), ask=self.supports_ask, framework=self.name)
+    def _finish(self, config, outcomes: list[Outcome], tool, call_id, fail_closed=()) -> Decision:
+        decision = _reduce.reduce(
+            outcomes, config, config.required_for(self.name), ask=self.supports_ask,
+            framework=f"{self.name} {self.version}" if self.version else self.name, fail_closed=fail_closed,
+        )
         if _capture.decisions is not None:
             _capture.decisions.append(decision)
         try:
@@ -401,30 +404,38 @@ class Adapter(abc.ABC):
         kwargs = {"call": call}
         return config, outcomes, [(h, fn, (), kwargs, plugins.to_verdict, config.timeout_for(h)) for h, fn in gates]
 
-    def decide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None) -> Decision:
+    def decide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None, fail_closed=()) -> Decision:
         """Reduce the framework's hook outcomes with the plugin gates, required hooks,
-        config and patch state into one Decision, and audit it. Never raises."""
+        config and patch state into one Decision, and audit it. ``fail_closed``: hook ids
+        that opted into the framework's own fail-closed mode (their failures deny even
+        under ``on_error = "allow"``). Never raises."""
         try:
             config, outcomes, gates = self._start(tool, outcomes, arguments, call_id)
             if gates:
                 outcomes += guard.call_each(gates)
-            return self._finish(config, outcomes, tool, call_id)
+            return self._finish(config, outcomes, tool, call_id, fail_closed)
         except Exception as exc:
             return self.failed(exc, tool, call_id)
 
-    async def adecide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None) -> Decision:
+    async def adecide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None, fail_closed=()) -> Decision:
         """``decide`` for async dispatchers: plugin gates may be coroutines. Never raises
         (except the caller's own cancellation)."""
         try:
             config, outcomes, gates = self._start(tool, outcomes, arguments, call_id)
             for hook_id, fn, args, kwargs, validate, timeout in gates:
                 outcomes.append(await guard.acall(hook_id, fn, args, kwargs, validate=validate, timeout=timeout))
-            return self._finish(config, outcomes, tool, call_id)
+            return self._finish(config, outcomes, tool, call_id, fail_closed)
         except Exception as exc:
             return self.failed(exc, tool, call_id)
 
+    def inventory(self) -> list[str]:
+        """The hook ids of the gates registered with the framework now (for ``doctor``).
+        Adapters override it; the default knows none."""
+        return []
+
     def status(self) -> dict:
         return {
+            "patch_lost": self.state == "patched" and not self.intact(),
             "framework": self.name,
             "distribution": self.distribution,
             "version": self.version,

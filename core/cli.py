@@ -6,11 +6,34 @@ import argparse
 import json
 import sys
 
+from .report import type_name
+
+
+def _gate_rows(adapter, config) -> list[dict]:
+    """Every gate the adapter finds registered now, with its effective policy and where
+    each setting came from (so ``[hooks."<id>"]`` can be written without the audit)."""
+    rows = []
+    try:
+        hook_ids = adapter.inventory()
+    except Exception as exc:
+        return [{"error": type_name(exc)}]
+    for hook_id in hook_ids:
+        own = config.hook(hook_id)
+        rows.append({
+            "hook": hook_id,
+            "role": own.role,
+            "on_error": own.on_error,
+            "timeout": config.timeout_for(hook_id),
+            "from": {k: config.origins.get(f'hooks."{hook_id}".{k}', config.origins.get(k, "default"))
+                     for k in ("role", "on_error", "timeout")},
+        })
+    return rows
+
 
 def _doctor(args) -> int:
     import importlib
 
-    from . import activation, policy
+    from . import activation, plugins, policy
 
     config = policy.load_light()
     rows = []
@@ -21,40 +44,93 @@ def _doctor(args) -> int:
             try:
                 importlib.import_module(adapter.modules[0])  # activates through the drop-in path
             except Exception as exc:
-                row["import_error"] = type(exc).__name__
+                row["import_error"] = type_name(exc)
             if adapter.state == "unpatched" and args.activate:
                 adapter.patch()
             row = adapter.status()
+            row["gates"] = _gate_rows(adapter, config)
             if not args.no_self_test:
                 try:
                     row["self_test"] = [c.as_dict() for c in adapter.self_test()]
                 except Exception as exc:
-                    row["self_test"] = [{"name": "self-test", "ok": False, "detail": type(exc).__name__}]
+                    row["self_test"] = [{"name": "self-test", "ok": False, "detail": type_name(exc)}]
         rows.append(row)
+    if plugins._pm is None and plugins._has_entry_points():
+        plugins.manager()
     report = {
-        "config": {"source": config.source, "error": config.error, "timeout": config.timeout, "on_error": config.on_error},
+        "config": {"source": config.source, "files": config.sources, "error": config.error, "timeout": config.timeout,
+                   "on_error": config.on_error, "ignored": [f"{w}: {s}" for w, s in config.ignored]},
+        "plugins_failed": [{"plugin": n, "why": w} for n, w in plugins.load_failures],
         "frameworks": rows,
+        "hosts": _host_settings(),
     }
-    failed = bool(config.error) or any(
-        (r.get("state") == "refused" and r.get("version") is not None) or any(not c["ok"] for c in r.get("self_test", ())) for r in rows
+    failed = bool(config.error) or bool(plugins.load_failures) or any(
+        (r.get("state") == "refused" and r.get("version") is not None)
+        or r.get("patch_lost")
+        or any(not c["ok"] for c in r.get("self_test", ()))
+        for r in rows
     )
     if args.json:
-        print(json.dumps(report, indent=2))
+        _out(json.dumps(report, indent=2))
         return 1 if failed else 0
-    print(f"config: {config.source or 'defaults'}" + (f"  ERROR: {config.error}" if config.error else ""))
-    print(f"  on_error={config.on_error} timeout={config.timeout}s")
+    lines = [f"config: {', '.join(config.sources) or 'defaults'}" + (f"  ERROR: {config.error}" if config.error else ""),
+             f"  on_error={config.on_error} timeout={config.timeout}s"]
+    lines += [f"  ignored (project file may only tighten): {i}" for i in report["config"]["ignored"]]
+    for name, why in plugins.load_failures:
+        lines.append(f"plugin {name}: FAILED TO LOAD ({why}); every gated call is denied")
     for r in rows:
         if r["version"] is None:
-            print(f"{r['framework']}: not installed (supported {r['supported']})")
+            lines.append(f"{r['framework']}: not installed (supported {r['supported']})")
             continue
         rng = "in supported range" if r["in_range"] else "UNTESTED release"
         upstream = "fails closed upstream" if r["fail_closed_upstream"] else "fails open upstream"
-        print(f"{r['framework']} {r['version']}: {r['state']}, {rng} ({r['supported']}), {upstream}")
+        lines.append(f"{r['framework']} {r['version']}: {r['state']}, {rng} ({r['supported']}), {upstream}")
         if r.get("refused_reason"):
-            print(f"  refused: {r['refused_reason']}")
+            lines.append(f"  refused: {r['refused_reason']}")
+        if r.get("patch_lost"):
+            lines.append("  PATCH LOST: the patched functions were replaced since (a reload?); import the framework again or run failsecure.install()")
+        for g in r.get("gates", ()):
+            if "error" in g:
+                lines.append(f"  gates: could not list ({g['error']})")
+                continue
+            lines.append(f"  gate {g['hook']}: role={g['role']} on_error={g['on_error']} timeout={g['timeout']}"
+                         f"  (from {', '.join(f'{k}: {v}' for k, v in g['from'].items())})")
         for c in r.get("self_test", ()):
-            print(f"  [{'ok' if c['ok'] else 'FAIL'}] {c['name']}" + (f": {c['detail']}" if c["detail"] else ""))
+            lines.append(f"  [{'ok' if c['ok'] else 'FAIL'}] {c['name']}" + (f": {c['detail']}" if c["detail"] else ""))
+    for h in report["hosts"]:
+        lines.append(f"host {h['host']} {h['path']}: {h['wrapped']} PreToolUse hook(s) wrapped, {h['bare']} bare"
+                     + (f" ({h['error']})" if h.get("error") else ""))
+    _out("\n".join(lines))
     return 1 if failed else 0
+
+
+def _host_settings() -> list[dict]:
+    """The command-hook hosts' settings files in their usual places, with how many
+    PreToolUse hooks run under the runner and how many are bare."""
+    try:
+        from . import command
+    except Exception:
+        return []
+    scan = getattr(command, "scan_settings", None)
+    if scan is None:
+        return []
+    try:
+        return scan()
+    except Exception as exc:
+        return [{"host": "?", "path": "?", "wrapped": 0, "bare": 0, "error": type_name(exc)}]
+
+
+def _out(text: str) -> None:
+    """Print, and end quietly when the reader went away (``doctor --json | head``)."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(0)
 
 
 def _config_lines(config) -> list[str]:
@@ -96,7 +172,7 @@ def _config_show(args) -> int:
             "files": config.sources,
         }, indent=2))
     else:
-        print("\n".join(_config_lines(config)))
+        _out("\n".join(_config_lines(config)))
     return 1 if config.error else 0
 
 

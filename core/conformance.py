@@ -339,7 +339,7 @@ class _Plugin:
     def __init__(self, kind: str):
         self.kind = kind
 
-    def failsecure_pre_tool_call(self, call):
+    def failsecure_pre_tool_call(self, call):  # marked as a hookimpl below
         from .verdict import Action, Verdict
 
         if self.kind == "raise":
@@ -350,6 +350,13 @@ class _Plugin:
             if FORBIDDEN in text:
                 return Verdict(action=Action.DENY, reason="conformance plugin: forbidden")
         return Verdict(action=Action.ALLOW)
+
+
+def _mark_plugin() -> None:
+    from .plugins import hookimpl
+
+    if not hasattr(_Plugin.failsecure_pre_tool_call, "failsecure_impl"):
+        _Plugin.failsecure_pre_tool_call = hookimpl(_Plugin.failsecure_pre_tool_call)  # type: ignore[method-assign]
 
 
 RESULTS: dict = {}  # (framework, version, column) -> {(case, mode): status}
@@ -397,6 +404,7 @@ def run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) -> 
         os.environ["FAILSECURE_CONFIG"] = str(config_path)
         policy.reload()
         if case.plugin:
+            _mark_plugin()
             plugin = _Plugin(case.plugin)
             plugins.register(plugin, name="conformance")
         try:
@@ -427,6 +435,10 @@ def run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) -> 
         return "pass", "denied upstream"
     if SECRET in (ran.told or "") or SECRET in audit_text:
         return "leak", "the secret reached the deny text or the audit"
+    if case.config == "invalid":  # an invalid config has no audit path to write to
+        if "failsecure:config" not in (ran.told or "") and "(invalid)" not in (ran.told or ""):
+            return "wrong branch", "the deny text does not name the config failure"
+        return "pass", ""
     if case.failure:
         events = [json.loads(line) for line in audit_text.splitlines() if line.strip()]
         events = [e for e in events if e.get("framework") == harness.framework and e.get("outcome") == "deny"]
@@ -455,11 +467,32 @@ def pytest_addoption(parser):
         nargs="?",
         const="failsecure",
         default=None,
-        choices=("failsecure", "upstream", "both"),
         help="run the fail-closed fault matrix against every `failsecure_harness` fixture "
         "(failsecure: asserted; upstream: failsecure uninstalled, reported only; both)",
     )
     group.addoption("--failsecure-matrix-out", default=None, help="write the matrix results (JSON) to this file")
+
+
+_COLUMNS = ("failsecure", "upstream", "both")
+
+
+def pytest_configure(config):
+    """``pytest --failsecure-conformance tests/x``: argparse took the path for the
+    option's value; give it back to pytest."""
+    value = config.getoption("--failsecure-conformance", None)
+    if value is None or value in _COLUMNS:
+        return
+    config.option.failsecure_conformance = "failsecure"
+    import os
+
+    if os.path.exists(value):
+        default = [str(config.invocation_params.dir)] + list(config.getini("testpaths") or [])
+        if not config.args or config.args == default[: len(config.args)] or config.args == ["."]:
+            config.args[:] = [value]
+        else:
+            config.args.append(value)
+    else:
+        raise ValueError(f"--failsecure-conformance: expected one of {', '.join(_COLUMNS)}, got {value!r}")
 
 
 def _columns(config) -> tuple:

@@ -21,6 +21,7 @@ from .verdict import Action, Failure, Outcome
 MAX_ROUNDS = 3
 
 _CHANGED = object()
+CHANGED = _CHANGED  # what a fingerprint returns for a value it cannot picture
 
 
 def snapshot(value: Any) -> Any:
@@ -51,24 +52,29 @@ def unsettled(hook: str) -> Outcome:
     return Outcome(hook=hook, failure=Failure.INVALID)
 
 
-def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str) -> list[Outcome]:
+def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, fingerprint: Callable[[Any], Any] = None) -> list[Outcome]:
     """Run ``run_round`` (every hook once, in order, on the call as it is now; hooks may
     rewrite it) until a round leaves ``current()`` unchanged. Returns the last round's
     outcomes; a round with a deny or a failure ends it at once (nothing more to judge).
-    ``hook`` names the unsettled outcome added when rewriting never stops."""
+    ``hook`` names the unsettled outcome added when rewriting never stops.
+    ``fingerprint`` (default ``snapshot``): a cheaper comparable picture of the call
+    where a deep copy is costly or impossible (it must never raise; return ``CHANGED``
+    for what it cannot picture)."""
+    take = fingerprint or snapshot
     for _ in range(MAX_ROUNDS):
-        before = snapshot(current())
+        before = take(current())
         outcomes = run_round()
-        if _denied(outcomes) or same(before, current()):
+        if _denied(outcomes) or same(before, take(current())):
             return outcomes
     return outcomes + [unsettled(hook)]
 
 
-async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str) -> list[Outcome]:
+async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str, fingerprint: Callable[[Any], Any] = None) -> list[Outcome]:
     """``until_stable`` for async rounds."""
+    take = fingerprint or snapshot
     for _ in range(MAX_ROUNDS):
-        before = snapshot(current())
+        before = take(current())
         outcomes = await run_round()
-        if _denied(outcomes) or same(before, current()):
+        if _denied(outcomes) or same(before, take(current())):
             return outcomes
     return outcomes + [unsettled(hook)]

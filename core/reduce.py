@@ -19,8 +19,10 @@ _RANK = {Action.DENY: 3, Action.ASK: 2, Action.ALLOW: 1, Action.ABSTAIN: 0}
 _NOBODY = Verdict(action=Action.ABSTAIN)
 
 
-def effective(outcome: Outcome, config: "Config | None") -> Action:
-    """What one outcome counts as once its hook's policy is applied."""
+def effective(outcome: Outcome, config: "Config | None", fail_closed: "frozenset | tuple" = ()) -> Action:
+    """What one outcome counts as once its hook's policy is applied. A hook in
+    ``fail_closed`` (its author declared it a security check through the framework's
+    own opt-in) fails closed whatever ``on_error`` says."""
     if config is not None:
         hook_policy = config.hook(outcome.hook)
         if hook_policy.role == "observer":
@@ -29,7 +31,7 @@ def effective(outcome: Outcome, config: "Config | None") -> Action:
     else:
         on_error = "deny"
     if outcome.failure is not None:
-        return Action.DENY if on_error == "deny" else Action.ABSTAIN
+        return Action.DENY if on_error == "deny" or outcome.hook in fail_closed else Action.ABSTAIN
     return outcome.action
 
 
@@ -46,6 +48,7 @@ def reduce(
     *,
     ask: bool = True,
     framework: str = "this framework",
+    fail_closed: "frozenset | tuple" = (),
 ) -> Decision:
     """``ask=False``: the framework cannot ask a human, so an ASK decision becomes a
     deny whose reason says so (same deciding outcomes)."""
@@ -53,14 +56,16 @@ def reduce(
     outcomes += tuple(missing(required, outcomes))
     best = Action.ABSTAIN
     deciding: list[Outcome] = []
+    counts = []
     for outcome in outcomes:
-        action = effective(outcome, config)
+        action = effective(outcome, config, fail_closed)
+        counts.append(action)
         if _RANK[action] > _RANK[best]:
             best, deciding = action, [outcome]
         elif action is best and action is not Action.ABSTAIN:
             deciding.append(outcome)
     if not deciding:
-        return Decision(verdict=_NOBODY, outcomes=outcomes)
+        return Decision(verdict=_NOBODY, outcomes=outcomes, counts=tuple(counts))
     primary = deciding[0]
     if primary.failure is not None:
         verdict = Verdict(action=best, reason=failure_reason(primary.hook, primary.failure))
@@ -68,7 +73,7 @@ def reduce(
         verdict = primary.verdict  # type: ignore[assignment]
     if best is Action.ASK and not ask:
         verdict = Verdict(action=Action.DENY, reason=ask_unsupported(primary.hook, framework))
-    return Decision(verdict=verdict, outcomes=outcomes, deciding=tuple(deciding))
+    return Decision(verdict=verdict, outcomes=outcomes, deciding=tuple(deciding), counts=tuple(counts))
 
 
 def ask_unsupported(hook: str, framework: str) -> str:

@@ -136,13 +136,23 @@ class Decision(_Frozen):
     """The decision on one gated tool call. ``deciding``: every outcome that ranks with
     the decision, in call order (order-independent as a set)."""
 
-    __slots__ = ("verdict", "outcomes", "deciding")
+    __slots__ = ("verdict", "outcomes", "deciding", "counts")
     _fields = _shown = ("verdict", "outcomes", "deciding")
 
-    def __init__(self, verdict: Verdict, outcomes: tuple = (), deciding: tuple = ()):
+    def __init__(self, verdict: Verdict, outcomes: tuple = (), deciding: tuple = (), counts: tuple = ()):
         _set(self, "verdict", verdict)
         _set(self, "outcomes", tuple(outcomes))
         _set(self, "deciding", tuple(deciding))
+        #: what each outcome counted as once its hook's policy was applied (same order)
+        _set(self, "counts", tuple(counts))
+
+    def counted(self, outcome: "Outcome") -> "Action":
+        """What ``outcome`` (one of ``outcomes``) counted as in this decision; ABSTAIN
+        for an outcome that is not part of it."""
+        for mine, action in zip(self.outcomes, self.counts):
+            if mine is outcome:
+                return action
+        return Action.ABSTAIN
 
     @property
     def action(self) -> Action:
