@@ -52,7 +52,7 @@ import threading
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError
-from failsecure.reduce import effective
+from failsecure.integrity import auntil_stable
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 log = logging.getLogger("failsecure")
@@ -354,45 +354,12 @@ class CodePuppyAdapter(Adapter):
 
     # ------------------------------------------------------------ the gate
 
-    def _callback_id(self, callback: Any) -> str:
-        try:
-            module = getattr(callback, "__module__", None)
-            qualname = getattr(callback, "__qualname__", None)
-            if type(qualname) is not str:
-                qualname = type(callback).__qualname__
-                module = type(callback).__module__
-            if type(module) is not str:
-                module = type(callback).__module__
-            return f"{self.name}:{module}.{qualname}"
-        except KeyboardInterrupt:
-            raise
-        except BaseException:
-            return f"{self.name}:<unnamed>"
-
     def _opted_in(self, phase: str, callback: Any) -> bool:
         """Registered with upstream's ``fail_closed=True`` (0.0.734+)."""
         try:
             return (phase, callback) in getattr(self._callbacks, "_fail_closed_callbacks", ())
         except Exception:
             return False
-
-    def _keep_opt_in(self, phase: str, callback: Any, outcome: Outcome) -> Outcome:
-        """A callback that opted into upstream's ``fail_closed=True`` stays fail-closed
-        even where the config says ``on_error = "allow"`` for it: a config cannot reopen
-        a check its author declared a security check."""
-        if outcome.failure is None or outcome.failure is Failure.MISSING:
-            return outcome
-        from failsecure import policy
-
-        hook_policy = policy.current().hook(outcome.hook)
-        if hook_policy.on_error != "allow" or hook_policy.role != "gate" or not self._opted_in(phase, callback):
-            return outcome
-        return Outcome(
-            hook=outcome.hook,
-            verdict=Verdict(action=Action.DENY, reason=failure_reason(outcome.hook, outcome.failure)),
-            exception_type=outcome.exception_type,
-            elapsed_ms=outcome.elapsed_ms,
-        )
 
     def _tool_and_arguments(self, phase: str, args: tuple, kwargs: dict) -> tuple[Optional[str], Any]:
         bound = _bind(phase, args, kwargs)
@@ -411,13 +378,24 @@ class CodePuppyAdapter(Adapter):
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
             interactive = _interactive()
-            outcomes = []
-            for callback in self._callbacks.get_callbacks(phase):
-                hook_id = self._callback_id(callback)
-                outcome = await self.ahook_call(hook_id, callback, *args, _validate=validate, _interactive=interactive, **kwargs)
-                outcomes.append(self._keep_opt_in(phase, callback, outcome))
+
+            opted: set = set()
+
+            async def round_() -> list:
+                outcomes = []
+                for callback in self._callbacks.get_callbacks(phase):
+                    hook_id = self.callable_id(callback)
+                    if self._opted_in(phase, callback):
+                        opted.add(hook_id)
+                    outcomes.append(await self.ahook_call(hook_id, callback, *args, _validate=validate, _interactive=interactive, **kwargs))
+                return outcomes
+
+            # a pre_tool_call callback may mutate tool_args in place after a gate allowed
+            # them: the round runs again until the arguments the tool gets were judged
+            tool_args = _bind(phase, args, kwargs).get("tool_args") if phase == PRE_TOOL else None
+            outcomes = await auntil_stable(round_, lambda: tool_args, self.hook_id(phase))
             tool, arguments = self._tool_and_arguments(phase, args, kwargs)
-            decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments)
+            decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments, fail_closed=frozenset(opted))
             results = self._native(phase, decision, outcomes)
             if phase == SHELL and not _recheck.get():
                 results = await self._recheck_rewrite(args, kwargs, results)
@@ -457,23 +435,24 @@ class CodePuppyAdapter(Adapter):
             validate = _file_verdict if phase == FILE else _block_verdict
             interactive = _interactive()
             loop_running = _loop_running()
-            outcomes = []
+            outcomes, opted = [], set()
             for callback in self._callbacks.get_callbacks(phase):
-                hook_id = self._callback_id(callback)
-                outcome = self.hook_call(
+                hook_id = self.callable_id(callback)
+                if self._opted_in(phase, callback):
+                    opted.add(hook_id)
+                outcomes.append(self.hook_call(
                     hook_id, _run_sync_callback, callback, loop_running, args, kwargs,
                     _validate=validate, _interactive=interactive,
-                )
-                outcomes.append(self._keep_opt_in(phase, callback, outcome))
-            return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes), outcomes)
+                ))
+            return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes, frozenset(opted)), outcomes)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
             return self._broken(phase, exc)
 
-    def _decide_sync(self, phase: str, args: tuple, kwargs: dict, outcomes: list):
+    def _decide_sync(self, phase: str, args: tuple, kwargs: dict, outcomes: list, fail_closed=frozenset()):
         tool, arguments = self._tool_and_arguments(phase, args, kwargs)
-        return self.decide(tool, outcomes + self._extra(), arguments=arguments)
+        return self.decide(tool, outcomes + self._extra(), arguments=arguments, fail_closed=fail_closed)
 
     def _broken(self, phase: str, exc: BaseException) -> list:
         """The answer when this adapter's translation (or the core) raised: a deny."""
@@ -490,15 +469,12 @@ class CodePuppyAdapter(Adapter):
         if action is Action.DENY or action is Action.ASK:
             if phase == FILE:
                 return [False]
-            return [self._native_block(o) for o in decision.deciding] or [_blocked(decision.reason or _GENERIC_BLOCK)]
+            return [self._native_block(o, decision) for o in decision.deciding] or [_blocked(decision.reason or _GENERIC_BLOCK)]
         if action is Action.ABSTAIN and all(o.failure is None and o.verdict.action is Action.ABSTAIN for o in outcomes):
             return [None] * len(outcomes)  # nobody had an opinion (the common case)
-        from failsecure import policy
-
-        config = policy.current()
         results: list = []
         for outcome in outcomes:
-            if effective(outcome, config) is not Action.ALLOW:
+            if decision.counted(outcome) is not Action.ALLOW:
                 results.append(None)  # no opinion, an observer, a tolerated failure
             elif phase == FILE:
                 results.append(True)
@@ -507,12 +483,12 @@ class CodePuppyAdapter(Adapter):
                 results.append(dict(data) if isinstance(data, dict) else None)
         return results
 
-    def _native_block(self, outcome: Outcome) -> dict:
+    def _native_block(self, outcome: Outcome, decision: Any) -> dict:
         if outcome.failure is not None or outcome.verdict is None:
             return _blocked(failure_reason(outcome.hook, outcome.failure or Failure.MISSING))
         verdict = outcome.verdict
-        if verdict.action is Action.ASK:
-            return _blocked(f"failsecure: hook '{outcome.hook}' asked for approval, which code-puppy's hooks cannot do")
+        if verdict.action is Action.ASK:  # code-puppy's hooks cannot ask: the core's deny reason
+            return _blocked(decision.reason or f"failsecure: hook '{outcome.hook}' denied the call")
         data = verdict.data
         if isinstance(data, dict) and data.get("blocked") is True:
             return dict(data)  # the callback's own block, its own message
@@ -522,6 +498,11 @@ class CodePuppyAdapter(Adapter):
         return _block_verdict(native)
 
     # ------------------------------------------------------------ doctor
+
+    def inventory(self) -> list[str]:
+        if self._callbacks is None:
+            return []
+        return [self.callable_id(cb) for phase in sorted(GATING) for cb in self._callbacks.get_callbacks(phase)]
 
     def _probe(self, gate: Any) -> bool:
         """``gate`` as the only ``run_shell_command`` callback, through code-puppy's real

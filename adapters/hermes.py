@@ -24,12 +24,15 @@ closure, which turns every failure into ``None``: failsecure runs hermes' own ``
 with the hook's spec (its timeout bounded by failsecure's) and judges the raw result.
 
 Hook ids: ``hermes-agent:<plugin key>`` (the ``name`` in plugin.yaml, the entry-point
-name, or ``<category>/<name>``), ``hermes-agent:shell:<command>``, and
+name, or ``<category>/<name>``), ``hermes-agent:shell:<executable>#<hash>`` (the
+basename of the command's executable and a hash of the whole command line, so a token
+on it never reaches a deny text or the audit), and
 ``hermes-agent:<module>.<qualname>`` for a callback put in the hook list by other means.
 """
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import importlib
 import json
@@ -37,12 +40,16 @@ import sys
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, Check, PatchError
+from failsecure.report import type_name
 from failsecure.failures import process_failure
+from failsecure.hookid import callable_name, command_name
+from failsecure.integrity import same, snapshot, until_stable
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 
 EVENT = "pre_tool_call"
 PLUGINS = "hermes_cli.plugins"
+MIDDLEWARE = "hermes_cli.middleware"
 SHELL = "agent.shell_hooks"
 #: the aggregator entry points call sites import (lazily, inside try/except Exception)
 ENTRY_POINTS = ("resolve_pre_tool_block", "get_pre_tool_call_block_message")
@@ -98,6 +105,7 @@ class HermesAdapter(Adapter):
     def _patch(self) -> None:
         plugins, manager, context = self._targets()  # all checked before anything changes
         self._approve = callable(getattr(plugins, "resolve_pre_tool_block", None))
+        self.supports_ask = self._approve  # an approve escalates to hermes' approval gate (0.18.1+)
         self._schema = getattr(plugins, "OBSERVER_SCHEMA_VERSION", None)
         adapter = self
 
@@ -144,6 +152,78 @@ class HermesAdapter(Adapter):
         for attr in ENTRY_POINTS:
             if callable(getattr(plugins, attr, None)):
                 self.wrap(plugins, attr, entry_point)
+        self._patch_middleware()
+
+    def _patch_middleware(self) -> None:
+        """hermes' tool-execution middleware (0.18+) runs after ``pre_tool_call`` and may
+        call the next stage with new arguments; a middleware that raises before calling
+        it is skipped and the tool still runs. So: a middleware that fails before the tool
+        denies the call, and arguments other than those the gates judged are judged
+        again before the tool runs."""
+        middleware = sys.modules.get(MIDDLEWARE)
+        if middleware is None:
+            from importlib.util import find_spec
+
+            if find_spec(MIDDLEWARE) is None:
+                return  # 0.13-0.17: no middleware, nothing runs after the gates
+            middleware = importlib.import_module(MIDDLEWARE)
+        run = getattr(middleware, "run_tool_execution_middleware", None)
+        kind = getattr(middleware, "TOOL_EXECUTION_MIDDLEWARE", None)
+        if not callable(run) or not callable(getattr(middleware, "_get_middleware_callbacks", None)) or kind is None:
+            raise PatchError(f"{MIDDLEWARE}.run_tool_execution_middleware")
+        adapter = self
+
+        def callbacks(wrapped, instance, args, kwargs):
+            found = wrapped(*args, **kwargs)
+            state = _chain.get()
+            if (args[0] if args else kwargs.get("kind")) != kind or state is None:
+                return found
+            return [_watched(cb, state, adapter.hook_id(f"middleware:{callable_name(cb)}")) for cb in found]
+
+        def run_chain(wrapped, instance, args, kwargs):
+            names = ("tool_name", "args", "next_call")
+            bound = dict(zip(names, args))
+            bound.update({k: kwargs.pop(k) for k in names if k in kwargs})
+            state = _ChainState()
+            tool, terminal = bound.get("tool_name"), bound.get("next_call")
+
+            def guarded(final_args):
+                state.reached = True
+                blocked = adapter._before_tool(tool, final_args, state, kwargs)
+                if blocked is not None:
+                    return json.dumps({"error": blocked}, ensure_ascii=False)
+                return terminal(final_args)
+
+            token = _chain.set(state)
+            try:
+                return wrapped(tool, bound.get("args"), guarded, **kwargs)
+            finally:
+                _chain.reset(token)
+
+        self.wrap(middleware, "_get_middleware_callbacks", callbacks)
+        self.wrap(middleware, "run_tool_execution_middleware", run_chain)
+
+    def _before_tool(self, tool: Any, final_args: Any, state: "_ChainState", context: dict) -> Optional[str]:
+        """The last step before the tool: a block message, or None to run it."""
+        call_id = context.get("tool_call_id")
+        call_id = call_id if isinstance(call_id, str) and call_id else None
+        try:
+            if state.failed is not None:
+                hook, exc_type = state.failed
+                outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=exc_type)
+                return self.decide(tool if isinstance(tool, str) else None, [outcome], call_id=call_id).reason
+            judged = _judged.get()
+            if judged is not None and judged[0] == tool and same(judged[1], final_args):
+                return None
+            kwargs = {"tool_name": tool, "args": final_args, "task_id": context.get("task_id", ""),
+                      "session_id": context.get("session_id", ""), "tool_call_id": context.get("tool_call_id", "")}
+            directives = self._gate(sys.modules[PLUGINS].get_plugin_manager(), kwargs)
+        except Exception as exc:
+            return self.failed(exc, tool, call_id, hook=self.hook_id(EVENT)).reason
+        for directive in directives:
+            if directive.get("action") in ("block", "approve"):  # no approval prompt here: ask denies
+                return directive.get("message") or self.decide(tool, [], call_id=call_id).reason or "failsecure: denied"
+        return None
 
     def _unpatch(self) -> None:
         self.restore()
@@ -181,7 +261,8 @@ class HermesAdapter(Adapter):
         try:
             if self._schema is not None:
                 kwargs.setdefault("telemetry_schema_version", self._schema)
-            outcomes = self._call_all(manager, kwargs)
+            outcomes = until_stable(lambda: self._call_all(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT))
+            _judged.set((tool, snapshot(kwargs.get("args"))))
             decision = self.decide(
                 tool,
                 outcomes,
@@ -213,10 +294,7 @@ class HermesAdapter(Adapter):
         if action is Action.DENY:
             message = decision.reason or f"failsecure: hook '{primary.hook if primary else self.name}' denied the call"
             return [{"action": "block", "message": message}]
-        if action is Action.ASK:
-            if not self._approve:
-                hook = primary.hook if primary else self.name
-                return [{"action": "block", "message": f"failsecure: hook '{hook}' asked for approval, which this hermes-agent release cannot do"}]
+        if action is Action.ASK:  # only where supports_ask: the core denies it elsewhere
             directive: dict = {"action": "approve"}
             if decision.reason:
                 directive["message"] = decision.reason
@@ -254,7 +332,7 @@ class HermesAdapter(Adapter):
         module = getattr(cb, "__module__", None)
         if module == SHELL:
             spec = _shell_spec(cb)
-            name = f"shell:{spec.command}" if spec is not _UNREADABLE else f"shell:{getattr(cb, '__name__', '?')}"
+            name = f"shell:{command_name(spec.command)}" if spec is not _UNREADABLE else f"shell:{callable_name(cb)}"
         else:
             named = self._names.get(id(cb))
             name = named[1] if named is not None and named[0] is cb else _plugin_key(manager, module)
@@ -296,6 +374,13 @@ class HermesAdapter(Adapter):
 
     # ------------------------------------------------------------ doctor
 
+    def inventory(self) -> list[str]:
+        plugins = sys.modules.get(PLUGINS)
+        if plugins is None or not callable(getattr(plugins, "get_plugin_manager", None)):
+            return []
+        manager = plugins.get_plugin_manager()
+        return [self._identify(manager, cb)[0] for cb in list(manager._hooks.get(EVENT, ()))]
+
     def _probe(self, gate: Any) -> bool:
         """``gate`` as the only ``pre_tool_call`` callback of a fresh, real
         ``PluginManager``, through its (patched) ``invoke_hook``: True when hermes'
@@ -318,6 +403,38 @@ class HermesAdapter(Adapter):
 
 
 # ---------------------------------------------------------------- helpers
+
+#: (tool name, snapshot of the arguments) the gates last judged in this context
+_judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_judged", default=None)
+
+
+class _ChainState:
+    """One run of the tool-execution middleware chain."""
+
+    __slots__ = ("reached", "failed")
+
+    def __init__(self) -> None:
+        self.reached = False  # the tool (the chain's terminal call) was reached
+        self.failed: Any = None  # (hook id, exception type) of a middleware that raised first
+
+
+_chain: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_chain", default=None)
+
+
+def _watched(callback: Any, state: _ChainState, hook: str) -> Any:
+    """A middleware callback whose failure before the tool is remembered (hermes skips
+    it and runs the tool; failsecure's terminal step then denies)."""
+
+    def middleware(**kwargs):
+        try:
+            return callback(**kwargs)
+        except Exception as exc:
+            if not state.reached and state.failed is None:
+                state.failed = (hook, type_name(exc))
+            raise
+
+    return middleware
+
 
 
 class _Unreadable:

@@ -155,3 +155,101 @@ def run(adapter):
     import asyncio
 
     return asyncio.run
+
+
+# ---------------------------------------------------------------- the conformance kit
+
+from failsecure.conformance import HostileAnswer, HostileDict, Harness, Ran, Seen  # noqa: E402
+
+
+class CodePuppyHarness(Harness):
+    """code-puppy's real ``pre_tool_call`` callbacks (``register_callback``) through a
+    real pydantic-ai agent run with a scripted FunctionModel, code-puppy's pre-tool patch
+    on pydantic-ai's tool execution, and a real tool that records its arguments."""
+
+    framework = "code-puppy"
+    modes = ("sync", "async")
+    async_gates = True
+
+    def __init__(self, callbacks):
+        self.callbacks = callbacks
+        self.ran: list = []
+
+    def add_gate(self, name, behave, *, is_async=False):
+        def seen_of(tool_name, tool_args):
+            args = tool_args if isinstance(tool_args, dict) else {}
+            return Seen(tool=tool_name, arguments=dict(args), native=tool_args)
+
+        if is_async:
+            async def gate(tool_name, tool_args, context=None):
+                return await behave(seen_of(tool_name, tool_args))
+        else:
+            def gate(tool_name, tool_args, context=None):
+                return behave(seen_of(tool_name, tool_args))
+        gate.__qualname__ = f"kit.{name}"
+        self.callbacks.register_callback("pre_tool_call", gate)
+        return f"code-puppy:{gate.__module__}.kit.{name}"
+
+    def reset(self):
+        self.callbacks._callbacks["pre_tool_call"][:] = []
+
+    def allow(self, seen):
+        return {"blocked": False}
+
+    def deny(self, seen):
+        return {"blocked": True, "error_message": "conformance gate: denied"}
+
+    def junk(self):
+        return [
+            ("a string", "DENY"),
+            ("False", False),
+            ("typo'd key", {"block": True}),
+            ("a list", ["blocked"]),
+            ("non-bool blocked", {"blocked": "yes"}),
+            ("hostile dict", HostileDict(blocked=True)),
+            ("hostile object", HostileAnswer()),
+        ]
+
+    def rewrite(self, seen, arguments):
+        seen.native.clear()
+        seen.native.update(arguments)
+        return None
+
+    def run(self, arguments, mode):
+        import asyncio
+
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+        from pydantic_ai.models.function import FunctionModel
+
+        told: list = []
+
+        def model(messages, info):
+            for part in messages[-1].parts:
+                if isinstance(part, ToolReturnPart):
+                    told.append(str(part.content))
+                    return ModelResponse(parts=[TextPart("done")])
+                if type(part).__name__ == "RetryPromptPart":
+                    told.append(str(part.content))
+                    return ModelResponse(parts=[TextPart("done")])
+            return ModelResponse(parts=[ToolCallPart("kit_tool", dict(arguments))])
+
+        agent = Agent(FunctionModel(model))
+        self.ran = []
+        ran = self.ran
+
+        @agent.tool_plain
+        def kit_tool(command: str) -> str:
+            ran.append({"command": command})
+            return "ran"
+
+        if mode == "sync":
+            agent.run_sync("go")
+        else:
+            asyncio.run(agent.run("go"))
+        return Ran(ran=bool(ran), arguments=ran[-1] if ran else None, told="\n".join(told))
+
+
+@pytest.fixture
+def failsecure_harness(loaded_plugins, registry, rig):
+    return CodePuppyHarness(registry)

@@ -360,7 +360,7 @@ def test_upstream_fail_closed_opt_in_outranks_on_error_allow(cb, rig, run, opted
     results = shell(cb, run)
     if opted_in:  # the author declared a security check: the config cannot reopen it
         assert "(raised)" in blocked(results)[0]["error_message"]
-        assert (rig.last()["outcome"], rig.last()["exception_type"]) == ("deny", "RuntimeError")
+        assert (rig.last()["outcome"], rig.last()["failure"], rig.last()["exception_type"]) == ("deny", "raised", "RuntimeError")
     else:  # the twin: on_error = "allow" tolerates the failure
         assert results == [None]
         assert (rig.last()["outcome"], rig.outcome_of(".guard")["failure"]) == ("abstain", "raised")
@@ -473,3 +473,30 @@ def test_handled_tool_result_does_not_hide_a_failure(cb, rig, run):
     assert len(blocked(results)) == 2
     assert _handled(results, None)  # an ordinary deny: the failure is not answered for
     assert rig.outcome_of(".raising")["failure"] == "raised"
+
+
+@pytest.mark.parametrize("new, denied", [("rm -rf /", True), ("ls -la", False)])
+def test_tool_args_mutated_after_approval_are_judged_again(cb, rig, run, new, denied):
+    """A later pre_tool_call callback mutating tool_args in place: the gates see the
+    arguments the tool will get (a smuggled forbidden one is blocked, a harmless one runs)."""
+
+    async def policy(tool_name, tool_args, context=None):
+        if "rm -rf" in str(tool_args.get("command", "")):
+            return {"blocked": True, "error_message": "policy: no rm"}
+        return None
+
+    async def mutator(tool_name, tool_args, context=None):
+        tool_args["command"] = new
+        return None
+
+    cb.register_callback("pre_tool_call", policy)
+    cb.register_callback("pre_tool_call", mutator)
+    tool_args = {"command": "echo hi"}
+    results = run(cb.on_pre_tool_call("agent_run_shell_command", tool_args))
+    assert tool_args == {"command": new}
+    if denied:
+        assert blocked(results) and results[0]["error_message"] == "policy: no rm"
+        assert rig.last()["outcome"] == "deny"
+    else:
+        assert not any(isinstance(r, dict) and r.get("blocked") for r in results)
+        assert rig.last()["outcome"] in ("allow", "abstain")

@@ -88,3 +88,88 @@ def run_fresh(tmp_path):
         raise AssertionError(f"scenario failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
 
     return run
+
+
+# ---------------------------------------------------------------- the conformance kit
+
+from failsecure.conformance import HostileAnswer, HostileDict, Harness, Ran, Seen  # noqa: E402
+
+_KIT_GATES: dict = {}
+
+
+class _KitGates:
+    """The module the kit's plugins call back into (by name, from hermes' plugin dir)."""
+
+    @staticmethod
+    def call(name: str, kw: dict):
+        args = kw.get("args")
+        seen = Seen(tool=kw.get("tool_name"), arguments=dict(args) if isinstance(args, dict) else {}, native=kw)
+        return _KIT_GATES[name](seen)
+
+
+sys.modules["failsecure_hermes_kit_gates"] = _KitGates  # type: ignore[assignment]
+
+
+class HermesHarness(Harness):
+    """hermes' real ``pre_tool_call`` plugins, loaded by hermes from its plugin folder,
+    through ``model_tools.handle_function_call`` with a registered tool."""
+
+    framework = "hermes-agent"
+    modes = ("sync",)
+
+    def __init__(self, rig):
+        self.rig = rig
+        self.has_ask = rig_module.has_approve()
+
+    def add_gate(self, name, behave, *, is_async=False):
+        hook = self.rig.plugin(f"kit_{name}", None)
+        plugin = hook.split(":", 1)[1]
+        _KIT_GATES[plugin] = behave
+        (self.rig.home / "plugins" / plugin / "__init__.py").write_text(
+            "import sys\n"
+            "def hook(**kw):\n"
+            f"    return sys.modules['failsecure_hermes_kit_gates'].call({plugin!r}, kw)\n"
+            "def register(ctx):\n"
+            "    ctx.register_hook('pre_tool_call', hook)\n"
+        )
+        return hook
+
+    def reset(self):
+        _KIT_GATES.clear()
+        self.rig.reset()
+
+    def allow(self, seen):
+        return None  # hermes has no explicit allow: no directive
+
+    def deny(self, seen):
+        return {"action": "block", "message": "conformance gate: denied"}
+
+    def ask(self, seen):
+        return {"action": "approve", "message": "conformance gate asks"}
+
+    def junk(self):
+        return [
+            ("a string", "block"),
+            ("unknown action", {"action": "deny", "message": "no"}),
+            ("block without message", {"action": "block"}),
+            ("non-string message", {"action": "block", "message": 42}),
+            ("claude-style decision", {"decision": "block", "reason": "no"}),
+            ("hostile dict", HostileDict(action="block", message="no")),
+            ("hostile object", HostileAnswer()),
+        ]
+
+    def rewrite(self, seen, arguments):
+        args = seen.native["args"]
+        args.clear()
+        args.update(arguments)
+        return None
+
+    def run(self, arguments, mode):
+        self.rig.load()
+        out = self.rig.call(dict(arguments))
+        return Ran(ran=out["ran"], arguments=self.rig.ran[-1] if self.rig.ran else None, told=json.dumps(out["result"]))
+
+
+@pytest.fixture
+def failsecure_harness(rig):
+    return HermesHarness(rig)

@@ -104,7 +104,9 @@ class Rig:
         if matcher:
             entry["matcher"] = matcher
         self.shell.append(entry)
-        return f"hermes-agent:shell:{command.strip()}"
+        from failsecure.hookid import command_name
+
+        return f"hermes-agent:shell:{command_name(command.strip())}"
 
     def load(self) -> None:
         """Write config.yaml and (re)load plugins and shell hooks the way hermes does."""

@@ -282,7 +282,7 @@ def test_cross_framework_gate_ask(rig, plugin_gate):
     else:
         out = rig.call()
         assert not out["ran"]
-        assert out["result"] == {"error": f"failsecure: hook '{hook}' asked for approval, which this hermes-agent release cannot do"}
+        assert out["result"] == {"error": f"failsecure: hook '{hook}' asked for approval, which hermes-agent 0.13.0 cannot do"}
 
 
 def test_cross_framework_gate_allow_twin(rig, plugin_gate):

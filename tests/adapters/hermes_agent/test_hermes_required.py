@@ -54,7 +54,9 @@ def test_required_guard_present_runs(rig):
 
 def test_required_shell_hook_missing_denies_and_present_runs(rig):
     command = rig.script("exit 0")
-    hook = f"hermes-agent:shell:{command}"
+    from failsecure.hookid import command_name
+
+    hook = f"hermes-agent:shell:{command_name(command)}"
     _require(rig, hook)
     rig.load()
     assert rig.call()["result"] == {"error": _missing(hook)}
