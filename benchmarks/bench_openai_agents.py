@@ -1,0 +1,166 @@
+"""openai-agents: the cost failsecure adds to one gated function tool call.
+
+One function tool with two trivial tool input guardrails (one sync, one async, both
+``allow``) and a callable ``needs_approval`` answering ``False``. Measured unpatched and
+patched in the same process, interleaved rounds, medians, the ratio and the microseconds
+added:
+
+- the SDK's guardrail loop (``_execute_tool_input_guardrails``) plus the approval
+  evaluation (``function_needs_approval``) for one call: the dispatch failsecure wraps;
+- a whole agent run (``Runner.run``) with a scripted model (no network) making one tool
+  call and then answering: what an application sees.
+
+Default config (30 s deadline per gate) and ``timeout = 0``; no audit file; tracing off.
+
+    tox -e bench-openai-agents          (or: python benchmarks/bench_openai_agents.py [ROUNDS])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-not-used")
+os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
+
+
+def setup() -> None:
+    os.environ.pop("FAILSECURE_CONFIG", None)
+    os.chdir(tempfile.mkdtemp(prefix="failsecure-bench-oa-"))
+
+
+def build():
+    from agents import Agent, ToolGuardrailFunctionOutput, function_tool, tool_input_guardrail
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    @tool_input_guardrail
+    def sync_guard(data):
+        if "never" in data.context.tool_arguments:
+            return ToolGuardrailFunctionOutput.reject_content("no")
+        return ToolGuardrailFunctionOutput.allow()
+
+    @tool_input_guardrail
+    async def async_guard(data):
+        return ToolGuardrailFunctionOutput.allow()
+
+    def needs(ctx, params, call_id):
+        return False
+
+    def run_command(command: str) -> str:
+        """Echo the command."""
+        return command
+
+    tool = function_tool(run_command, needs_approval=needs)
+    tool.tool_input_guardrails = [sync_guard, async_guard]
+
+    class Scripted(Model):
+        async def get_response(self, system_instructions, input, *args, **kwargs):
+            if any((i.get("type") if isinstance(i, dict) else getattr(i, "type", None)) == "function_call_output" for i in input if not isinstance(input, str)):
+                msg = ResponseOutputMessage(id="m", type="message", role="assistant", status="completed",
+                                            content=[ResponseOutputText(type="output_text", text="done", annotations=[])])
+                return ModelResponse(output=[msg], usage=Usage(), response_id=None)
+            call = ResponseFunctionToolCall(type="function_call", call_id="c1", name="run_command",
+                                            arguments=json.dumps({"command": "ls"}), id="fc", status="completed")
+            return ModelResponse(output=[call], usage=Usage(), response_id=None)
+
+        def stream_response(self, *a, **k):
+            raise NotImplementedError
+
+    agent = Agent(name="bench", tools=[tool], model=Scripted())
+    return tool, agent
+
+
+async def measure(rounds: int) -> None:
+    from agents import RunConfig, Runner
+    from agents.run_context import RunContextWrapper
+    from agents.run_internal import tool_execution
+    from agents.tool_context import ToolContext
+    from openai.types.responses import ResponseFunctionToolCall
+
+    from failsecure import activation, policy
+
+    adapter = activation.get("openai-agents")
+    tool, agent = build()
+    config = RunConfig(tracing_disabled=True)
+
+    def call_of(command):
+        return ResponseFunctionToolCall(type="function_call", call_id="c1", name="run_command",
+                                        arguments=json.dumps({"command": command}), id="fc", status="completed")
+
+    async def one_dispatch(command="ls"):
+        call = call_of(command)
+        wrapper = RunContextWrapper(context=None)
+        needs = await tool_execution.function_needs_approval(tool, wrapper, call)
+        ctx = ToolContext.from_agent_context(wrapper, "c1", tool_call=call, agent=agent)
+        rejected = await tool_execution._execute_tool_input_guardrails(
+            func_tool=tool, tool_context=ctx, agent=agent, tool_input_guardrail_results=[])
+        return needs, rejected
+
+    async def dispatch(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            await one_dispatch()
+        return (time.perf_counter() - t) / n * 1e6
+
+    async def whole_run(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            result = await Runner.run(agent, "go", run_config=config)
+        assert result.final_output == "done"
+        return (time.perf_counter() - t) / n * 1e6
+
+    cases = [("guardrails + approval dispatch", dispatch, 500), ("whole Runner.run (1 tool call)", whole_run, 50)]
+    configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
+    for config_label, text in configs:
+        with open("bench.toml", "w") as fh:
+            fh.write(text)
+        os.environ["FAILSECURE_CONFIG"] = os.path.abspath("bench.toml")  # trusted: may loosen
+        policy.reload()
+        print(f"  {config_label}")
+        for label, fn, n in cases:
+            assert adapter.patch() == "patched"
+            _, rejected = await one_dispatch("never")
+            assert rejected == "no", rejected  # sanity: the gates really run
+            for _ in range(2):  # warm-up, both modes
+                adapter.unpatch()
+                await fn(n)
+                adapter.patch()
+                await fn(n)
+            unpatched, patched = [], []
+            for _ in range(rounds):
+                adapter.unpatch()
+                unpatched.append(await fn(n))
+                adapter.patch()
+                patched.append(await fn(n))
+            u, p = statistics.median(unpatched), statistics.median(patched)
+            print(f"    {label:<34} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}")
+
+
+def main(argv: list[str]) -> int:
+    rounds = int(argv[0]) if argv else 9
+    setup()
+    import importlib.metadata
+
+    import failsecure
+
+    failsecure.install()
+    import agents  # noqa: F401  (patched on import)
+    from agents import set_tracing_disabled
+
+    set_tracing_disabled(True)
+    print(f"openai-agents {importlib.metadata.version('openai-agents')}: one function tool call, "
+          f"2 tool input guardrails (sync + async) and a callable needs_approval; {rounds} rounds, medians (us per call)")
+    asyncio.run(measure(rounds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
