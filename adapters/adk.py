@@ -89,7 +89,7 @@ class ADKAdapter(Adapter):
         self._original_property: Any = None
         self._watching = False
         self._agent_lock = threading.Lock()
-        self._shapes: dict[int, tuple[Any, bool]] = {}  # id(callback) -> (callback, positional)
+        self._shapes: dict[int, tuple[Any, tuple]] = {}  # id(function) -> (function, shape)
 
     # ------------------------------------------------------------ patching
 
@@ -218,7 +218,22 @@ class ADKAdapter(Adapter):
 
     async def _gate(self, calls: list, tool: Any, tool_args: Any, tool_context: Any, judged: bool) -> Optional[dict]:
         async def run_round() -> list[Outcome]:
-            return [await self.ahook_call(hook, fn, *args, **kwargs) for hook, fn, args, kwargs in calls]
+            # consecutive plain sync callbacks share one thread hand-off and hold the loop
+            # while they run, as upstream does (it calls them on the loop); the rest are
+            # awaited under their deadline
+            outcomes: list[Outcome] = []
+            batch: list = []
+            for hook, fn, args, kwargs, plain in calls:
+                if plain:
+                    batch.append((hook, fn, args, kwargs, None))
+                    continue
+                if batch:
+                    outcomes += self.hook_calls(batch)
+                    batch = []
+                outcomes.append(await self.ahook_call(hook, fn, *args, **kwargs))
+            if batch:
+                outcomes += self.hook_calls(batch)
+            return outcomes
 
         if calls:
             outcomes = await integrity.auntil_stable(run_round, lambda: tool_args, self.hook_id("arguments"))
@@ -239,7 +254,8 @@ class ADKAdapter(Adapter):
             name = getattr(plugin, "name", None)
             callback = getattr(plugin, CALLBACK)
             hook = self.hook_id(f"plugin:{name}") if type(name) is str and name else self.callable_id(callback)
-            calls.append((hook, callback, (), {"tool": tool, "tool_args": tool_args, "tool_context": tool_context}))
+            plain = self._shape(callback)[1]
+            calls.append((hook, callback, (), {"tool": tool, "tool_args": tool_args, "tool_context": tool_context}, plain))
         return calls
 
     def _agent_callbacks(self, tool_context: Any) -> Optional[list]:
@@ -257,22 +273,30 @@ class ADKAdapter(Adapter):
         kwargs = {"tool": tool, "args": args, "tool_context": tool_context}
         calls = []
         for callback in callbacks:
-            hook = self.callable_id(callback)
-            if self._positional(callback):
-                calls.append((hook, callback, (tool, args, tool_context), {}))
+            positional, plain, hook = self._shape(callback, agent=True)
+            if positional:
+                calls.append((hook, callback, (tool, args, tool_context), {}, plain))
             else:
-                calls.append((hook, callback, (), kwargs))
+                calls.append((hook, callback, (), kwargs, plain))
         return calls
 
-    def _positional(self, callback: Any) -> bool:
-        """ADK 2.13 calls a callback positionally when its parameters are not named
-        ``tool``/``args``/``tool_context`` (``_callback_pipeline._invoke_callback``)."""
-        known = self._shapes.get(id(callback))
-        if known is not None and known[0] is callback:
+    def _shape(self, callback: Any, agent: bool = False) -> tuple[bool, bool, str]:
+        """(positional, plain, hook id) of a callback, cached. ``positional``: ADK 2.13 calls an
+        agent callback positionally when its parameters are not named
+        ``tool``/``args``/``tool_context`` (``_callback_pipeline._invoke_callback``).
+        ``plain``: a plain sync function or method (not a coroutine function, not a
+        callable object or partial that might hand back an awaitable)."""
+        key = getattr(callback, "__func__", callback)
+        known = self._shapes.get(id(key))
+        if known is not None and known[0] is key:
             return known[1]
+        hook = self.callable_id(callback)
+        plain = (inspect.isfunction(key) or inspect.isbuiltin(key)) and not (
+            inspect.iscoroutinefunction(key) or inspect.isasyncgenfunction(key)
+        )
         positional = False
         pipeline = sys.modules.get(PIPELINE)
-        if pipeline is not None and callable(getattr(pipeline, "_invoke_callback", None)):
+        if agent and pipeline is not None and callable(getattr(pipeline, "_invoke_callback", None)):
             try:
                 signature = inspect.signature(callback)
                 try:
@@ -284,8 +308,9 @@ class ADKAdapter(Adapter):
                 positional = False
         if len(self._shapes) > 4096:
             self._shapes.clear()
-        self._shapes[id(callback)] = (callback, positional)
-        return positional
+        shape = (positional, plain, hook)
+        self._shapes[id(key)] = (key, shape)
+        return shape
 
     def _native(self, decision: Any, outcomes: Any) -> Optional[dict]:
         """A Decision as ADK's before-tool answer."""
@@ -351,12 +376,21 @@ class ADKAdapter(Adapter):
 # ---------------------------------------------------------------- helpers
 
 
+_overriding: dict = {}  # plugin class -> it overrides BasePlugin.before_tool_callback
+
+
 def _overrides(plugin: Any) -> bool:
     """The plugin has a before-tool callback of its own (not BasePlugin's no-op)."""
     if CALLBACK in getattr(plugin, "__dict__", {}):
         return True
-    base = sys.modules[PLUGIN_MANAGER].BasePlugin
-    return inspect.getattr_static(type(plugin), CALLBACK, None) is not vars(base).get(CALLBACK)
+    cls = type(plugin)
+    known = _overriding.get(cls)
+    if known is None:
+        base = sys.modules[PLUGIN_MANAGER].BasePlugin
+        known = inspect.getattr_static(cls, CALLBACK, None) is not vars(base).get(CALLBACK)
+        if len(_overriding) < 1024:
+            _overriding[cls] = known
+    return known
 
 
 def _from_tool_node() -> bool:

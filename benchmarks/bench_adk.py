@@ -1,0 +1,166 @@
+"""google-adk: the cost failsecure adds to one gated tool call.
+
+One runner plugin (async ``before_tool_callback``) and two agent ``before_tool_callback``s
+(one sync, one async), all answering ``None`` (proceed). Measured unpatched and patched in
+the same process, interleaved rounds, medians, the ratio and the microseconds added:
+
+- the before-tool stages of one call exactly as ADK's ``_caller`` runs them
+  (``PluginManager.run_before_tool_callback``, then the agent's
+  ``canonical_before_tool_callbacks`` through ADK's own ``_run_callbacks``), on a real
+  ``ToolContext`` of a real ``InvocationContext``;
+- for scale, one whole agent run (``InMemoryRunner.run_async``: a scripted ``BaseLlm``
+  calls one ``FunctionTool``, then answers text).
+
+Default config (30 s deadline per gate: a sync callback is run on failsecure's worker
+thread) and ``timeout = 0``; no audit file. No network, telemetry off.
+
+    tox -e bench-adk          (or: python benchmarks/bench_adk.py [ROUNDS])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ["OTEL_SDK_DISABLED"] = "true"
+os.environ["ADK_DISABLE_LOAD_DOTENV"] = "1"
+os.environ["GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY"] = "false"
+os.environ["ADK_SUPPRESS_EXPERIMENTAL_FEATURE_WARNINGS"] = "1"
+os.environ.pop("FAILSECURE_CONFIG", None)
+
+
+def sync_gate(tool, args, tool_context):
+    return None if args.get("command") != "never" else {"error": "no"}
+
+
+async def async_gate(tool, args, tool_context):
+    return None if args.get("command") != "never" else {"error": "no"}
+
+
+def build():
+    from google.adk.agents.llm_agent import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.plugins.base_plugin import BasePlugin
+    from google.adk.tools.function_tool import FunctionTool
+    from google.genai import types
+
+    class Plugin(BasePlugin):
+        async def before_tool_callback(self, *, tool, tool_args, tool_context):
+            return None
+
+    class ScriptedLlm(BaseLlm):
+        model: str = "scripted"
+
+        async def generate_content_async(self, llm_request, stream=False):
+            last = (llm_request.contents or [None])[-1]
+            if last is not None and any(p.function_response is not None for p in last.parts or ()):
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="done")]))
+            else:
+                call = types.FunctionCall(name="run_command", args={"command": "ls"}, id="c1")
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+
+    def run_command(command: str) -> dict:
+        """The benchmark tool."""
+        return {"ok": True}
+
+    agent = LlmAgent(name="bench", model=ScriptedLlm(), tools=[FunctionTool(run_command)],
+                     before_tool_callback=[sync_gate, async_gate])
+    return agent, Plugin(name="bench-plugin"), types
+
+
+async def measure(rounds: int) -> None:
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.plugins.plugin_manager import PluginManager
+    from google.adk.runners import InMemoryRunner
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+    from google.adk.tools.tool_context import ToolContext
+    from google.adk.utils._callback_pipeline import _run_callbacks, _stop_on_non_none
+
+    from failsecure import activation, policy
+
+    adapter = activation.get("google-adk")
+    agent, plugin, types = build()
+    tool = agent.tools[0]
+    sessions = InMemorySessionService()
+    session = await sessions.create_session(app_name="bench", user_id="u")
+    manager = PluginManager(plugins=[plugin])
+    invocation = InvocationContext(session_service=sessions, invocation_id="i", agent=agent, session=session,
+                                   plugin_manager=manager)
+    runner = InMemoryRunner(agent=agent, app_name="bench", plugins=[plugin])
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+
+    async def stages_once(command: str):
+        context = ToolContext(invocation_context=invocation, function_call_id="c1")
+        args = {"command": command}
+        answer = await manager.run_before_tool_callback(tool=tool, tool_args=args, tool_context=context)
+        if answer is None:
+            answer = await _run_callbacks(agent.canonical_before_tool_callbacks, _stop_on_non_none,
+                                          tool=tool, args=args, tool_context=context)
+        return answer
+
+    async def stages(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            await stages_once("ls")
+        return (time.perf_counter() - t) / n * 1e6
+
+    async def whole_run(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            s = await runner.session_service.create_session(app_name="bench", user_id="u")
+            async for _event in runner.run_async(user_id="u", session_id=s.id, new_message=message):
+                pass
+        return (time.perf_counter() - t) / n * 1e6
+
+    cases = [("before-tool stages (1 plugin + 2 agent callbacks)", stages, 2000), ("whole agent run, one tool call", whole_run, 20)]
+    configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
+    for config_label, config in configs:
+        with open("bench-config.toml", "w") as fh:
+            fh.write(config)
+        os.environ["FAILSECURE_CONFIG"] = os.path.abspath("bench-config.toml")  # trusted: timeout = 0 applies
+        policy.reload()
+        print(f"  {config_label}")
+        for label, fn, n in cases:
+            # sanity: patched really gates, unpatched is upstream's
+            assert adapter.patch() == "patched"
+            assert await stages_once("never") == {"error": "no"}
+            for _ in range(2):  # warm-up, both modes
+                adapter.unpatch()
+                await fn(max(1, n // 4))
+                adapter.patch()
+                await fn(max(1, n // 4))
+            unpatched, patched = [], []
+            for _ in range(rounds):
+                adapter.unpatch()
+                unpatched.append(await fn(n))
+                adapter.patch()
+                patched.append(await fn(n))
+            u, p = statistics.median(unpatched), statistics.median(patched)
+            print(f"    {label:<50} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}")
+
+
+def main(argv: list[str]) -> int:
+    rounds = int(argv[0]) if argv else 9
+    os.chdir(tempfile.mkdtemp(prefix="failsecure-bench-adk-"))  # the config file per configuration
+    import importlib.metadata
+    import logging
+
+    import failsecure
+
+    failsecure.install()
+    import google.adk.plugins.plugin_manager  # noqa: F401  (patched on import)
+
+    logging.getLogger("google_adk").setLevel(logging.ERROR)
+    print(f"google-adk {importlib.metadata.version('google-adk')}: one gated tool call, median of {rounds} "
+          f"interleaved rounds (microseconds per call)")
+    asyncio.run(measure(rounds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
