@@ -306,3 +306,29 @@ def test_a_failsecure_plugin_gate_is_consulted(rig):
     finally:
         fs_plugins.unregister(name="langchain_test_gate")
     assert calls == [("langchain", "write_marker")] * 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_arguments_that_cannot_be_copied_or_compared_still_run(rig, mode):
+    """An argument object with no equality and no deepcopy (a lock) is not "rewritten"."""
+    from langchain_core.tools import StructuredTool
+
+    ran = []
+
+    class Client:
+        def __deepcopy__(self, memo):
+            raise TypeError("no copies")
+
+    def use(client: object, name: str) -> str:
+        """Use the client."""
+        ran.append(name)
+        return "ok"
+
+    tool = StructuredTool.from_function(use)
+    config = {"callbacks": [handler("Strict", quiet)]}
+    args = {"client": Client(), "name": "x"}
+    if mode == "sync":
+        tool.invoke(args, config=config)
+    else:
+        asyncio.run(tool.ainvoke(args, config=config))
+    assert ran == ["x"]
