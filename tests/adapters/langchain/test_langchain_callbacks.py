@@ -332,3 +332,20 @@ def test_arguments_that_cannot_be_copied_or_compared_still_run(rig, mode):
     else:
         asyncio.run(tool.ainvoke(args, config=config))
     assert ran == ["x"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hook_table_without_role_keeps_an_observer_an_observer(rig, mode):
+    rig.config(f'[hooks."{hook_id("Tracer")}"]\ntimeout = 0.2\n')
+    _, exc = rig.invoke([handler("Tracer", boom(RuntimeError), strict=False)], mode=mode)
+    assert_ran(rig, exc)
+
+
+def test_a_project_config_cannot_demote_a_gate(rig, monkeypatch):
+    """``role = "observer"`` in an untrusted ./failsecure.toml is ignored: still a gate."""
+    rig.dir.joinpath("failsecure.toml").write_text(f'[hooks."{hook_id("Strict")}"]\nrole = "observer"\n')
+    from failsecure import policy
+
+    policy.reload()
+    _, exc = rig.invoke([handler("Strict", boom(RuntimeError))])
+    assert_denied(rig, exc, "Strict", "raised", "RuntimeError")
