@@ -109,6 +109,7 @@ class _Session:
         self.adapter = adapter
         self.entries = entries
         self.pending: "OrderedDict[str, asyncio.Future]" = OrderedDict()
+        self._selection: dict = {}  # tool name -> indices of the entries its matchers select
 
     # -------------------------------------------------------------- the trigger
 
@@ -162,27 +163,49 @@ class _Session:
 
     # -------------------------------------------------------------- deciding
 
-    async def evaluate(self, input_data, tool_use_id, context, also=(), arguments=None, judge_only=False) -> _Result:
+    def _selected(self, tool: Any, also: tuple) -> list:
+        key = tool if type(tool) is str else None
+        chosen = self._selection.get(key)
+        if chosen is None:
+            chosen = self._selection[key] = tuple(i for i, e in enumerate(self.entries) if _matches(e.matcher, key))
+        if also and not set(also) <= set(chosen):
+            return sorted(set(chosen) | {i for i in also if 0 <= i < len(self.entries)})
+        return list(chosen)
+
+    async def evaluate(self, input_data, tool_use_id, context, also=(), arguments=None) -> _Result:
         """Every callback whose matcher selects the tool (and ``also``), under the guard,
         again on each rewrite until the input settles; then the core decides."""
         adapter = self.adapter
         data = input_data if isinstance(input_data, dict) else {}
         tool = data.get("tool_name")
-        indices = sorted(
-            {i for i in also if 0 <= i < len(self.entries)}
-            | {i for i, e in enumerate(self.entries) if _matches(e.matcher, tool)}
-        )
+        indices = self._selected(tool, also)
         gates = [i for i in indices if self.entries[i].callback is not None]
         original = data.get("tool_input") if arguments is None else arguments
-        state = {"args": original}
+        state = {"args": original, "judged": original}
         started = perf_counter()
         last: dict = {}
+        timeouts = {}
+        config = policy.current()
 
         async def one_round() -> list:
             args = state["args"]
-            outcomes = list(
-                await asyncio.gather(*(self._call(i, data, args, tool_use_id, context, started) for i in gates))
-            )
+            if args is not original:  # a rewrite: judge a copy nobody else holds
+                args = integrity.snapshot(args)
+                if args is integrity._CHANGED:
+                    args = state["args"]
+            state["judged"] = args
+            payloads = []
+            for n, i in enumerate(gates):
+                if n == 0 and args is original and arguments is None:
+                    payloads.append(data)  # upstream hands each callback the request's own input
+                else:
+                    own = integrity.snapshot(args)
+                    payloads.append(dict(data, tool_input=args if own is integrity._CHANGED else own))
+            calls = [self._call(i, payload, tool_use_id, context, started, config, timeouts) for i, payload in zip(gates, payloads)]
+            if len(calls) == 1:
+                outcomes = [await calls[0]]
+            else:
+                outcomes = list(await asyncio.gather(*calls))
             for i, outcome in zip(gates, outcomes):
                 last[i] = outcome
                 verdict = outcome.verdict
@@ -190,34 +213,32 @@ class _Session:
                     state["args"] = verdict.data[1]  # the last rewrite in order wins
             return outcomes
 
-        outcomes = await integrity.auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"))
-        required = set(policy.current().required_for(adapter.name))
-        seen = {o.hook for o in outcomes}
-        for i, entry in enumerate(self.entries):  # registered, not selected for this tool: present
-            if entry.callback is not None and i not in gates and entry.hook_id in required and entry.hook_id not in seen:
-                outcomes.append(Outcome(hook=entry.hook_id, verdict=_ABSTAIN))
-                seen.add(entry.hook_id)
+        outcomes = await one_round()
+        if state["args"] is not original:  # rewritten: every gate judges the new input, until it settles
+            outcomes = await integrity.auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"))
+        required = config.required_for(adapter.name)
+        if required:
+            seen = {o.hook for o in outcomes}
+            for i, entry in enumerate(self.entries):  # registered, not selected for this tool: present
+                if entry.callback is not None and i not in gates and entry.hook_id in required and entry.hook_id not in seen:
+                    outcomes.append(Outcome(hook=entry.hook_id, verdict=_ABSTAIN))
+                    seen.add(entry.hook_id)
         call_id = tool_use_id if type(tool_use_id) is str and tool_use_id else None
-        decision = await adapter.adecide(
-            tool if type(tool) is str else None, outcomes, call_id=call_id, arguments=state["args"]
-        )
-        changed = not integrity.same(integrity.snapshot(original), state["args"])
-        return _Result(decision, frozenset(indices), last, state["args"], changed)
+        final = state["judged"]
+        decision = await adapter.adecide(tool if type(tool) is str else None, outcomes, call_id=call_id, arguments=final)
+        return _Result(decision, frozenset(indices), last, final, final is not original)
 
-    async def _call(self, index, data, args, tool_use_id, context, started) -> Outcome:
+    async def _call(self, index, payload, tool_use_id, context, started, config, timeouts) -> Outcome:
         entry = self.entries[index]
-        adapter = self.adapter
-        timeout = policy.current().timeout_for(entry.hook_id)
+        timeout = timeouts.get(index, 0.0)
+        if timeout == 0.0:
+            timeout = timeouts[index] = config.timeout_for(entry.hook_id)
         budget = entry.cli_timeout * CLI_DEADLINE_SHARE - (perf_counter() - started)
         if budget <= 0:
             return Outcome(hook=entry.hook_id, failure=Failure.TIMEOUT)
         timeout = min(timeout, budget) if timeout else budget
-        payload = dict(data)
-        payload["tool_input"] = integrity.snapshot(args) if args is not None else None
-        if payload["tool_input"] is integrity._CHANGED:
-            payload["tool_input"] = args
         return await guard.acall(
-            entry.hook_id, entry.callback, (payload, tool_use_id, context), validate=adapter.to_verdict, timeout=timeout
+            entry.hook_id, entry.callback, (payload, tool_use_id, context), validate=self.adapter.to_verdict, timeout=timeout
         )
 
     # -------------------------------------------------------------- rendering
