@@ -238,6 +238,21 @@ class Rig:
             self.marker.unlink()
         return run_crew(self.marker, arguments or {"command": "harmless"}, mode, native)
 
+    def run_crew(self, crew: Any, llm: "ScriptedLLM") -> Run:
+        """Kick off a crew built by the test (a ``@CrewBase`` one) with ``llm``."""
+        error = result = None
+        try:
+            result = crew.kickoff()
+        except Exception as exc:
+            error = exc
+        return Run(self.marker, llm, result, error)
+
+    def parts(self, arguments: Optional[dict] = None, native: bool = False):
+        """(a scripted model, the marker tool) for a crew the test builds itself."""
+        if self.marker.exists():
+            self.marker.unlink()
+        return ScriptedLLM(arguments or {"command": "harmless"}, native=native), MarkerTool(marker=str(self.marker))
+
     def hook_id(self, fn) -> str:
         return self.adapter.hook_name(fn)
 

@@ -256,3 +256,55 @@ def test_a_human_may_answer_no_default_deadline(rig, monkeypatch):
     rig.config(tables=f'[hooks."{rig.hook_id(asking)}"]\ntimeout = 0.2\n')
     run = rig.run()
     _assert_denied(rig, run, rig.hook_id(asking), "timeout")
+
+
+def _crewbase(rig, gate_answer):
+    from crewai import Agent, Crew, Task
+    from crewai.project import CrewBase, agent, task
+    from crewai.project import crew as crew_method
+
+    llm, tool = rig.parts()
+
+    @CrewBase
+    class GuardedCrew:
+        agents_config = {}
+        tasks_config = {}
+
+        @before_tool_call
+        def gate(self, context):
+            return gate_answer(context)
+
+        @before_tool_call(tools=["marker_tool"])
+        def filtered_gate(self, context):
+            return None
+
+        @agent
+        def operator(self) -> Agent:
+            return Agent(role="operator", goal="run", backstory="b", llm=llm, tools=[tool], verbose=False, max_iter=3)
+
+        @task
+        def run_it(self) -> Task:
+            return Task(description="Run the command once.", expected_output="done", agent=self.operator())
+
+        @crew_method
+        def crew(self) -> Crew:
+            return Crew(agents=self.agents, tasks=self.tasks, verbose=False)
+
+    instance = GuardedCrew()
+    return rig.run_crew(instance.crew(), llm), GuardedCrew
+
+
+def test_a_crew_scoped_hook_that_raises_denies(rig):
+    def boom(context):
+        raise RuntimeError("x")
+
+    run, cls = _crewbase(rig, boom)
+    hook = f"crewai:{__name__}._crewbase.<locals>.GuardedCrew.gate"
+    _assert_denied(rig, run, hook, "raised", "RuntimeError")
+
+
+def test_a_crew_scoped_hook_allow_twin(rig):
+    run, _ = _crewbase(rig, lambda context: None)
+    assert run.calls == [{"command": "harmless"}]
+    ids = {rig.hook_id(h) for h in __import__("crewai.hooks.tool_hooks", fromlist=["x"]).get_before_tool_call_hooks()}
+    assert f"crewai:{__name__}._crewbase.<locals>.GuardedCrew.filtered_gate" in ids
