@@ -84,12 +84,38 @@ def test_agent_run_upstream_fails_open_when_unpatched(rig, upstream, mode):
 # -------------------------------------------------------------------- HITL `when`
 
 
-def hitl(when):
-    return HumanInTheLoopMiddleware(interrupt_on={TOOL: {"allowed_decisions": ["approve", "reject"], "when": when}})
+def hitl(when, **kwargs):
+    return HumanInTheLoopMiddleware(
+        interrupt_on={TOOL: {"allowed_decisions": ["approve", "reject"], "when": when}}, **kwargs
+    )
 
 
-def run_hitl(rig, when, mode):
-    return rig.run_agent(mode=mode, middleware=[hitl(when)], checkpointer=InMemorySaver())
+def run_hitl(rig, when, mode, **kwargs):
+    return rig.run_agent(mode=mode, middleware=[hitl(when, **kwargs)], checkpointer=InMemorySaver())
+
+
+def _has_per_call_mode() -> bool:
+    import inspect
+
+    return "interrupt_mode" in inspect.signature(HumanInTheLoopMiddleware.__init__).parameters
+
+
+@pytest.mark.skipif(not _has_per_call_mode(), reason="no interrupt_mode in this langchain release")
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("value", [None, True, False, "boom"], ids=["none", "true", "false", "raises"])
+def test_when_predicate_in_per_call_mode(rig, mode, value):
+    """``interrupt_mode="per_call"`` asks from ``wrap_tool_call`` (its own ``when`` call)."""
+
+    def when(request):
+        if value == "boom":
+            raise KeyError("SECRET")
+        return value
+
+    result = run_hitl(rig, when, mode, interrupt_mode="per_call")
+    if value is False:
+        assert "__interrupt__" not in result and rig.marker.ran
+    else:
+        assert "__interrupt__" in result and not rig.marker.ran
 
 
 def answers(value):
@@ -264,3 +290,13 @@ def test_middleware_and_strict_gate_together(rig, mode):
     result = rig.run_agent([handler("Policy", policy)], mode=mode, middleware=[Rewrites()])
     assert not rig.marker.ran and seen == ["error"]
     assert tool_messages(result)[0].status == "error"
+
+
+def test_middleware_hang_has_no_deadline_upstream(rig, upstream):
+    """The regression twin: unpatched, a middleware that holds the call 0.6 s (past the
+    0.3 s deadline) is waited for and the tool runs."""
+    timer = threading.Timer(0.6, rig.release.set)
+    with upstream:
+        timer.start()
+        result = rig.run_agent(middleware=[Hangs(rig.release)])
+        assert rig.marker.ran and tool_messages(result)[0].status == "success"
