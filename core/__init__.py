@@ -7,7 +7,7 @@ Importing this package is cheap on purpose (it runs at interpreter start through
 drop-in bootstrap): everything is loaded on first use.
 """
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING
 
 _LAZY = {
     "Action": "verdict",
@@ -16,6 +16,9 @@ _LAZY = {
     "Outcome": "verdict",
     "Decision": "verdict",
     "Invalid": "verdict",
+    "Adapter": "adapter",
+    "PatchError": "adapter",
+    "Check": "adapter",
     "hookimpl": "plugins",
     "ToolCall": "hookspecs",
     "install": "activation",
@@ -24,13 +27,30 @@ _LAZY = {
 
 __all__ = sorted(_LAZY) + ["__version__"]
 
+if TYPE_CHECKING:  # the public names, for IDEs and type checkers
+    from .activation import install, uninstall
+    from .adapter import Adapter, Check, PatchError
+    from .hookspecs import ToolCall
+    from .plugins import hookimpl
+    from .verdict import Action, Decision, Failure, Invalid, Outcome, Verdict
+
+    __version__: str
+
 
 def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'failsecure' has no attribute {name!r}")
-    import importlib
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
 
-    value = getattr(importlib.import_module(f"failsecure.{module}"), name)
+        try:
+            value = version("failsecure")
+        except PackageNotFoundError:  # a source checkout that was never installed
+            value = "0+unknown"
+    else:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'failsecure' has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f"failsecure.{module}"), name)
     globals()[name] = value
     return value

@@ -34,10 +34,10 @@ try:
     from _json import encode_basestring_ascii as _encode_str
     from _json import make_scanner as _make_scanner
 
-    _scan_once = _make_scanner(_Context())
+    _scan_once = _make_scanner(_Context())  # type: ignore[arg-type]
 except ImportError:  # pragma: no cover - CPython always ships _json
-    _scan_once = None
-    _encode_str = None
+    _scan_once = None  # type: ignore[assignment]
+    _encode_str = None  # type: ignore[assignment]
 
 
 def loads(text):

@@ -13,6 +13,7 @@ import importlib
 import inspect
 import sys
 import threading
+from typing import Any
 
 from .adapter import Adapter
 from .report import problem, type_name
@@ -60,8 +61,9 @@ def _builtin() -> dict:
 
 
 def _build(name: str) -> Adapter:
+    make: Any
     if name in _extra:
-        cls = _extra[name]
+        cls: Any = _extra[name]
         trigger, distribution = cls.modules[0], cls.distribution
         make = cls
     else:

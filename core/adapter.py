@@ -91,7 +91,7 @@ class Adapter(abc.ABC):
         self.refused_reason: Optional[str] = None
         self._lock = threading.RLock()
         self._version: Optional[str] = None
-        self._replaced: list[tuple[Any, str, Any, bool]] = []  # (owner, attr, original, own attr)
+        self._replaced: list[tuple[Any, str, Any, bool, Any]] = []  # (owner, attr, original, own attr)
 
     # ------------------------------------------------------------ to implement
 
@@ -101,8 +101,7 @@ class Adapter(abc.ABC):
         before changing anything when a target is not where expected."""
 
     def _unpatch(self) -> None:
-        """Default: undo every ``replace``."""
-        self.restore()
+        """The adapter's own clean-up; ``unpatch`` undoes every ``replace``/``wrap`` after it."""
 
     def _lockdown(self) -> None:
         """Best effort, when ``_patch`` failed: make the framework's gated calls deny."""
@@ -135,7 +134,7 @@ class Adapter(abc.ABC):
         from packaging.version import InvalidVersion, Version
 
         try:
-            return Version(self.version) in SpecifierSet(spec)  # type: ignore[arg-type]
+            return SpecifierSet(spec).contains(Version(self.version or ""))
         except InvalidVersion:
             return False
 
@@ -306,7 +305,7 @@ class Adapter(abc.ABC):
                     detail = "allowed" if ok else f"denied={denied}, decision={decision.action.value if decision else None}"
                 else:
                     ok = denied and decision is not None and decision.denied and expected in failures
-                    detail = decision.reason if ok and decision else f"denied={denied}, failures={sorted(f.value for f in failures if f)}"
+                    detail = (decision.reason or "") if ok and decision else f"denied={denied}, failures={sorted(f.value for f in failures if f)}"
                 checks.append(Check(label, ok, detail or ""))
         finally:
             release.set()
@@ -389,7 +388,7 @@ class Adapter(abc.ABC):
         except Exception:
             return _reduce.reduce([outcome])
 
-    def _start(self, tool, outcomes, arguments, call_id):
+    def _start(self, tool, outcomes, arguments, call_id) -> tuple[policy.Config, list[Outcome], Any]:
         """(config, outcomes so far, the plugin gates to call) for one decision."""
         config = policy.current()
         outcomes = self._fixed(config) + list(outcomes)
@@ -410,10 +409,10 @@ class Adapter(abc.ABC):
         that opted into the framework's own fail-closed mode (their failures deny even
         under ``on_error = "allow"``). Never raises."""
         try:
-            config, outcomes, gates = self._start(tool, outcomes, arguments, call_id)
+            config, found, gates = self._start(tool, outcomes, arguments, call_id)
             if gates:
-                outcomes += guard.call_each(gates)
-            return self._finish(config, outcomes, tool, call_id, fail_closed)
+                found += guard.call_each(gates)
+            return self._finish(config, found, tool, call_id, fail_closed)
         except Exception as exc:
             return self.failed(exc, tool, call_id)
 
@@ -421,10 +420,10 @@ class Adapter(abc.ABC):
         """``decide`` for async dispatchers: plugin gates may be coroutines. Never raises
         (except the caller's own cancellation)."""
         try:
-            config, outcomes, gates = self._start(tool, outcomes, arguments, call_id)
+            config, found, gates = self._start(tool, outcomes, arguments, call_id)
             for hook_id, fn, args, kwargs, validate, timeout in gates:
-                outcomes.append(await guard.acall(hook_id, fn, args, kwargs, validate=validate, timeout=timeout))
-            return self._finish(config, outcomes, tool, call_id, fail_closed)
+                found.append(await guard.acall(hook_id, fn, args, kwargs, validate=validate, timeout=timeout))
+            return self._finish(config, found, tool, call_id, fail_closed)
         except Exception as exc:
             return self.failed(exc, tool, call_id)
 

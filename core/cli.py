@@ -57,7 +57,7 @@ def _doctor(args) -> int:
         rows.append(row)
     if plugins._pm is None and plugins._has_entry_points():
         plugins.manager()
-    report = {
+    report: dict = {
         "config": {"source": config.source, "files": config.sources, "error": config.error, "timeout": config.timeout,
                    "on_error": config.on_error, "ignored": [f"{w}: {s}" for w, s in config.ignored]},
         "plugins_failed": [{"plugin": n, "why": w} for n, w in plugins.load_failures],
@@ -130,7 +130,7 @@ def _out(text: str) -> None:
 
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        raise SystemExit(0)
+        raise SystemExit(0) from None
 
 
 def _config_lines(config) -> list[str]:

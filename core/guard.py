@@ -146,9 +146,11 @@ class _Pool:
             worker.wake.acquire()
             job = worker.job
             worker.job = None
+            assert job is not None  # set before every wake
             last_index = len(job.calls) - 1
             keep = True
             for index, (fn, args, kwargs) in enumerate(job.calls):
+                result: tuple
                 try:
                     result = job.ctx.run(fn, *args, **kwargs), None
                 except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
@@ -308,7 +310,11 @@ async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, timeout: float, star
     waiter = loop.create_future()
 
     def notify() -> None:
-        loop.call_soon_threadsafe(lambda: waiter.done() or waiter.set_result(None))
+        def wake() -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        loop.call_soon_threadsafe(wake)
 
     job = _Job([(fn, args, kwargs)], notify)
     if not _pool.submit(job):

@@ -44,5 +44,5 @@ def failsecure_audit(event: dict) -> None:
 
 
 @hookspec
-def failsecure_adapters() -> list:
+def failsecure_adapters() -> list:  # type: ignore[empty-body]
     """Return adapter classes (subclasses of ``failsecure.adapter.Adapter``) to activate."""

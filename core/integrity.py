@@ -13,7 +13,7 @@ compared counts as changed, so it is judged again (and, if it never settles, den
 from __future__ import annotations
 
 import copy
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Optional
 
 from .verdict import Action, Failure, Outcome
 
@@ -52,7 +52,7 @@ def unsettled(hook: str) -> Outcome:
     return Outcome(hook=hook, failure=Failure.INVALID)
 
 
-def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, fingerprint: Callable[[Any], Any] = None) -> list[Outcome]:
+def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, fingerprint: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
     """Run ``run_round`` (every hook once, in order, on the call as it is now; hooks may
     rewrite it) until a round leaves ``current()`` unchanged. Returns the last round's
     outcomes; a round with a deny or a failure ends it at once (nothing more to judge).
@@ -69,7 +69,7 @@ def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], A
     return outcomes + [unsettled(hook)]
 
 
-async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str, fingerprint: Callable[[Any], Any] = None) -> list[Outcome]:
+async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str, fingerprint: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
     """``until_stable`` for async rounds."""
     take = fingerprint or snapshot
     for _ in range(MAX_ROUNDS):

@@ -92,7 +92,7 @@ def register(plugin: Any, name: Optional[str] = None) -> str:
     except pluggy.PluginValidationError:
         pm.unregister(plugin)
         raise
-    return registered
+    return registered or ""
 
 
 def unregister(plugin: Any = None, name: Optional[str] = None) -> Any:

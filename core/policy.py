@@ -176,7 +176,7 @@ def layer(data: dict, where: str = "<config>") -> dict:
         key = f'hooks."{hook_id}"'
         raw = _table(where, key, raw)
         _unknown(where, key + ".", raw, _HOOK)
-        own = {}
+        own: dict = {}
         if "on_error" in raw:
             own["on_error"] = _choice(where, key + ".on_error", raw["on_error"], ON_ERROR)
         if "timeout" in raw:
@@ -324,8 +324,9 @@ def find() -> tuple[str | None, bool]:
     env = os.environ.get("FAILSECURE_CONFIG")
     if env:
         return env, False
-    path, is_pyproject = project_path()
-    if path is not None:
+    project, is_pyproject = project_path()
+    if project is not None:
+        path = project
         return path, is_pyproject
     trusted = trusted_paths()
     return (trusted[-1], False) if trusted else (None, False)
@@ -347,7 +348,8 @@ def _read(path: str, is_pyproject: bool) -> tuple[bytes, dict | None]:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
     if is_pyproject:
         tool = data.get("tool")
-        data = tool.get("failsecure") if isinstance(tool, dict) else None
+        table = tool.get("failsecure") if isinstance(tool, dict) else None
+        return raw, table
     return raw, data
 
 
@@ -384,7 +386,7 @@ def trust(path: str) -> str:
     os.makedirs(os.path.dirname(store), mode=0o700, exist_ok=True)
     try:
         with open(store, encoding="utf-8") as fh:
-            lines = [l for l in fh.read().splitlines() if l and not l.endswith(" " + path)]
+            lines = [line for line in fh.read().splitlines() if line and not line.endswith(" " + path)]
     except OSError:
         lines = []
     entry = f"{_digest(raw)} {path}"
@@ -408,8 +410,9 @@ def load() -> Config:
         if data is not None:
             _apply(config, layer(data, path), path, trusted=True)
         config.sources.append(path)
-    path, is_pyproject = project_path()
-    if path is not None:
+    project, is_pyproject = project_path()
+    if project is not None:
+        path = project
         raw, data = _read(path, is_pyproject)
         if data is not None:
             settings = layer(data, path)

@@ -58,7 +58,7 @@ class _Frozen:
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable")
 
-    __delattr__ = __setattr__
+    __delattr__ = __setattr__  # type: ignore[assignment]
 
     def _values(self) -> tuple:
         return tuple(getattr(self, f) for f in self._fields)
@@ -93,6 +93,9 @@ class Verdict(_Frozen):
     __slots__ = ("action", "reason", "data")
     _fields = ("action", "reason", "data")
     _shown = ("action", "reason")
+    action: Action
+    reason: Optional[str]
+    data: Any
 
     def __init__(self, action: Action, reason: Optional[str] = None, data: Any = None):
         if type(action) is not Action:
@@ -109,6 +112,11 @@ class Outcome(_Frozen):
 
     __slots__ = ("hook", "verdict", "failure", "exception_type", "elapsed_ms")
     _fields = _shown = ("hook", "verdict", "failure", "exception_type", "elapsed_ms")
+    hook: str
+    verdict: Optional[Verdict]
+    failure: Optional[Failure]
+    exception_type: Optional[str]
+    elapsed_ms: float
 
     def __init__(
         self,
@@ -138,6 +146,10 @@ class Decision(_Frozen):
 
     __slots__ = ("verdict", "outcomes", "deciding", "counts")
     _fields = _shown = ("verdict", "outcomes", "deciding")
+    verdict: Verdict
+    outcomes: tuple
+    deciding: tuple
+    counts: tuple
 
     def __init__(self, verdict: Verdict, outcomes: tuple = (), deciding: tuple = (), counts: tuple = ()):
         _set(self, "verdict", verdict)
