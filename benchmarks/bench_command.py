@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from failsecure import command
+from failsecure import runner_settings as command
 
 TARGET_MS = 30.0
 PAYLOAD = json.dumps(

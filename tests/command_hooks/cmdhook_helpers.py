@@ -42,3 +42,10 @@ def expected_deny(protocol, reason, event="PreToolUse"):
 def hook_id(command):
     """The hook id the runner and `hook install` derive from a command (argv or shell line)."""
     return "command:" + command_name(command)
+
+
+def wrap(path, host, **options):
+    """`hook install` on one settings file -> the ids of the hooks it wrapped."""
+    from failsecure.runner_settings import wrap_settings
+
+    return wrap_settings(path, host, **options).ids

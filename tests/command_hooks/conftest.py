@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from cmdhook_helpers import payload_for  # noqa: E402
 
-from failsecure import command  # noqa: E402
+from failsecure import runner_settings as settings# noqa: E402
 
 class Run:
     def __init__(self, proc, audit_path):
@@ -57,19 +57,19 @@ def run_hook(tmp_path, config_file, monkeypatch):
     """run_hook(protocol, argv, timeout=..., payload=..., config=...) -> Run."""
     monkeypatch.chdir(tmp_path)
 
-    def run(protocol, argv, *, timeout=0.4, hook_id="guard", payload=None, config=None, extra_args=(), env=None):
+    def run(protocol, argv, *, timeout=2, hook_id="guard", payload=None, config=None, extra_args=(), env=None):
         if config is not None:
             config_file.write_text(config)
         audit_path = str(tmp_path / "audit.jsonl")
         if os.path.exists(audit_path):
             os.unlink(audit_path)
-        line = command.launch_argv(sys.executable, command.runner_path()) + ["run", "--protocol", protocol]
+        line = settings.launch_argv(sys.executable, settings.runner_path()) + ["run", "--protocol", protocol]
         if timeout is not None:
             line += ["--timeout", str(timeout)]
         if hook_id is not None:
             line += ["--hook-id", hook_id]
         line += list(extra_args) + ["--"] + list(argv)
-        full_env = dict(os.environ, FAILSECURE_CONFIG=str(config_file))
+        full_env = dict(os.environ, FAILSECURE_CONFIG=str(config_file), XDG_CACHE_HOME=str(tmp_path / "cache"))
         full_env.update(env or {})
         proc = subprocess.run(
             line,

@@ -19,9 +19,10 @@ import json
 import subprocess
 
 import pytest
-from cmdhook_helpers import hook_id, payload_for
+from cmdhook_helpers import hook_id, payload_for, wrap
 
-from failsecure import command
+from failsecure import runner_settings as settings
+from failsecure.failures import failure_reason
 
 
 def kiro_crew_blocks(command_line, payload, timeout):
@@ -76,7 +77,7 @@ def installed(tmp_path, host, hook_command, runner_timeout=None):
         key = "timeout" if host == "kiro" else "timeout_ms"
         doc["hooks"]["PreToolUse"][0][key] = runner_timeout if host == "kiro" else int(runner_timeout * 1000)
     path.write_text(json.dumps(doc))
-    command.install(str(path), host)
+    wrap(str(path), host)
     return json.loads(path.read_text())["hooks"]["PreToolUse"][0]
 
 
@@ -99,7 +100,7 @@ def test_installed_hook_blocks_every_failure(tmp_path, host, failure):
     host_timeout = handler[key] if host == "kiro" else handler[key] / 1000
     assert host_timeout > 0.3  # the host's own deadline stays above the runner's
     blocked, why = rule(handler["command"], payload_for("claude"), timeout=host_timeout)
-    assert (blocked, why) == (True, command.failure_reason(hook_id(hook_command), category))
+    assert (blocked, why) == (True, failure_reason(hook_id(hook_command), category))
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
@@ -123,9 +124,9 @@ def test_missing_runner_still_blocks(tmp_path, host):
     package = tmp_path / "gone" / "failsecure"
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(document("exit 0")))
-    command.install(str(path), host, runner=str(package / "command.py"))
+    wrap(str(path), host, runner=str(package / "command.py"))
     handler = json.loads(path.read_text())["hooks"]["PreToolUse"][0]
     assert rule(handler["command"], payload_for("claude"), timeout=5) == (
         True,
-        command.failure_reason(hook_id("exit 0"), "missing"),
+        failure_reason(hook_id("exit 0"), "missing"),
     )

@@ -14,9 +14,10 @@ import subprocess
 import sys
 
 import pytest
-from cmdhook_helpers import expected_deny, hook_id, payload_for
+from cmdhook_helpers import expected_deny, hook_id, payload_for, wrap
 
-from failsecure import command
+from failsecure import runner_settings as settings
+from failsecure.failures import failure_reason
 
 CLAUDE_SETTINGS = {
     "model": "sonnet",
@@ -125,7 +126,7 @@ def deny_for(host, reason):
 @pytest.mark.parametrize("indent", [2, 4, "\t"])
 def test_install_wraps_only_gating_hooks_and_uninstall_restores_bytes(tmp_path, host, indent):
     path, original = write_settings(tmp_path, host, "$HOME/bin/guard.sh --strict", indent=indent)
-    wrapped = command.install(str(path), host, on_failure="block")
+    wrapped = wrap(str(path), host, on_failure="block")
     handlers = gating_handlers(host, json.loads(path.read_text()))
     assert wrapped == [hook_id("$HOME/bin/guard.sh --strict")] * len(handlers)
     for handler in handlers:
@@ -142,12 +143,12 @@ def test_install_wraps_only_gating_hooks_and_uninstall_restores_bytes(tmp_path, 
             assert after["hooks"][event] == before["hooks"][event]
     # idempotent: the second install changes nothing, not even a byte
     once = path.read_bytes()
-    assert command.install(str(path), host, on_failure="block") == []
+    assert wrap(str(path), host, on_failure="block") == []
     assert path.read_bytes() == once
     # exact restore
-    assert command.uninstall(str(path)) == len(handlers)
+    assert settings.unwrap_settings(str(path)) == len(handlers)
     assert path.read_text(encoding="utf-8") == original
-    assert command.uninstall(str(path)) == 0
+    assert settings.unwrap_settings(str(path)) == 0
     assert path.read_text(encoding="utf-8") == original
     assert sorted(os.listdir(tmp_path)) == ["settings.json"]  # no temp file left behind
 
@@ -155,7 +156,7 @@ def test_install_wraps_only_gating_hooks_and_uninstall_restores_bytes(tmp_path, 
 @pytest.mark.parametrize("host", sorted(HOSTS))
 def test_host_timeout_is_above_the_runner_timeout(tmp_path, host):
     path, _ = write_settings(tmp_path, host, "guard")
-    command.install(str(path), host, on_failure="omit")
+    wrap(str(path), host, on_failure="omit")
     _doc, key, unit = HOSTS[host]
     original = gating_handlers(host, json.loads(json.dumps(HOSTS[host][0])))
     for before, handler in zip(original, gating_handlers(host, json.loads(path.read_text())), strict=True):
@@ -163,25 +164,25 @@ def test_host_timeout_is_above_the_runner_timeout(tmp_path, host):
         if key in before:
             assert runner_timeout == before[key] / unit  # the user's budget goes to the runner
         else:
-            assert runner_timeout == command.DEFAULT_RUNNER_TIMEOUT
-        assert handler[key] == (runner_timeout + command.HEADROOM) * unit
+            assert runner_timeout == settings.DEFAULT_RUNNER_TIMEOUT
+        assert handler[key] == (runner_timeout + settings.HEADROOM) * unit
         assert isinstance(handler[key], int)
 
 
 def test_gemini_timeouts_are_milliseconds(tmp_path):
     path, _ = write_settings(tmp_path, "gemini", "guard")
-    command.install(str(path), "gemini")
+    wrap(str(path), "gemini")
     first = json.loads(path.read_text())["hooks"]["BeforeTool"][0]["hooks"][0]
     assert " --timeout 5 " in first["command"] and first["timeout"] == 10000
 
 
 def test_claude_on_failure_block_only_when_asked_or_supported(tmp_path):
     path, original = write_settings(tmp_path, "claude", "guard")
-    command.install(str(path), "claude", on_failure="block")
+    wrap(str(path), "claude", on_failure="block")
     assert all(h["onFailure"] == "block" for h in gating_handlers("claude", json.loads(path.read_text())))
-    command.uninstall(str(path))
+    settings.unwrap_settings(str(path))
     assert path.read_text() == original
-    command.install(str(path), "claude", on_failure="omit")
+    wrap(str(path), "claude", on_failure="omit")
     assert all("onFailure" not in h for h in gating_handlers("claude", json.loads(path.read_text())))
 
 
@@ -189,7 +190,7 @@ def test_claude_auto_without_a_cli_omits_on_failure(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("FAILSECURE_CLAUDE_BIN", raising=False)
     path, _ = write_settings(tmp_path, "claude", "guard")
-    command.install(str(path), "claude")
+    wrap(str(path), "claude")
     assert all("onFailure" not in h for h in gating_handlers("claude", json.loads(path.read_text())))
 
 
@@ -200,10 +201,10 @@ def test_existing_on_failure_is_restored(tmp_path):
         indent=2,
     )
     path.write_text(original)
-    command.install(str(path), "claude", on_failure="block")
+    wrap(str(path), "claude", on_failure="block")
     handler = json.loads(path.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
     assert handler["onFailure"] == "block" and handler["timeout"] == 8
-    command.uninstall(str(path))
+    settings.unwrap_settings(str(path))
     assert path.read_text() == original
 
 
@@ -212,14 +213,14 @@ def test_claude_exec_form_is_wrapped_without_a_shell(tmp_path):
     path = tmp_path / "settings.json"
     original = json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook, "args": ["ok"]}]}]}}, indent=2)
     path.write_text(original)
-    command.install(str(path), "claude", on_failure="omit")
+    wrap(str(path), "claude", on_failure="omit")
     handler = json.loads(path.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
     assert handler["command"] == sys.executable and handler["onFailure"] == "block"
     assert handler["args"][-2:] == [hook, "ok"]
     assert run_installed(handler, "claude") == ("", "", 0)
     handler["args"][-1] = "not-ok"
-    assert run_installed(handler, "claude") == expected_deny("claude", command.failure_reason(hook_id([hook, "ok"]), "crashed"))
-    command.uninstall(str(path))
+    assert run_installed(handler, "claude") == expected_deny("claude", failure_reason(hook_id([hook, "ok"]), "crashed"))
+    settings.unwrap_settings(str(path))
     assert path.read_text() == original
 
 
@@ -227,9 +228,9 @@ def test_compact_file_stays_compact(tmp_path):
     path = tmp_path / "hooks.json"
     original = '{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"g"}]}]}}'
     path.write_text(original)
-    command.install(str(path), "codex")
+    wrap(str(path), "codex")
     assert "\n" not in path.read_text()
-    command.uninstall(str(path))
+    settings.unwrap_settings(str(path))
     assert path.read_text() == original
 
 
@@ -237,14 +238,14 @@ def test_nothing_to_wrap_leaves_the_file_alone(tmp_path):
     path = tmp_path / "settings.json"
     path.write_text('{"model": "x"}\n')
     before = os.stat(path).st_mtime_ns
-    assert command.install(str(path), "claude") == []
+    assert wrap(str(path), "claude") == []
     assert os.stat(path).st_mtime_ns == before
 
 
 def test_file_mode_is_kept(tmp_path):
     path, _ = write_settings(tmp_path, "claude", "guard")
     path.chmod(0o640)
-    command.install(str(path), "claude", on_failure="omit")
+    wrap(str(path), "claude", on_failure="omit")
     assert (os.stat(path).st_mode & 0o777) == 0o640
 
 
@@ -262,25 +263,25 @@ def test_file_mode_is_kept(tmp_path):
 def test_refuses_a_file_it_cannot_parse_and_leaves_it_untouched(tmp_path, content, message):
     path = tmp_path / "settings.json"
     path.write_text(content)
-    with pytest.raises(command.InstallError, match=message):
-        command.install(str(path), "claude")
+    with pytest.raises(settings.InstallError, match=message):
+        wrap(str(path), "claude")
     assert path.read_text() == content
     assert os.listdir(tmp_path) == ["settings.json"]
 
 
 def test_refuses_an_unknown_host_and_a_missing_file(tmp_path):
     path, original = write_settings(tmp_path, "claude", "guard")
-    with pytest.raises(command.InstallError, match="unknown host 'cursor'"):
-        command.install(str(path), "cursor")
+    with pytest.raises(settings.InstallError, match="unknown host 'cursor'"):
+        wrap(str(path), "cursor")
     assert path.read_text() == original
-    with pytest.raises(command.InstallError, match="no such file"):
-        command.install(str(tmp_path / "absent.json"), "claude")
+    with pytest.raises(settings.InstallError, match="no such file"):
+        wrap(str(tmp_path / "absent.json"), "claude")
 
 
 def test_refuses_a_relative_interpreter(tmp_path):
     path, original = write_settings(tmp_path, "claude", "guard")
-    with pytest.raises(command.InstallError, match="absolute"):
-        command.install(str(path), "claude", python="python3")
+    with pytest.raises(settings.InstallError, match="absolute"):
+        wrap(str(path), "claude", python="python3")
     assert path.read_text() == original
 
 
@@ -309,12 +310,12 @@ def test_installed_command_denies_a_crashing_hook_with_twin(tmp_path, host, shel
     for body, expect in (("exit 1", "crash"), ("exit 0", "allow")):
         hook = make_hook(tmp_path, body)
         path, _ = write_settings(tmp_path, host, hook)
-        command.uninstall(str(path))
-        command.install(str(path), host, on_failure="omit")
+        settings.unwrap_settings(str(path))
+        wrap(str(path), host, on_failure="omit")
         handler = gating_handlers(host, json.loads(path.read_text()))[0]
         got = run_installed(handler, PROTOCOL[host], shell=shell)
         if expect == "crash":
-            assert got == deny_for(host, command.failure_reason(hook_id(hook), "crashed"))
+            assert got == deny_for(host, failure_reason(hook_id(hook), "crashed"))
         else:
             assert got == ("", "", 0)
 
@@ -322,9 +323,9 @@ def test_installed_command_denies_a_crashing_hook_with_twin(tmp_path, host, shel
 @pytest.mark.parametrize("host", sorted(HOSTS))
 def test_installed_command_denies_when_the_hook_is_missing(tmp_path, host):
     path, _ = write_settings(tmp_path, host, str(tmp_path / "gone.sh"))
-    command.install(str(path), host, on_failure="omit")
+    wrap(str(path), host, on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
-    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason(hook_id(str(tmp_path / "gone.sh")), "missing"))
+    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, failure_reason(hook_id(str(tmp_path / "gone.sh")), "missing"))
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
@@ -335,13 +336,13 @@ def test_installed_command_denies_when_the_runner_is_missing(tmp_path, host):
     runner = package / "command.py"
     runner.write_text("")  # stands in for an installed runner
     path, _ = write_settings(tmp_path, host, hook)
-    command.install(str(path), host, runner=str(runner), on_failure="omit")
+    wrap(str(path), host, runner=str(runner), on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
     runner.unlink()  # the package was uninstalled or moved
-    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason(hook_id(hook), "missing"))
+    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, failure_reason(hook_id(hook), "missing"))
     # twin: the same install with the interpreter and runner in place runs the hook
-    command.uninstall(str(path))
-    command.install(str(path), host, on_failure="omit")
+    settings.unwrap_settings(str(path))
+    wrap(str(path), host, on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
     assert run_installed(handler, PROTOCOL[host]) == ("", "", 0)
 
@@ -350,9 +351,9 @@ def test_installed_command_denies_when_the_runner_is_missing(tmp_path, host):
 def test_installed_command_denies_when_the_interpreter_is_missing(tmp_path, host):
     hook = make_hook(tmp_path, "exit 0")
     path, _ = write_settings(tmp_path, host, hook)
-    command.install(str(path), host, python=str(tmp_path / "venv" / "bin" / "python"), on_failure="omit")
+    wrap(str(path), host, python=str(tmp_path / "venv" / "bin" / "python"), on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
-    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason(hook_id(hook), "missing"))
+    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, failure_reason(hook_id(hook), "missing"))
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
@@ -363,9 +364,9 @@ def test_installed_command_denies_when_the_runner_crashes(tmp_path, host, runner
     broken.write_text("#!/bin/sh\necho 'Traceback (most recent call last)' >&2\nexit %d\n" % runner_exit)
     broken.chmod(0o755)
     path, _ = write_settings(tmp_path, host, hook)
-    command.install(str(path), host, python=str(broken), on_failure="omit")
+    wrap(str(path), host, python=str(broken), on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
-    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, command.failure_reason(hook_id(hook), "crashed"))
+    assert run_installed(handler, PROTOCOL[host]) == deny_for(host, failure_reason(hook_id(hook), "crashed"))
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
@@ -374,7 +375,7 @@ def test_installed_command_keeps_the_hooks_shell_semantics(tmp_path, host):
     marker = tmp_path / "seen"
     original = "read -r line; printf '%%s' \"$line\" | grep -q '\"tool_name\"' && echo \"$HOME\" > %s" % marker
     path, _ = write_settings(tmp_path, host, original)
-    command.install(str(path), host, on_failure="omit")
+    wrap(str(path), host, on_failure="omit")
     handler = gating_handlers(host, json.loads(path.read_text()))[0]
     assert run_installed(handler, PROTOCOL[host], shell="/bin/bash") == ("", "", 0)
     assert marker.read_text().strip() == os.environ["HOME"]

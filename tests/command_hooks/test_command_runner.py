@@ -12,14 +12,15 @@ import time
 import pytest
 from cmdhook_helpers import SECRET, expected_deny, hook_id, payload_for
 
-from failsecure import command
+from failsecure import runner_process as process, runner_settings as settings
+from failsecure.failures import failure_reason
 
 PROTOCOLS = ("claude", "gemini", "codex", "kiro")
 HOOK = "command:guard"
 
 
 def reason(category, hook=HOOK):
-    return command.failure_reason(hook, category)
+    return failure_reason(hook, category)
 
 
 def sh(script):
@@ -68,7 +69,7 @@ def test_reason_text_is_the_cores():
     from failsecure.verdict import Failure, failure_reason
 
     for category in Failure:
-        assert command.failure_reason("command:x", category.value) == failure_reason("command:x", category)
+        assert failure_reason("command:x", category.value) == failure_reason("command:x", category)
 
 
 # ---------------------------------------------------------------- process failures, every protocol
@@ -143,7 +144,7 @@ def test_signal_twin_allows(run_hook, protocol):
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_oversized_stdout_denies(run_hook, protocol):
-    size = command.STDOUT_CAP + 1
+    size = process.STDOUT_CAP + 1
     assert_denied(run_hook(protocol, sh("head -c %d /dev/zero | tr '\\0' ' '" % size)), protocol, "invalid")
 
 
@@ -192,7 +193,7 @@ def test_terminated_runner_takes_the_hook_group_along(tmp_path):
     import sys
 
     pidfile = tmp_path / "hook.pid"
-    line = command.launch_argv(sys.executable, command.runner_path()) + [
+    line = settings.launch_argv(sys.executable, settings.runner_path()) + [
         "run", "--protocol", "claude", "--timeout", "30", "--", "/bin/sh", "-c", "echo $$ > %s; exec sleep 30" % pidfile,
     ]
     proc = subprocess.Popen(line, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -463,7 +464,7 @@ def test_global_timeout_applies_when_no_flag(run_hook, tmp_path):
 
 def test_default_hook_id_is_the_command_name(run_hook, tmp_path):
     run = run_hook("kiro", sh("exit 1"), hook_id=None)
-    assert run.triple == ("", command.failure_reason(hook_id(sh("exit 1")), "crashed") + "\n", 2)
+    assert run.triple == ("", failure_reason(hook_id(sh("exit 1")), "crashed") + "\n", 2)
     assert run.event["hook"] == hook_id(sh("exit 1"))
 
 
@@ -486,7 +487,7 @@ def test_usage_errors_are_the_protocols_deny(args, protocol):
     import sys
 
     proc = subprocess.run(
-        command.launch_argv(sys.executable, command.runner_path()) + args, input=b"{}", capture_output=True, timeout=30
+        settings.launch_argv(sys.executable, settings.runner_path()) + args, input=b"{}", capture_output=True, timeout=30
     )
     why = proc.stderr.decode().rstrip("\n")
     assert why.startswith("failsecure: hook runner usage error (") and "\n" not in why
@@ -501,7 +502,7 @@ def test_usage_error_twin_runs_the_hook():
     import sys
 
     proc = subprocess.run(
-        command.launch_argv(sys.executable, command.runner_path()) + ["run", "--protocol", "codex", "--", "true"],
+        settings.launch_argv(sys.executable, settings.runner_path()) + ["run", "--protocol", "codex", "--", "true"],
         input=b"{}", capture_output=True, timeout=30,
     )
     assert (proc.stdout, proc.stderr, proc.returncode) == (b"", b"", 0)
@@ -511,7 +512,7 @@ def test_runner_as_a_script_and_through_the_cli(tmp_path):
     import subprocess
     import sys
 
-    script = [sys.executable, "-I", "-S", command.runner_path()]
+    script = [sys.executable, "-I", "-S", settings.runner_path()]
     cli = [sys.executable, "-m", "failsecure", "hook"]
     for prefix in (script, cli):
         deny = subprocess.run(prefix + ["run", "--protocol", "kiro", "--hook-id", "g", "--", "false"], input=b"{}", capture_output=True, timeout=30)
@@ -529,10 +530,10 @@ def test_execute_with_and_without_pidfd(monkeypatch, pidfd):
 
     if not pidfd:
         monkeypatch.delattr(os, "pidfd_open", raising=False)
-    done = command.execute(["/bin/sh", "-c", "cat; echo err >&2; exit 3"], b"payload", 5)
+    done = process.execute(["/bin/sh", "-c", "cat; echo err >&2; exit 3"], b"payload", 5)
     assert (done.status, done.stdout, done.stderr, done.timed_out) == (3, b"payload", b"err\n", False)
     started = time.monotonic()
-    hung = command.execute(["/bin/sh", "-c", "exec sleep 30"], b"", 0.3)
+    hung = process.execute(["/bin/sh", "-c", "exec sleep 30"], b"", 0.3)
     assert hung.timed_out and hung.status == -9 and time.monotonic() - started < 3
-    missing = command.execute(["/no/such/hook"], b"", 1)
+    missing = process.execute(["/no/such/hook"], b"", 1)
     assert missing.spawn_errno is not None

@@ -17,7 +17,8 @@ import time
 import pytest
 from cmdhook_helpers import SECRET, expected_deny, hook_id, payload_for
 
-from failsecure import command
+from failsecure import runner_settings as settings
+from failsecure.failures import failure_reason
 
 PROTOCOLS = ("claude", "gemini", "codex", "kiro")
 HOOK = "command:guard"
@@ -60,7 +61,7 @@ def runner(tmp_path):
     procs = []
 
     def start(protocol, argv, timeout=30):
-        line = command.launch_argv(sys.executable, command.runner_path()) + [
+        line = settings.launch_argv(sys.executable, settings.runner_path()) + [
             "run", "--protocol", protocol, "--timeout", str(timeout), "--hook-id", "guard", "--",
         ] + list(argv)
         proc = subprocess.Popen(
@@ -104,7 +105,7 @@ def test_terminated_runner_says_the_protocols_deny_and_kills_the_hook_group(runn
     wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), "the hook to start")
     proc.send_signal(getattr(signal, signame))
     out, err = finish(proc)
-    reason = command.failure_reason(HOOK, "crashed")
+    reason = failure_reason(HOOK, "crashed")
     assert (out.decode(), err.decode(), proc.returncode) == expected_deny(protocol, reason, event_of(protocol))
     wait_for(lambda: not alive(int(pidfile.read_text())), "the hook's group to die", limit=3)
     [event] = audit_events(proc.audit)
@@ -133,7 +134,7 @@ def test_terminated_while_reading_the_payload_still_denies(runner, protocol):
     time.sleep(0.3)  # let the runner start and block on stdin
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=10)
-    reason = command.failure_reason(HOOK, "crashed")
+    reason = failure_reason(HOOK, "crashed")
     assert (out.decode(), err.decode(), proc.returncode) == expected_deny(protocol, reason, None)
 
 
@@ -187,7 +188,7 @@ def test_a_deny_with_extra_keys_is_reemitted_bare(run_hook, protocol):
 # ---------------------------------------------------------------- hook install wraps every hook
 
 
-def settings(tmp_path, handler, name="settings.json"):
+def settings_file(tmp_path, handler, name="settings.json"):
     path = tmp_path / name
     path.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [handler]}]}}, indent=2) + "\n")
     return path
@@ -224,32 +225,32 @@ LOOKALIKES = [
 @pytest.mark.parametrize("template", LOOKALIKES)
 def test_a_hook_that_looks_wrapped_is_wrapped(tmp_path, template):
     line = template.format(gate=gate_script(tmp_path, 1))
-    path = settings(tmp_path, {"type": "command", "command": line})
-    report = command.wrap_settings(str(path), "claude", on_failure="omit")
+    path = settings_file(tmp_path, {"type": "command", "command": line})
+    report = settings.wrap_settings(str(path), "claude", on_failure="omit")
     assert [e.hook for e in report.wrapped] == [hook_id(line)]
     handler = first_handler(path)
     assert handler["command"] != line
-    assert run_handler(handler) == expected_deny("claude", command.failure_reason(hook_id(line), "crashed"))
+    assert run_handler(handler) == expected_deny("claude", failure_reason(hook_id(line), "crashed"))
     # twin: the same lookalike whose gate allows runs, wrapped, to an allow
     gate_script(tmp_path, 0)
     assert run_handler(handler) == ("", "", 0)
     # and what install itself wrote is recognised: a second install leaves it alone
-    again = command.wrap_settings(str(path), "claude", on_failure="omit")
+    again = settings.wrap_settings(str(path), "claude", on_failure="omit")
     assert again.wrapped == [] and [e.why for e in again.left] == ["already runs under failsecure"]
 
 
 def test_an_exec_form_hook_with_record_in_its_args_is_wrapped(tmp_path):
     gate = gate_script(tmp_path, 1)
-    path = settings(tmp_path, {"type": "command", "command": gate, "args": ["--record", "x", "run", "--protocol"]})
-    report = command.wrap_settings(str(path), "claude", on_failure="omit")
+    path = settings_file(tmp_path, {"type": "command", "command": gate, "args": ["--record", "x", "run", "--protocol"]})
+    report = settings.wrap_settings(str(path), "claude", on_failure="omit")
     assert len(report.wrapped) == 1
     handler = first_handler(path)
     assert handler["command"] == sys.executable
-    reason = command.failure_reason(hook_id([gate, "--record", "x", "run", "--protocol"]), "crashed")
+    reason = failure_reason(hook_id([gate, "--record", "x", "run", "--protocol"]), "crashed")
     assert run_handler(handler) == expected_deny("claude", reason)
     gate_script(tmp_path, 0)  # twin
     assert run_handler(handler) == ("", "", 0)
-    assert command.wrap_settings(str(path), "claude", on_failure="omit").wrapped == []
+    assert settings.wrap_settings(str(path), "claude", on_failure="omit").wrapped == []
 
 
 def test_install_reports_every_hook_wrapped_and_left_alone(tmp_path):
@@ -286,8 +287,8 @@ def test_install_reports_every_hook_wrapped_and_left_alone(tmp_path):
 
 def test_install_derives_ids_from_hookid_without_the_command_line(tmp_path):
     line = "bash -c 'check --token=%s'" % SECRET
-    path = settings(tmp_path, {"type": "command", "command": line})
-    report = command.wrap_settings(str(path), "claude", on_failure="omit")
+    path = settings_file(tmp_path, {"type": "command", "command": line})
+    report = settings.wrap_settings(str(path), "claude", on_failure="omit")
     assert report.ids == [hook_id(line)] and report.ids[0].startswith("command:bash#")
     handler = first_handler(path)
     hid = shlex.split(handler["command"].split(" --hook-id ")[1])[0]
@@ -295,14 +296,14 @@ def test_install_derives_ids_from_hookid_without_the_command_line(tmp_path):
     # the deny the host shows names the id, never the token
     out, err, code = run_handler(handler)
     assert code == 2 and SECRET not in out + err
-    assert json.loads(out)["reason"] == command.failure_reason(hook_id(line), "missing")
+    assert json.loads(out)["reason"] == failure_reason(hook_id(line), "missing")
 
 
 def test_runner_derives_the_id_from_the_command(run_hook):
     run = run_hook("kiro", ["/bin/sh", "-c", "exit 1", "--token", SECRET], hook_id=None, timeout=5)
     expected = hook_id(["/bin/sh", "-c", "exit 1", "--token", SECRET])
     assert expected.startswith("command:sh#")
-    assert run.triple == ("", command.failure_reason(expected, "crashed") + "\n", 2)
+    assert run.triple == ("", failure_reason(expected, "crashed") + "\n", 2)
     assert run.event["hook"] == expected and run.event["failure"] == "crashed"
     other = run_hook("kiro", ["/bin/sh", "-c", "exit 1", "--token", "other"], hook_id=None, timeout=5)
     assert other.event["hook"] != expected  # another command line, another hook
@@ -310,6 +311,6 @@ def test_runner_derives_the_id_from_the_command(run_hook):
 
 def test_an_explicit_hook_id_stays_as_given(run_hook):
     run = run_hook("kiro", ["/bin/sh", "-c", "exit 1", SECRET], hook_id="my-gate", timeout=5)
-    assert run.triple == ("", command.failure_reason("command:my-gate", "crashed") + "\n", 2)
+    assert run.triple == ("", failure_reason("command:my-gate", "crashed") + "\n", 2)
     twin = run_hook("kiro", ["/bin/sh", "-c", "exit 0", SECRET], hook_id="my-gate", timeout=5)
     assert twin.triple == ("", "", 0) and twin.event["hook"] == "command:my-gate"

@@ -15,7 +15,13 @@ import sys
 
 import pytest
 
-from failsecure import command
+from failsecure import runner_settings as settings
+from failsecure.failures import failure_reason
+from failsecure.hookid import command_name
+
+
+def hook_id(command):
+    return "command:" + command_name(command)
 
 
 def settings_with(path, hook_command, timeout=None):
@@ -69,7 +75,7 @@ def assert_stopped(run_claude, scripted_api, hook_id, category):
     assert not os.path.exists(scripted_api.marker), "the Bash tool ran"
     result, text = tool_result_text(scripted_api)
     assert result.get("is_error") is True
-    assert command.failure_reason(hook_id, category) in text
+    assert failure_reason(hook_id, category) in text
     events = audit_events(run_claude)
     assert [(e["hook"], e["outcome"], e["failure"], e["tool"], e["call_id"]) for e in events] == [
         (hook_id, "deny", category, "Bash", "toolu_e2e_1")
@@ -79,8 +85,8 @@ def assert_stopped(run_claude, scripted_api, hook_id, category):
 
 
 def test_cli_is_the_release_with_on_failure(claude_cli):
-    assert command.claude_cli_version(claude_cli) == (2, 1, 332)
-    assert command.claude_cli_version(claude_cli) >= command.CLAUDE_ON_FAILURE_MIN
+    assert settings.claude_cli_version(claude_cli) == (2, 1, 332)
+    assert settings.claude_cli_version(claude_cli) >= settings.CLAUDE_ON_FAILURE_MIN
 
 
 @pytest.mark.parametrize("body", ["exit 1", "sleep 30"], ids=["crash", "hang"])
@@ -102,27 +108,27 @@ def test_crashing_hook_stops_the_tool(tmp_path, run_claude, scripted_api, claude
     settings_with(run_claude.settings, hook_script(tmp_path, "crash.sh", "echo boom >&2; exit 1"))
     handler = install(run_claude.settings, claude_cli, "--on-failure", on_failure)
     assert ("onFailure" in handler) == (on_failure == "auto")
-    assert_stopped(run_claude, scripted_api, "command:crash.sh", "crashed")
+    assert_stopped(run_claude, scripted_api, hook_id(str(tmp_path / "crash.sh")), "crashed")
 
 
 def test_hanging_hook_stops_the_tool(tmp_path, run_claude, scripted_api, claude_cli):
     settings_with(run_claude.settings, hook_script(tmp_path, "hang.sh", "sleep 30"), timeout=0.5)
     handler = install(run_claude.settings, claude_cli)
     assert handler["timeout"] == 6 and handler["onFailure"] == "block"
-    assert_stopped(run_claude, scripted_api, "command:hang.sh", "timeout")
+    assert_stopped(run_claude, scripted_api, hook_id(str(tmp_path / "hang.sh")), "timeout")
 
 
 def test_missing_hook_stops_the_tool(tmp_path, run_claude, scripted_api, claude_cli):
     settings_with(run_claude.settings, str(tmp_path / "gone.sh"))
     install(run_claude.settings, claude_cli)
-    assert_stopped(run_claude, scripted_api, "command:gone.sh", "missing")
+    assert_stopped(run_claude, scripted_api, hook_id(str(tmp_path / "gone.sh")), "missing")
 
 
 def test_junk_answer_stops_the_tool(tmp_path, run_claude, scripted_api, claude_cli):
     # {"async": true} backgrounds a bare hook in Claude Code: the tool would run.
     settings_with(run_claude.settings, hook_script(tmp_path, "junk.sh", """echo '{"async": true}'"""))
     install(run_claude.settings, claude_cli)
-    assert_stopped(run_claude, scripted_api, "command:junk.sh", "invalid")
+    assert_stopped(run_claude, scripted_api, hook_id(str(tmp_path / "junk.sh")), "invalid")
 
 
 def test_allowing_hook_lets_the_tool_run(tmp_path, run_claude, scripted_api, claude_cli):
@@ -133,7 +139,7 @@ def test_allowing_hook_lets_the_tool_run(tmp_path, run_claude, scripted_api, cla
     assert os.path.exists(scripted_api.marker)
     result, _text = tool_result_text(scripted_api)
     assert not result.get("is_error")
-    assert [(e["hook"], e["outcome"], e["failure"]) for e in audit_events(run_claude)] == [("command:allow.sh", "abstain", None)]
+    assert [(e["hook"], e["outcome"], e["failure"]) for e in audit_events(run_claude)] == [(hook_id(str(tmp_path / "allow.sh")), "abstain", None)]
 
 
 def test_explicit_allow_answer_lets_the_tool_run(tmp_path, run_claude, scripted_api, claude_cli):
@@ -164,12 +170,12 @@ def test_missing_runner_stops_the_tool(tmp_path, run_claude, scripted_api, claud
     runner = package / "command.py"
     runner.write_text("")
     settings_with(run_claude.settings, hook_script(tmp_path, "allow.sh", "exit 0"))
-    command.install(str(run_claude.settings), "claude", runner=str(runner), on_failure=on_failure, claude_bin=claude_cli)
+    settings.wrap_settings(str(run_claude.settings), "claude", runner=str(runner), on_failure=on_failure, claude_bin=claude_cli)
     runner.unlink()
     run_claude()
     assert not os.path.exists(scripted_api.marker)
     _result, text = tool_result_text(scripted_api)
-    assert command.failure_reason("command:allow.sh", "missing") in text
+    assert failure_reason(hook_id(str(tmp_path / "allow.sh")), "missing") in text
     assert audit_events(run_claude) == []  # the runner never ran
 
 

@@ -1,0 +1,244 @@
+"""The runner's decision: one hook's run becomes an ``Outcome``, and the decision is
+``failsecure.reduce.reduce`` over it, with the config's policy for that hook: the same
+core every adapter uses (on_error, observer role, a config that fails validation).
+
+The runner only translates: the process result and the host's protocol into an
+Outcome, the Decision back into the bytes and exit code the host reads. What it adds
+is what only a command hook has: events that do not gate a tool call (advisory, the
+hook's answer passes through), and the hook's own allow / ask / no-opinion bytes
+passed on unchanged when the policy lets its answer stand.
+"""
+
+import time
+
+from failsecure.failures import CRASHED, INVALID, MISSING, RAISED, TIMEOUT, failure_reason, process_failure
+from failsecure.reduce import effective, reduce
+from failsecure import runner_process as process
+from failsecure.runner_protocols import DENY, PROTOCOLS, Invalid
+from failsecure.verdict import Action, Failure, Outcome, Verdict
+
+CONFIG_HOOK = "failsecure:config"  # the hook id the core blames for an invalid config
+REASON_CAP = 2000  # characters of a hook's own deny reason passed on
+
+# In-process callers (tests) run with the host's signals as they are; the `hook run`
+# entry point sets this: it is a process of its own, and terminating it must deny.
+last_words = False
+
+
+def sanitize_id(text):
+    out = []
+    for ch in text:
+        out.append(ch if (ch.isalnum() and ch.isascii()) or ch in "._:@+-/#" else "_")
+    return "".join(out) or "hook"
+
+
+def hook_id_for(hook_id, argv):
+    """`command:<id>`: an explicit --hook-id as given, else derived from the command by
+    failsecure.hookid (basename + hash: nothing of the arguments shows)."""
+    if not hook_id:
+        from failsecure.hookid import command_name
+
+        hook_id = command_name(list(argv)) if argv else "hook"
+    hook_id = sanitize_id(hook_id)
+    return hook_id if hook_id.startswith("command:") else "command:" + hook_id
+
+
+def load_config():
+    """-> (config or None, error type name or None). Never raises."""
+    try:
+        from failsecure.runner_config import load
+
+        config = load()
+    except Exception as exc:  # a broken install or config: deny
+        return None, type(exc).__name__
+    if getattr(config, "error", None):
+        return config, "ConfigError"
+    return config, None
+
+
+def _deadline_policy(config, hook_id):
+    """-> (explicit per-hook timeout or None, the config's timeout for the hook or None)."""
+    explicit = default = None
+    if config is None:
+        return explicit, default
+    try:
+        own = config.hook(hook_id).timeout
+        if own:
+            explicit = float(own)
+        default = config.timeout_for(hook_id)
+    except Exception:
+        pass
+    return explicit, default
+
+
+def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, stderr_fd=2):
+    """Run one hook under the contract and write the host's answer. -> exit code."""
+    proto = PROTOCOLS[protocol]
+    hid = hook_id_for(hook_id, argv)
+    start = time.monotonic()
+
+    def deny_plainly(category, event=None):
+        out, err, code = proto.deny(failure_reason(hid, category), event)
+        process.emit(stdout_fd, stderr_fd, out, err)
+        return code
+
+    state = process.arm_last_words(lambda: deny_plainly(CRASHED)) if last_words else None
+    try:
+        return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state)
+    except BaseException:  # the runner itself failed: deny, never say why
+        if state is not None and state.done is not None:
+            return state.done  # the answer is out already
+        return deny_plainly(RAISED)
+
+
+class _Call:
+    """One run's context: who, for which host and event, and where the answer goes."""
+
+    def __init__(self, proto, hid, start, config, stdout_fd, stderr_fd, state):
+        self.proto = proto
+        self.hid = hid
+        self.start = start
+        self.config = config
+        self.stdout_fd = stdout_fd
+        self.stderr_fd = stderr_fd
+        self.state = state
+        self.event = self.tool = self.call_id = None
+
+    def elapsed(self):
+        return (time.monotonic() - self.start) * 1000.0
+
+    def answer(self, out, err, code, action, outcome):
+        """Audit (best effort), then write the host's answer. -> exit code."""
+        audit_path = getattr(self.config, "audit_path", None) if outcome is not None else None
+        if audit_path:
+            try:
+                from failsecure import audit
+
+                entry = audit.outcome_fields(outcome)
+                audit.write_jsonl(
+                    audit_path,
+                    audit.event(
+                        framework=self.proto.framework,
+                        framework_version=None,
+                        tool=self.tool,
+                        call_id=self.call_id,
+                        outcome=action,
+                        primary=entry,
+                        elapsed_ms=outcome.elapsed_ms,
+                        outcomes=[entry],
+                    ),
+                )
+            except Exception:
+                pass  # audit must never flip or lose the answer
+        if self.state is not None:
+            self.state.done = code
+        process.emit(self.stdout_fd, self.stderr_fd, out, err)
+        return code
+
+    def decide(self, outcome, passthrough=(b"", b"")):
+        """The core's decision on this gated call, in the host's protocol."""
+        decision = reduce((outcome,), self.config)
+        if decision.denied:
+            out, err, code = self.proto.deny(decision.reason, self.event)
+            return self.answer(out, err, code, "deny", outcome)
+        if outcome.failure is None and effective(outcome, self.config) is outcome.action:
+            # the hook's own allow / ask / no-opinion stands: its bytes, unchanged
+            return self.answer(passthrough[0], passthrough[1], 0, decision.action.value, outcome)
+        return self.answer(b"", b"", 0, decision.action.value, outcome)  # the policy silenced it
+
+    def failed(self, category, elapsed=None):
+        return self.decide(Outcome(self.hid, failure=Failure(category), elapsed_ms=self.elapsed() if elapsed is None else elapsed))
+
+
+def _own_deny(hid, reason):
+    reason = (reason or "").strip()[:REASON_CAP]
+    return Verdict(Action.DENY, reason or "failsecure: hook '%s' denied" % (hid,))
+
+
+def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state=None):
+    config, config_error = load_config()
+    explicit, default = _deadline_policy(config, hid)
+    if timeout is not None and timeout > 0:
+        if explicit is not None and 0 < explicit < timeout:
+            timeout = explicit
+    else:
+        timeout = explicit or default or proto.default_timeout
+    deadline = start + timeout
+
+    raw, payload_ok = process.read_payload(stdin_fd, deadline)
+    call = _Call(proto, hid, start, config, stdout_fd, stderr_fd, state)
+    if payload_ok:
+        try:
+            from failsecure._fastjson import loads
+
+            payload = loads(raw)
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict):
+            value = payload.get("hook_event_name")
+            call.event = value if isinstance(value, str) else None
+            value = payload.get("tool_name")
+            call.tool = value if isinstance(value, str) else None
+            value = payload.get("tool_use_id")
+            call.call_id = value if isinstance(value, str) else None
+    event = call.event
+    gating = event is None or event.lower() in proto.gating_events
+
+    if config_error is not None:
+        if gating:
+            # As the core does: blame the config, category invalid; no audit path is trusted.
+            call.config = None
+            if state is not None:
+                state.say = lambda: call.decide(Outcome(CONFIG_HOOK, failure=Failure.INVALID))
+            return call.decide(Outcome(CONFIG_HOOK, failure=Failure.INVALID))
+        config = call.config = None  # an advisory event: no policy, no audit path
+    if not gating:
+        return _advisory(call, argv, raw, payload_ok, deadline, state)
+
+    if state is not None:  # terminated from here on: the hook crashed, as the policy says
+        state.say = lambda: call.failed(CRASHED)
+    if not payload_ok:
+        return call.failed(INVALID if time.monotonic() < deadline else TIMEOUT)
+    if not argv:
+        return call.failed(MISSING)
+
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001))
+    category = _process_category(result)
+    elapsed = result.elapsed_ms
+    if category is not None:
+        return call.failed(category, elapsed)
+    if result.status == 2:
+        reason = result.stderr.decode("utf-8", "replace")
+        return call.decide(Outcome(hid, _own_deny(hid, reason), elapsed_ms=elapsed))
+    try:
+        action, reason = proto.judge(result.stdout.decode("utf-8"), event)
+    except (Invalid, ValueError):
+        return call.failed(INVALID, elapsed)
+    if action == DENY:
+        return call.decide(Outcome(hid, _own_deny(hid, reason), elapsed_ms=elapsed))
+    return call.decide(Outcome(hid, Verdict(Action(action)), elapsed_ms=elapsed), (result.stdout, result.stderr))
+
+
+def _process_category(result):
+    category = process_failure(result.spawn_errno is not None, result.timed_out, result.status)
+    if result.oversized and category not in (MISSING, TIMEOUT):
+        category = INVALID  # the runner killed it for answering too much
+    return category
+
+
+def _advisory(call, argv, raw, payload_ok, deadline, state):
+    """An event that gates no tool call: a failure is "no opinion" (audited), and
+    otherwise the host gets exactly what the hook said."""
+    if state is not None:
+        state.say = lambda: call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure.CRASHED, elapsed_ms=call.elapsed()))
+    if not payload_ok or not argv:
+        category = MISSING if payload_ok else (INVALID if time.monotonic() < deadline else TIMEOUT)
+        return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=call.elapsed()))
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001))
+    category = _process_category(result)
+    if category is not None:
+        return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=result.elapsed_ms))
+    action = Action.DENY if result.status == 2 else Action.ABSTAIN
+    outcome = Outcome(call.hid, Verdict(action), elapsed_ms=result.elapsed_ms)
+    return call.answer(result.stdout, result.stderr, result.status, action.value, outcome)
+

@@ -1,0 +1,203 @@
+"""Host protocols: what each host needs to block, and what a hook's answer means to it.
+
+Facts from the shipped hosts (docs/command-hooks.md): Claude Code and Codex read
+Claude-style JSON, Gemini CLI its own, kiro_crew only the exit code. Stdlib-free
+beyond ``failsecure._fastjson`` (the hot path).
+"""
+
+from failsecure._fastjson import dumps as _dumps
+from failsecure._fastjson import loads as _loads
+
+ALLOW, DENY, ASK, ABSTAIN = "allow", "deny", "ask", "abstain"
+
+
+class Invalid(Exception):
+    """The hook answered something the host would not honour (category ``invalid``)."""
+
+
+def _check_keys(obj, allowed, what):
+    for key in obj:
+        if key not in allowed:
+            raise Invalid("unknown key in %s" % what)
+
+
+def _check_type(obj, key, kind):
+    if key in obj and not isinstance(obj[key], kind):
+        raise Invalid("wrong type for %s" % key)
+
+
+def parse_answer(text):
+    """stdout of an exit-0 hook -> dict, or None for an empty answer."""
+    if not text.strip():
+        return None
+    try:
+        obj = _loads(text)
+    except ValueError:
+        raise Invalid("stdout is not JSON") from None
+    if not isinstance(obj, dict):
+        raise Invalid("stdout is not a JSON object")
+    return obj
+
+
+class Protocol:
+    """One host's wire protocol for a command hook."""
+
+    name = ""
+    framework = ""
+    gating_events = frozenset()  # lower-cased hook_event_name values that gate a tool call
+    default_event = None  # the gating event's name on the wire
+    default_timeout = 30.0  # seconds, used when neither --timeout nor config says otherwise
+
+    def deny(self, reason, event):
+        """-> (stdout bytes, stderr bytes, exit code) that make the host block: the
+        table "What a fail-closed runner must print so each host blocks"."""
+        return b"", (reason + "\n").encode(), 2
+
+    def judge(self, stdout, event):
+        """Classify an exit-0 answer of a gating hook -> (action, reason).
+
+        action: allow / ask / abstain (the hook's bytes go to the host unchanged) or
+        deny (re-emitted in the canonical deny shape with ``reason``, which may be
+        None). Raises Invalid when the host would not honour the answer."""
+        return ABSTAIN, None
+
+
+class JsonProtocol(Protocol):
+    """What the Claude-style and Gemini answers share: one JSON object, known keys of
+    known types, an optional ``hookSpecificOutput`` object for this event, and
+    ``continue: false`` = stop (a deny)."""
+
+    top_keys = frozenset(
+        {"continue", "suppressOutput", "stopReason", "decision", "reason", "systemMessage", "hookSpecificOutput"}
+    )
+    specific_keys = frozenset()
+    event_required = True  # hookSpecificOutput must name the event
+
+    def judge(self, stdout, event):
+        obj = parse_answer(stdout)
+        if obj is None:
+            return ABSTAIN, None
+        _check_keys(obj, self.top_keys, "answer")
+        _check_type(obj, "continue", bool)
+        _check_type(obj, "suppressOutput", bool)
+        for key in ("stopReason", "reason", "systemMessage"):
+            _check_type(obj, key, str)
+        specific = None
+        if "hookSpecificOutput" in obj:
+            specific = obj["hookSpecificOutput"]
+            if not isinstance(specific, dict):
+                raise Invalid("hookSpecificOutput is not an object")
+            _check_keys(specific, self.specific_keys, "hookSpecificOutput")
+            if (self.event_required or "hookEventName" in specific) and specific.get("hookEventName") != (
+                event or self.default_event
+            ):
+                raise Invalid("wrong hookEventName")
+            _check_type(specific, "additionalContext", str)
+        action, reason = self.own_decision(obj, specific or {})
+        if action != DENY and obj.get("continue") is False:
+            # "stop": the tool does not run. Said in the canonical deny shape, never
+            # passed on raw (Codex, for one, does not honour it).
+            return DENY, obj.get("stopReason")
+        return action, reason
+
+    def own_decision(self, obj, specific):
+        raise NotImplementedError
+
+
+class ClaudeProtocol(JsonProtocol):
+    """Claude Code (also poolside Pool and Kiro CLI, which are Claude-compatible)."""
+
+    name = "claude"
+    framework = "claude-code"
+    gating_events = frozenset({"pretooluse"})
+    default_event = "PreToolUse"
+    specific_keys = frozenset(
+        {"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext"}
+    )
+    decisions = ("approve", "block")
+    permission_decisions = ("allow", "deny", "ask", "defer")
+
+    def deny(self, reason, event):
+        answer = {"decision": "block", "reason": reason}
+        if event == "PreToolUse":
+            answer["hookSpecificOutput"] = {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }
+        return (_dumps(answer) + "\n").encode(), (reason + "\n").encode(), 2
+
+    def own_decision(self, obj, specific):
+        decision = obj.get("decision")
+        if "decision" in obj and decision not in self.decisions:
+            raise Invalid("unknown decision")
+        permission = specific.get("permissionDecision")
+        if "permissionDecision" in specific and permission not in self.permission_decisions:
+            raise Invalid("unknown permissionDecision")
+        _check_type(specific, "permissionDecisionReason", str)
+        _check_type(specific, "updatedInput", dict)
+        if decision == "block" or permission == "deny":
+            return DENY, specific.get("permissionDecisionReason") or obj.get("reason")
+        if permission == "ask":
+            return ASK, None
+        if decision == "approve" or permission == "allow":
+            return ALLOW, None
+        return ABSTAIN, None
+
+
+class CodexProtocol(ClaudeProtocol):
+    """Codex CLI: Claude-compatible wire types; a deny is exit 2 + non-empty stderr."""
+
+    name = "codex"
+    framework = "codex"
+    specific_keys = frozenset({"hookEventName", "permissionDecision", "permissionDecisionReason"})
+    permission_decisions = ("allow", "deny", "ask")
+
+    def deny(self, reason, event):
+        # JSON is read only on exit 0, and a JSON deny carrying a key Codex does
+        # not support fails open: say it with exit 2 and stderr only.
+        return b"", (reason + "\n").encode(), 2
+
+
+class GeminiProtocol(JsonProtocol):
+    name = "gemini"
+    framework = "gemini-cli"
+    gating_events = frozenset({"beforetool"})
+    default_event = "BeforeTool"
+    specific_keys = frozenset({"hookEventName", "tool_input", "additionalContext"})
+    event_required = False
+
+    def deny(self, reason, event):
+        answer = _dumps({"decision": "deny", "reason": reason})
+        return (answer + "\n").encode(), (reason + "\n").encode(), 2
+
+    def own_decision(self, obj, specific):
+        _check_type(specific, "tool_input", dict)
+        decision = obj.get("decision")
+        if "decision" in obj and decision not in ("allow", "ask", "deny", "block"):
+            raise Invalid("unknown decision")
+        if decision in ("deny", "block"):
+            return DENY, obj.get("reason")
+        if decision == "ask":
+            return ASK, None
+        if decision == "allow":
+            return ALLOW, None
+        return ABSTAIN, None
+
+
+class KiroProtocol(Protocol):
+    """kiro_crew script hooks: exit 2 blocks with stderr as the reason; stdout is not a verdict."""
+
+    name = "kiro"
+    framework = "kiro_crew"
+    gating_events = frozenset({"pretooluse"})
+    default_event = "PreToolUse"
+
+
+PROTOCOLS = {p.name: p for p in (ClaudeProtocol(), GeminiProtocol(), CodexProtocol(), KiroProtocol())}
+
+
+def universal_deny(reason):
+    """A deny every host reads as a block, for when the protocol is unknown: claude reads
+    decision "block", gemini its alias "block"; codex and kiro read exit 2 + stderr."""
+    return (_dumps({"decision": "block", "reason": reason}) + "\n").encode(), (reason + "\n").encode(), 2

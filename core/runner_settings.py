@@ -1,0 +1,534 @@
+"""`hook install` / `hook uninstall`: rewrite a host's settings file so every gating
+command hook runs under the runner, and restore it exactly.
+
+Rare and interactive: imports whatever it likes. Named ``wrap_settings`` /
+``unwrap_settings`` so they are never mistaken for ``failsecure.install()`` (the
+in-process activation).
+"""
+
+import os
+import sys
+
+from failsecure.failures import CRASHED, MISSING, failure_reason
+from failsecure.runner_decision import hook_id_for, sanitize_id
+from failsecure.runner_protocols import PROTOCOLS
+
+__all__ = ("HOSTS", "InstallError", "WrapReport", "wrap_settings", "unwrap_settings", "launch_argv", "runner_path", "prelude")
+
+HEADROOM = 5.0  # seconds the host's own timeout exceeds the runner's
+DEFAULT_RUNNER_TIMEOUT = 30.0
+CLAUDE_ON_FAILURE_MIN = (2, 1, 332)  # first CLI measured to honour "onFailure": "block"
+_ABSENT = {"__failsecure_absent__": True}
+_RECORD_FLAG = "--record"
+
+
+class InstallError(Exception):
+    """A settings file or host that `hook install` refuses to touch."""
+
+
+class _Host:
+    def __init__(self, name, protocol, events, timeout_key, timeout_unit, flat):
+        self.name = name
+        self.protocol = protocol
+        self.events = events  # lower-cased gating event keys under "hooks"
+        self.timeout_key = timeout_key  # key the host reads its own timeout from
+        self.timeout_unit = timeout_unit  # 1 (seconds) or 1000 (milliseconds)
+        self.flat = flat  # entries are handlers themselves ({command, ...})
+
+
+HOSTS = {
+    "claude": _Host("claude", "claude", ("pretooluse",), "timeout", 1, False),
+    "gemini": _Host("gemini", "gemini", ("beforetool",), "timeout", 1000, False),
+    "codex": _Host("codex", "codex", ("pretooluse",), "timeout", 1, False),
+    "kiro": _Host("kiro", "kiro", ("pretooluse",), None, 1, True),
+    "pool": _Host("pool", "claude", ("pretooluse",), "timeout_ms", 1000, True),
+}
+
+
+def runner_path():
+    """The launcher installed settings files name: ``.../failsecure/command.py``."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "command.py")
+
+
+# A script is compiled from source on every start (~12 ms for this module on a
+# slow machine) while an imported module loads from its cached bytecode, so the
+# launch line `hook install` writes imports the runner with -c. The package's
+# parent directory goes to the END of sys.path: the stdlib always comes first.
+_BOOT = (
+    "import sys;sys.stderr=None;sys.path.append(sys.argv[1]);"
+    "from failsecure.command import script_main;script_main(sys.argv[2:])"
+)
+
+
+def launch_argv(python, runner):
+    """argv that starts the runner (`run --protocol ...` follows)."""
+    package = os.path.dirname(runner)
+    if os.path.basename(package) == "failsecure":
+        return [python, "-I", "-S", "-c", _BOOT, os.path.dirname(package)]
+    return [python, "-I", "-S", runner]  # development layout: run as a script
+
+
+def _precompile(runner):
+    """Best effort: cache the runner's bytecode now (the launch imports it)."""
+    try:
+        import importlib.util
+        import py_compile
+
+        package = os.path.dirname(runner)
+        names = ["__init__.py", "command.py", "_fastjson.py", "policy.py", "failures.py", "hookid.py", "verdict.py", "reduce.py", "audit.py"]
+        names += ["runner_%s.py" % name for name in ("protocols", "process", "decision", "cli", "config")]
+        for name in names:
+            source = os.path.join(package, name)
+            if os.path.exists(source) and not os.path.exists(importlib.util.cache_from_source(source)):
+                py_compile.compile(source, doraise=False, quiet=2)
+    except Exception:
+        pass
+
+
+def _b64encode(data):
+    import binascii
+
+    text = binascii.b2a_base64(data, newline=False).decode("ascii")
+    return text.replace("+", "-").replace("/", "_").rstrip("=")
+
+
+def _b64decode(text):
+    import binascii
+
+    text = text.replace("-", "+").replace("_", "/")
+    return binascii.a2b_base64(text + "=" * (-len(text) % 4))
+
+
+def _derive_hook_id(command):
+    """The hook id `hook install` gives a command (without `command:`): the one place
+    is failsecure.hookid, so a token on the command line never becomes an id."""
+    from failsecure.hookid import command_name
+
+    return sanitize_id(command_name(command))
+
+
+def _shell_deny_lines(proto, reason):
+    import shlex
+
+    out, err, _code = proto.deny(reason, "PreToolUse")
+    parts = []
+    if out:
+        parts.append("printf '%%s\\n' %s" % shlex.quote(out.decode().rstrip("\n")))
+    parts.append("printf '%%s\\n' %s >&2" % shlex.quote(err.decode().rstrip("\n")))
+    return "; ".join(parts)
+
+
+def _prelude_head(python, runner):
+    """The exact start of every shell-form command `hook install` writes, up to and
+    including `run --protocol`: how an installed hook is recognised."""
+    import shlex
+
+    launch = ['"$R"'] + ['"$F"' if arg == runner else shlex.quote(arg) for arg in launch_argv(python, runner)[1:]]
+    return (
+        "R=%s; F=%s; " % (shlex.quote(python), shlex.quote(runner))
+        + 'if [ -x "$R" ] && [ -f "$F" ]; then '
+        # stderr is held back so that a crashing runner's traceback never reaches the host
+        + "{ e=$("
+        + " ".join(launch)
+        + " run --protocol"
+    )
+
+
+def prelude(python, runner, protocol, hook_id, timeout, record, command):
+    """The sh command that runs `command` under the runner and denies if the runner is missing or crashes."""
+    import shlex
+
+    proto = PROTOCOLS[protocol]
+    hid = hook_id_for(hook_id, [])
+    call = '%s %s --timeout %s --hook-id %s %s %s -- "${BASH:-/bin/sh}" -c %s' % (
+        _prelude_head(python, runner),
+        protocol,
+        _format_number(timeout),
+        shlex.quote(hid[len("command:") :]),
+        _RECORD_FLAG,
+        record,
+        shlex.quote(command),
+    )
+    return (
+        call
+        + ' 2>&1 1>&3 3>&-); s=$?; } 3>&1; if [ "$s" -eq 0 ] || [ "$s" -eq 2 ]; then '
+        + '[ -z "$e" ] || printf \'%s\\n\' "$e" >&2; exit "$s"; fi; '
+        + _shell_deny_lines(proto, failure_reason(hid, CRASHED))
+        + "; else "
+        + _shell_deny_lines(proto, failure_reason(hid, MISSING))
+        + "; fi; exit 2"
+    )
+
+
+def _format_number(value):
+    value = float(value)
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def _host_number(seconds, unit):
+    value = seconds * unit
+    import math
+
+    return int(math.ceil(value))
+
+
+def claude_cli_version(claude_bin=None):
+    """(major, minor, patch) of the Claude Code CLI found, or None."""
+    import re
+    import shutil
+    import subprocess
+
+    binary = claude_bin or os.environ.get("FAILSECURE_CLAUDE_BIN") or shutil.which("claude")
+    if not binary:
+        return None
+    try:
+        proc = subprocess.run(
+            [binary, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", proc.stdout or "")
+    return tuple(int(part) for part in match.groups()) if match else None
+
+
+_QUOTED = r"(?:'[^']*'(?:\"'\"'[^']*')*|[^\s;'\"$`\\]+)"  # what shlex.quote writes
+
+
+def _launch_of(handler):
+    """-> the record token when `handler` is failsecure's own launch line (what `hook
+    install` writes, recognised by its exact prefix), else None. A hook whose own
+    arguments merely contain `--record` or `run --protocol` is not wrapped."""
+    import re
+    import shlex
+
+    command = handler.get("command")
+    if not isinstance(command, str):
+        return None
+    args = handler.get("args")
+    if isinstance(args, list):  # exec form: command = the interpreter, args = the launch
+        if not os.path.isabs(command) or not all(isinstance(a, str) for a in args):
+            return None
+        if args[:3] == ["-I", "-S", "-c"] and len(args) > 4 and args[3] == _BOOT:
+            runner = os.path.join(args[4], "failsecure", "command.py")
+        elif args[:2] == ["-I", "-S"] and len(args) > 2:
+            runner = args[2]
+        else:
+            return None
+        launch = launch_argv(command, runner)[1:]
+        rest = args[len(launch) :]
+        if args[: len(launch)] != launch or len(rest) < 10:
+            return None
+        if (
+            rest[0] != "run"
+            or rest[1] != "--protocol"
+            or rest[2] not in PROTOCOLS
+            or rest[3] != "--timeout"
+            or rest[5] != "--hook-id"
+            or rest[7] != _RECORD_FLAG
+            or rest[9] != "--"
+        ):
+            return None
+        return rest[8]
+    match = re.match(r"R=(%s); F=(%s); " % (_QUOTED, _QUOTED), command)
+    if match is None:
+        return None
+    try:
+        python, runner = shlex.split(match.group(1))[0], shlex.split(match.group(2))[0]
+    except (ValueError, IndexError):
+        return None
+    head = _prelude_head(python, runner)
+    if not command.startswith(head):
+        return None
+    tail = re.match(
+        r" (?:%s) --timeout [0-9.e+-]+ --hook-id %s %s ([A-Za-z0-9_-]+) -- \"\$\{BASH:-/bin/sh\}\" -c "
+        % ("|".join(PROTOCOLS), _QUOTED, _RECORD_FLAG),
+        command[len(head) :],
+    )
+    return tail.group(1) if tail else None
+
+
+def _is_wrapped(handler):
+    return _launch_of(handler) is not None
+
+
+def _record_of(handler):
+    import json
+
+    token = _launch_of(handler) or ""
+    try:
+        record = json.loads(_b64decode(token).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise InstallError("a wrapped hook carries a damaged --record; restore it by hand") from None
+    if not isinstance(record, dict) or not isinstance(record.get("keys"), dict):
+        raise InstallError("a wrapped hook carries a damaged --record; restore it by hand")
+    return record
+
+
+def _handlers(document, host, all_events=False):
+    """Yield every command handler dict under the host's gating event(s)."""
+    for _where, event, handler in _all_handlers(document):
+        if all_events or event.lower() in host.events:
+            if isinstance(handler.get("command"), str):
+                yield handler
+
+
+def _all_handlers(document):
+    """Yield (where, event, handler dict) for every hook handler in a settings document."""
+    hooks = document.get("hooks")
+    if not isinstance(hooks, dict):
+        return
+    for event, entries in hooks.items():
+        if not isinstance(event, str) or not isinstance(entries, list):
+            continue
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                continue
+            if isinstance(entry.get("hooks"), list):
+                for j, handler in enumerate(entry["hooks"]):
+                    if isinstance(handler, dict):
+                        yield "hooks.%s[%d].hooks[%d]" % (event, i, j), event, handler
+            else:
+                yield "hooks.%s[%d]" % (event, i), event, entry
+
+
+class WrapEntry:
+    """One hook `hook install` looked at: its id, where it is in the file, and what was done."""
+
+    __slots__ = ("hook", "where", "why")
+
+    def __init__(self, hook, where, why):
+        self.hook = hook
+        self.where = where
+        self.why = why
+
+    def __repr__(self):
+        return "WrapEntry(%r, %r, %r)" % (self.hook, self.where, self.why)
+
+
+class WrapReport:
+    """What `hook install` did to one settings file: every hook wrapped, every hook left alone (with why)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.wrapped = []
+        self.left = []
+
+    @property
+    def ids(self):
+        return [entry.hook for entry in self.wrapped]
+
+    def lines(self):
+        out = []
+        for entry in self.wrapped:
+            out.append("  wrapped      %s  %s" % (entry.where, entry.hook))
+        for entry in self.left:
+            out.append("  left alone   %s  %s: %s" % (entry.where, entry.hook, entry.why))
+        return out
+
+
+def _left_alone_why(event, handler, spec):
+    """-> why `hook install` leaves this handler as it is, or None to wrap it."""
+    if event.lower() not in spec.events:
+        return "%s does not gate a tool call" % event
+    if handler.get("type", "command") != "command":
+        return "type %r is not a command hook" % (handler.get("type"),)
+    if not isinstance(handler.get("command"), str):
+        return "no command"
+    if _is_wrapped(handler):
+        return "already runs under failsecure"
+    if handler.get("shell") == "powershell":
+        return "a PowerShell hook (the fail-closed prelude is POSIX sh): wrap it by hand"
+    return None
+
+
+def _handler_id(handler):
+    launch = _launch_of(handler)
+    if launch is not None:
+        words = handler["args"] if isinstance(handler.get("args"), list) else None
+        import re
+        import shlex
+
+        if words is not None:
+            return "command:" + words[words.index("--hook-id") + 1]
+        match = re.search(r" --hook-id (%s) %s " % (_QUOTED, _RECORD_FLAG), handler["command"])
+        return "command:" + shlex.split(match.group(1))[0] if match else "command:?"
+    command = handler.get("command")
+    if not isinstance(command, str):
+        return "-"
+    if isinstance(handler.get("args"), list):
+        return "command:" + _derive_hook_id([command] + [str(a) for a in handler["args"]])
+    return "command:" + _derive_hook_id(command)
+
+
+def _read_document(path):
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise InstallError("%s: no such file" % path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InstallError("%s: cannot read (%s)" % (path, type(exc).__name__)) from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise InstallError(
+            "%s: not valid JSON (line %s); failsecure rewrites JSON settings files only"
+            % (path, getattr(exc, "lineno", "?"))
+        ) from None
+    if not isinstance(document, dict):
+        raise InstallError("%s: the top level is not a JSON object" % path)
+    return text, document
+
+
+def _render(document, original_text):
+    import json
+
+    indent = None
+    lines = original_text.splitlines()
+    if len(lines) > 1:
+        second = lines[1]
+        stripped = second.lstrip(" \t")
+        prefix = second[: len(second) - len(stripped)]
+        indent = prefix if prefix.startswith("\t") else (len(prefix) or 2)
+    ascii_only = original_text.isascii() and "\\u" in original_text
+    if indent is None:
+        import re
+
+        match = re.match(r'\s*\{\s*"(?:[^"\\]|\\.)*"(\s*):(\s*)', original_text)
+        spaced = bool(match and match.group(2))
+        separators = (", ", ": ") if spaced else (",", ":")
+        text = json.dumps(document, ensure_ascii=ascii_only, separators=separators)
+    else:
+        text = json.dumps(document, ensure_ascii=ascii_only, indent=indent)
+    if original_text.endswith("\n"):
+        text += "\n"
+    return text
+
+
+def _write_atomic(path, text):
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:
+        mode = 0o600
+    fd, temp = tempfile.mkstemp(prefix=".failsecure-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_failure="auto", claude_bin=None):
+    """Wrap every PreToolUse command hook in `path` under the runner. -> WrapReport.
+
+    Idempotent (hooks already under failsecure's own launch line are left alone);
+    everything else in the file is preserved; the file is replaced atomically.
+    """
+    import json
+
+    if host not in HOSTS:
+        raise InstallError("unknown host %r (known: %s)" % (host, ", ".join(sorted(HOSTS))))
+    spec = HOSTS[host]
+    python = python or sys.executable
+    runner = runner or runner_path()
+    if not python or not os.path.isabs(python):
+        raise InstallError("the interpreter must be an absolute path, got %r" % (python,))
+    if not os.path.isabs(runner):
+        raise InstallError("the runner must be an absolute path, got %r" % (runner,))
+    if on_failure not in ("auto", "block", "omit"):
+        raise InstallError("--on-failure must be auto, block or omit")
+    text, document = _read_document(path)
+    block = False
+    if host == "claude":
+        if on_failure == "block":
+            block = True
+        elif on_failure == "auto":
+            version = claude_cli_version(claude_bin)
+            block = version is not None and version >= CLAUDE_ON_FAILURE_MIN
+    report = WrapReport(path)
+    for where, event, handler in list(_all_handlers(document)):
+        why = _left_alone_why(event, handler, spec)
+        if why is not None:
+            report.left.append(WrapEntry(_handler_id(handler), where, why))
+            continue
+        command = handler["command"]
+        exec_form = isinstance(handler.get("args"), list)
+        touched = ["command"]
+        if exec_form:
+            touched.append("args")
+        timeout_key = spec.timeout_key
+        if spec.name == "kiro":
+            timeout_key = "timeout_ms" if "timeout_ms" in handler else ("timeout" if "timeout" in handler else None)
+        unit = 1000 if timeout_key == "timeout_ms" else spec.timeout_unit
+        if timeout_key:
+            touched.append(timeout_key)
+        if block or exec_form and host == "claude":
+            touched.append("onFailure")
+        record = {"keys": {key: handler.get(key, _ABSENT) for key in touched}}
+        token = _b64encode(json.dumps(record, separators=(",", ":")).encode("utf-8"))
+        original_timeout = handler.get(timeout_key) if timeout_key else None
+        if isinstance(original_timeout, (int, float)) and not isinstance(original_timeout, bool) and original_timeout > 0:
+            runner_timeout = float(original_timeout) / unit
+        else:
+            runner_timeout = float(timeout or DEFAULT_RUNNER_TIMEOUT)
+        hook_id = _derive_hook_id(command if not exec_form else [command] + [str(a) for a in handler["args"]])
+        if exec_form:
+            launch = launch_argv(python, runner)
+            handler["command"] = launch[0]
+            handler["args"] = launch[1:] + [
+                "run",
+                "--protocol",
+                spec.protocol,
+                "--timeout",
+                _format_number(runner_timeout),
+                "--hook-id",
+                hook_id,
+                _RECORD_FLAG,
+                token,
+                "--",
+                command,
+            ] + [str(arg) for arg in record["keys"]["args"]]
+        else:
+            handler["command"] = prelude(python, runner, spec.protocol, hook_id, runner_timeout, token, command)
+        if timeout_key:
+            handler[timeout_key] = _host_number(runner_timeout + HEADROOM, unit)
+        if "onFailure" in touched:
+            handler["onFailure"] = "block"
+        report.wrapped.append(WrapEntry("command:" + hook_id, where, "wrapped"))
+    if report.wrapped:
+        _write_atomic(path, _render(document, text))
+        _precompile(runner)
+    return report
+
+
+def unwrap_settings(path):
+    """Restore every hook `wrap_settings` wrapped in `path` exactly. -> number restored."""
+    text, document = _read_document(path)
+    any_host = _Host("any", "claude", (), None, 1, False)
+    restored = 0
+    for handler in list(_handlers(document, any_host, all_events=True)):
+        if not _is_wrapped(handler):
+            continue
+        record = _record_of(handler)
+        for key, value in record["keys"].items():
+            if value == _ABSENT:
+                handler.pop(key, None)
+            else:
+                handler[key] = value
+        restored += 1
+    if restored:
+        _write_atomic(path, _render(document, text))
+    return restored
