@@ -325,7 +325,7 @@ def find() -> tuple[str | None, bool]:
     if env:
         return env, False
     project, is_pyproject = project_path()
-    if project is not None:
+    if project is not None and not any(_same_file(project, t) for t in config.sources):
         path = project
         return path, is_pyproject
     trusted = trusted_paths()
@@ -411,7 +411,7 @@ def load() -> Config:
             _apply(config, layer(data, path), path, trusted=True)
         config.sources.append(path)
     project, is_pyproject = project_path()
-    if project is not None:
+    if project is not None and not any(_same_file(project, t) for t in config.sources):
         path = project
         raw, data = _read(path, is_pyproject)
         if data is not None:
@@ -421,6 +421,13 @@ def load() -> Config:
             config.sources.append(path)
     config.source = config.sources[-1] if config.sources else None
     return config
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _loosens(config: Config, settings: dict, path: str) -> bool:

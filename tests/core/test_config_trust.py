@@ -144,3 +144,11 @@ def test_config_show_and_trust_commands(tmp_path):
     assert trusted.returncode == 0, trusted.stderr
     shown = cli("config", "show", cwd=tmp_path, env=env)
     assert f'hooks."fw:guard".role = observer  ({project})' in shown.stdout and "ignored" not in shown.stdout
+
+
+def test_a_project_file_named_by_failsecure_config_is_trusted(tmp_path, monkeypatch, capsys):
+    (tmp_path / "failsecure.toml").write_text('on_error = "allow"\n')
+    monkeypatch.setenv("FAILSECURE_CONFIG", str(tmp_path / "failsecure.toml"))
+    config = policy.reload()
+    assert config.on_error == "allow" and not config.ignored and config.sources == [str(tmp_path / "failsecure.toml")]
+    assert "ignoring" not in capsys.readouterr().err
