@@ -325,9 +325,8 @@ def find() -> tuple[str | None, bool]:
     if env:
         return env, False
     project, is_pyproject = project_path()
-    if project is not None and not any(_same_file(project, t) for t in config.sources):
-        path = project
-        return path, is_pyproject
+    if project is not None:
+        return project, is_pyproject
     trusted = trusted_paths()
     return (trusted[-1], False) if trusted else (None, False)
 
