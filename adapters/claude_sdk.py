@@ -136,6 +136,8 @@ class _Session:
 
     async def _result(self, index, input_data, tool_use_id, context) -> _Result:
         key = tool_use_id if type(tool_use_id) is str and tool_use_id else None
+        if key is not None and isinstance(input_data, dict) and self._selected(input_data.get("tool_name"), ()) == [index]:
+            key = None  # the only callback of this tool call: no other request shares it
         extra: tuple = ()
         if key is not None:
             shared = self.pending.get(key)
