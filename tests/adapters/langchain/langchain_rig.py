@@ -249,7 +249,9 @@ class LangChainHarness(Harness):
                 result = agent.invoke(state, config=config)
             else:
                 result = asyncio.run(agent.ainvoke(state, config=config))
-        except Exception as exc:  # noqa: BLE001
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001  (upstream lets a gate's SystemExit end the run)
             return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=str(exc))
         told = " ".join(str(m.content) for m in tool_messages(result))
         return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told)
