@@ -15,10 +15,10 @@ policy read (reading a small file costs microseconds; importing tomllib millisec
 - Anything unexpected (no HOME, a read-only disk, a damaged cache) falls back to
   loading the config directly: the cache can cost a call time, never its decision.
 
-Which files the policy read: ``policy.sources()`` (a list of paths) when the policy
-offers it, else ``policy.find()``'s path plus the candidates it looks at
-(``$FAILSECURE_CONFIG``, ``./failsecure.toml``, ``./pyproject.toml``), whose absence is
-part of the key too.
+Which files decide the config: ``policy.sources()`` (a list of paths) when the policy
+offers it, else every candidate of the trust model (the system and user files,
+``$FAILSECURE_CONFIG``, the trust store, the project file found from the working
+directory upward), whose absence is part of the key too.
 """
 
 import os
@@ -61,14 +61,26 @@ def _sources(policy):
     if callable(sources):
         return [os.path.abspath(p) for p in sources()]
     paths = []
-    env = os.environ.get("FAILSECURE_CONFIG")
-    if env:
-        paths.append(os.path.abspath(env))
+    if hasattr(policy, "trusted_paths") and hasattr(policy, "project_path"):
+        # the trust model: system and user files, $FAILSECURE_CONFIG, the trust store,
+        # and the project file found from here upward (a nearer one changes the key)
+        user_dir = getattr(policy, "_user_dir", None)
+        candidates = ["/etc/failsecure/config.toml"]
+        if user_dir is not None:
+            candidates.append(os.path.join(user_dir(), "config.toml"))
+        candidates += list(policy.trusted_paths())
+        if hasattr(policy, "trust_store"):
+            candidates.append(policy.trust_store())
+        candidates.append(policy.project_path()[0])
+        candidates.append(os.path.abspath("failsecure.toml"))
+        candidates.append(os.path.abspath("pyproject.toml"))
     else:
-        paths += [os.path.abspath("failsecure.toml"), os.path.abspath("pyproject.toml")]
-    found = policy.find()[0]
-    if found and os.path.abspath(found) not in paths:
-        paths.append(os.path.abspath(found))
+        env = os.environ.get("FAILSECURE_CONFIG")
+        candidates = [env] if env else [os.path.abspath("failsecure.toml"), os.path.abspath("pyproject.toml")]
+        candidates.append(policy.find()[0])
+    for path in candidates:
+        if path and os.path.abspath(path) not in paths:
+            paths.append(os.path.abspath(path))
     return paths
 
 

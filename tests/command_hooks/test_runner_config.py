@@ -95,7 +95,8 @@ def test_the_cache_is_private_and_atomic(env):
     # a cache whose key does not match is never used
     record = json.loads((directory / name).read_text())
     record["config"]["timeout"] = 99.0
-    record["key"][2][0][1][5] = "timeout = 99\n"
+    [entry] = [e for e in record["key"][2] if e[0] == str(env["config"])]
+    entry[1][5] = "timeout = 99\n"
     (directory / name).write_text(json.dumps(record))
     os.chmod(directory / name, 0o600)
     assert probe(env)[:3] == [True, True, 7.0]
