@@ -316,14 +316,16 @@ class OpenAIAgentsAdapter(Adapter):
         if type(behavior) is not dict:
             raise Invalid()
         kind = behavior.get("type")
-        if kind == "allow" and type(kind) is str:
+        if type(kind) is not str:
+            raise Invalid()
+        if kind == "allow":
             return Verdict(action=Action.ALLOW, data=("allow", native))
-        if kind == "reject_content" and type(kind) is str:
+        if kind == "reject_content":
             message = behavior.get("message")
             if type(message) is not str:
                 raise Invalid()
             return Verdict(action=Action.DENY, reason=message, data=("reject_content", native))
-        if kind == "raise_exception" and type(kind) is str:
+        if kind == "raise_exception":
             return Verdict(action=Action.DENY, reason="raise_exception", data=("raise_exception", native))
         raise Invalid()
 
