@@ -122,13 +122,15 @@ class LangChainAdapter(Adapter):
                 raise PatchError(f"{MANAGER}.{attr}")
         adapter = self
 
+        # A module that imported these names while patched (``from ... import
+        # handle_event``) keeps the wrapper after unpatch: it then calls upstream.
         def handle_event(wrapped, instance, args, kwargs):
-            if len(args) < 3 or args[1] != EVENT:
+            if len(args) < 3 or args[1] != EVENT or adapter.state == "unpatched":
                 return wrapped(*args, **kwargs)
             return adapter._gate_sync(wrapped, args, kwargs)
 
         def ahandle_event(wrapped, instance, args, kwargs):
-            if len(args) < 3 or args[1] != EVENT:
+            if len(args) < 3 or args[1] != EVENT or adapter.state == "unpatched":
                 return wrapped(*args, **kwargs)
             return adapter._gate_async(wrapped, args, kwargs)
 

@@ -158,3 +158,26 @@ def test_observer_only_run_calls_no_gate(rig):
     _, exc = rig.invoke([handler("Tracer", lambda *a, **k: None, strict=False)])
     assert exc is None and rig.marker.ran
     assert len(rig.events()) == 1
+
+
+def test_a_copied_reference_calls_upstream_after_unpatch(rig, adapter):
+    """``from langchain_core.callbacks.manager import handle_event`` taken while patched
+    (langgraph does this) behaves as upstream once failsecure is uninstalled."""
+    from langchain_core.callbacks.manager import handle_event as copied
+
+    calls = []
+
+    def on_start(*args, **kwargs):
+        calls.append(1)
+        raise NotImplementedError
+
+    strict = handler("Strict", on_start)
+    failsecure.uninstall()
+    try:
+        copied([strict], "on_tool_start", "ignore_agent", {"name": "t"}, "x", run_id=None)  # upstream swallows
+    finally:
+        failsecure.install()
+    assert calls == [1]
+    with pytest.raises(Exception) as denied:
+        copied([strict], "on_tool_start", "ignore_agent", {"name": "t"}, "x", run_id=None)
+    assert type(denied.value).__name__ == "ToolCallDenied"
