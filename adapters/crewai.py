@@ -385,9 +385,4 @@ class CrewAIAdapter(Adapter):
             registry[:] = saved
 
 
-def deny_text(tool: str, reason: str) -> str:
-    """What the model reads for a tool call failsecure denied (CrewAI's block text)."""
-    return f"{BLOCKED} Tool: {tool}. {reason}"
-
-
-__all__ = ["CrewAIAdapter", "deny_text"]
+__all__ = ["CrewAIAdapter"]

@@ -15,7 +15,6 @@ Telemetry off, HOME a throwaway dir.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import statistics
 import sys
