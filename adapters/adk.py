@@ -200,7 +200,7 @@ class ADKAdapter(Adapter):
             agent_callbacks = None if node else self._agent_callbacks(tool_context)
             if agent_callbacks:
                 calls += self._agent_calls(agent_callbacks, tool, tool_args, tool_context)
-            return await self._gate(calls, tool, tool_args, tool_context, judged=agent_callbacks is not None)
+            return await self._gate(calls, tool, tool_args, tool_context, judged=bool(agent_callbacks))
         except Exception as exc:  # a bug here must not read as "no answer"
             return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=self.hook_id(CALLBACK)), ())
 
