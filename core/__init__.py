@@ -7,7 +7,7 @@ Importing this package is cheap on purpose (it runs at interpreter start through
 drop-in bootstrap): everything is loaded on first use.
 """
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # not typing's: importing typing costs the runner and every interpreter start
 
 _LAZY = {
     "Action": "verdict",

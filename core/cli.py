@@ -212,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     trust.add_argument("file", nargs="?", default=None, help="default: the project config found from here")
     trust.set_defaults(func=_config_trust)
     try:
-        from .command import add_hook_commands
+        from .runner_cli import add_hook_commands
     except ImportError:
         pass
     else:

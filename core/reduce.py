@@ -8,7 +8,9 @@ its framework's "first approve wins" detail while the action stays order-indepen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+TYPE_CHECKING = False  # typing is not imported at run time (the runner's start budget)
+if TYPE_CHECKING:
+    from typing import Iterable, Sequence
 
 from .verdict import Action, Decision, Failure, Outcome, Verdict, failure_reason
 

@@ -10,7 +10,9 @@ value cannot reach the reducer or the audit trail.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Optional
+TYPE_CHECKING = False  # typing is not imported at run time (the runner's start budget)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 from . import failures
 
