@@ -256,7 +256,7 @@ class LangChainAdapter(Adapter):
                 def one_round():
                     return self.hook_calls([(h, _drive, (m,) + rest, kwargs, None) for h, m in calls])
 
-                outcomes += integrity.until_stable(one_round, lambda: _fingerprint(inputs), self.hook_id(EVENT))
+                outcomes += integrity.until_stable(one_round, lambda: _Print(inputs), self.hook_id(EVENT))
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
@@ -286,7 +286,7 @@ class LangChainAdapter(Adapter):
                         for h, m in calls
                     ]
 
-                outcomes += await integrity.auntil_stable(one_round, lambda: _fingerprint(inputs), self.hook_id(EVENT))
+                outcomes += await integrity.auntil_stable(one_round, lambda: _Print(inputs), self.hook_id(EVENT))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
@@ -616,6 +616,24 @@ def _when_verdict(native: Any) -> Verdict:
 
 
 _PLAIN = (str, int, float, bool, bytes, type(None))
+
+
+class _Print:
+    """``_fingerprint`` of the inputs, for ``integrity.until_stable``: already a fresh
+    immutable value, so its snapshot is itself (no deep copy per round)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, inputs: Any):
+        self.value = _fingerprint(inputs)
+
+    def __deepcopy__(self, memo: Any) -> "_Print":
+        return self
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is _Print and self.value == other.value
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _fingerprint(value: Any, depth: int = 0) -> Any:

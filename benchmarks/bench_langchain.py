@@ -5,12 +5,15 @@ the call through) and one observer handler (a no-op tracer), passed in the run c
 Measured unpatched and patched in the same process, interleaved rounds, medians, the
 ratio and the microseconds added:
 
-- ``tool.invoke`` of a trivial ``StructuredTool`` (the callback dispatcher alone);
+- ``CallbackManager.on_tool_start`` (the callback dispatcher alone, what a tool calls
+  before its body);
+- ``tool.invoke`` of a trivial ``StructuredTool``;
 - a whole ``create_agent`` run (``agent.invoke``): a scripted chat model asks for the
   tool once, the ToolNode runs it, the model answers.
 - the same two through ``ainvoke``.
 
-Default config (30 s deadline per gate: one thread hand-off per tool call) and
+Medians, and the best round of each side (steadier when the machine is busy). Default
+config (30 s deadline per gate: one thread hand-off per tool call) and
 ``timeout = 0`` (no deadline: the gate runs inline); no audit file.
 
     tox -e bench-langchain          (or: python benchmarks/bench_langchain.py [ROUNDS])
@@ -65,7 +68,7 @@ def build():
     model = Scripted(messages=itertools.cycle([call, AIMessage(content="done")]))
     agent = create_agent(model, tools=[tool])
     config = {"callbacks": [Gate(), Tracer()]}
-    return tool, agent, config
+    return tool, agent, config, config["callbacks"]
 
 
 def main(argv: list[str]) -> int:
@@ -81,8 +84,18 @@ def main(argv: list[str]) -> int:
     from failsecure import activation, policy
 
     adapter = activation.get("langchain")
-    tool, agent, config = build()
+    tool, agent, config, handlers = build()
     state = {"messages": [{"role": "user", "content": "go"}]}
+    from langchain_core.callbacks import CallbackManager
+
+    manager = CallbackManager(handlers=handlers)
+    serialized = {"name": "echo", "description": "Echo the command."}
+
+    def dispatch(n):
+        t = time.perf_counter()
+        for _ in range(n):
+            manager.on_tool_start(serialized, "{'command': 'ls'}", inputs={"command": "ls"}, tool_call_id="c1")
+        return (time.perf_counter() - t) / n * 1e6
 
     def direct(n):
         t = time.perf_counter()
@@ -120,6 +133,7 @@ def main(argv: list[str]) -> int:
         f"{rounds} interleaved rounds, medians (us per call)"
     )
     cases = [
+        ("CallbackManager.on_tool_start", dispatch, 2000),
         ("tool.invoke", direct, 400),
         ("tool.ainvoke", adirect, 400),
         ("create_agent invoke (1 tool call)", run, 40),
@@ -150,7 +164,9 @@ def main(argv: list[str]) -> int:
                 adapter.patch()
                 patched.append(fn(n))
             u, p = statistics.median(unpatched), statistics.median(patched)
-            print(f"    {label:<36} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}")
+            bu, bp = min(unpatched), min(patched)  # the best round: steadier on a busy machine
+            print(f"    {label:<36} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}"
+                  f"   (best rounds: {bu:.1f} / {bp:.1f}, +{bp - bu:.1f} us)")
     return 0
 
 
