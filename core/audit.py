@@ -1,5 +1,6 @@
 """Audit: one event per gated decision, to stdlib logging (logger ``failsecure``), to a
-JSON-lines file when ``[audit] path`` is set, and to ``failsecure_audit`` plugin sinks.
+JSON-lines file when ``[audit] path`` is set, to ``failsecure_audit`` plugin sinks, and to
+OpenTelemetry when ``[audit] otel = true`` (the ``failsecure[otel]`` extra, ``failsecure.otel``).
 
 An event carries ids, categories, exception TYPE names and timings. Never the tool
 arguments, never ``str(exception)``, never a hook's stderr: events are built only from
@@ -99,6 +100,9 @@ def listening(audit_path: str | None, failed: bool) -> bool:
     """Whether any sink would receive an event: skip building one nobody reads."""
     if audit_path:
         return True
+    policy = sys.modules.get("failsecure.policy")
+    if policy is not None and getattr(policy.current(), "audit_otel", False) and _otel_enabled():
+        return True
     plugins = sys.modules.get("failsecure.plugins")
     if plugins is not None and plugins.has_audit_sinks():
         return True
@@ -123,6 +127,61 @@ def listening(audit_path: str | None, failed: bool) -> bool:
 
 
 _logger = None
+
+#: audit failures counted per sink (an exporter that raised, a full queue): a sink's
+#: first failure is reported once on stderr, the rest only counted here
+failures: dict = {}
+
+
+def failed(sink: str, why: str) -> None:
+    """Count one failure of an audit sink; report the first on stderr. ``why`` is a type
+    name or a fixed phrase, never exception text. Never raises: audit never flips a decision."""
+    try:
+        count = failures.get(sink, 0) + 1
+        failures[sink] = count
+        if count == 1:
+            from .report import problem
+
+            problem(
+                f"failsecure: audit sink '{sink}' failed ({why}); decisions are unaffected, "
+                "further failures are only counted (failsecure.audit.failures)",
+                level=30,
+            )
+    except Exception:
+        pass
+
+
+_otel_state: bool | None = None  # None: not tried yet; True: sink registered; False: unavailable
+_otel_lock = _thread.allocate_lock()
+
+
+def _otel_enabled() -> bool:
+    """Register the OpenTelemetry sink the first time a config asks for it. The extra
+    missing is said once on stderr; decisions are unaffected (audit is not a gate)."""
+    global _otel_state
+    if _otel_state is None:
+        with _otel_lock:
+            if _otel_state is None:
+                from .report import problem, type_name
+
+                try:
+                    from . import otel
+
+                    otel.enable()
+                    _otel_state = True
+                except ImportError as exc:
+                    _otel_state = False
+                    policy = sys.modules.get("failsecure.policy")
+                    where = policy.current().origins.get("audit_otel") if policy is not None else None
+                    problem(
+                        f"failsecure: [audit] otel = true{f' in {where}' if where else ''}, but the OpenTelemetry extra is not installed "
+                        f"(missing module {getattr(exc, 'name', None) or '?'}): decisions are not sent to OpenTelemetry; "
+                        "install it with: pip install 'failsecure[otel]'"
+                    )
+                except Exception as exc:
+                    _otel_state = False
+                    problem(f"failsecure: the OpenTelemetry audit sink could not start ({type_name(exc)})")
+    return _otel_state
 
 
 def emit(event: dict, audit_path: str | None = None) -> None:

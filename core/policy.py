@@ -31,7 +31,7 @@ ON_ERROR = ("deny", "allow")
 ROLES = ("gate", "observer")
 _TOP = ("on_error", "timeout", "required", "audit", "hooks")
 _HOOK = ("on_error", "timeout", "role")
-_AUDIT = ("path",)
+_AUDIT = ("path", "otel")
 
 
 class ConfigError(Exception):
@@ -52,7 +52,7 @@ class HookPolicy:
 
 class Config:
     __slots__ = ("on_error", "timeout", "required", "audit_path", "hooks", "error", "source", "_resolved",
-                 "origins", "ignored", "sources")
+                 "origins", "ignored", "sources", "audit_otel")
 
     def __init__(
         self,
@@ -63,11 +63,14 @@ class Config:
         hooks: dict | None = None,
         error: str | None = None,
         source: str | None = None,
+        audit_otel: bool = False,
     ):
         self.on_error = on_error
         self.timeout = timeout
         self.required = tuple(required)
         self.audit_path = audit_path
+        #: ``[audit] otel``: send each decision to OpenTelemetry (the ``failsecure[otel]`` extra)
+        self.audit_otel = audit_otel
         self.hooks = hooks or {}
         self.error = error
         self.source = source
@@ -152,7 +155,7 @@ def validate(data: dict, where: str = "<config>") -> Config:
 
 def layer(data: dict, where: str = "<config>") -> dict:
     """Validate a parsed TOML table into the settings it sets explicitly:
-    ``{"on_error", "timeout", "required", "audit_path", "hooks": {id: {key: value}}}``.
+    ``{"on_error", "timeout", "required", "audit_path", "audit_otel", "hooks": {id: {key: value}}}``.
     Raises ConfigError naming the file and key."""
     data = _table(where, "failsecure", data)
     _unknown(where, "", data, _TOP)
@@ -171,6 +174,9 @@ def layer(data: dict, where: str = "<config>") -> dict:
     audit_path = audit.get("path")
     if audit_path is not None and (not isinstance(audit_path, str) or not audit_path):
         raise ConfigError(f"{where}: 'audit.path' must be a non-empty string")
+    audit_otel = audit.get("otel")
+    if audit_otel is not None and not isinstance(audit_otel, bool):
+        raise ConfigError(f"{where}: 'audit.otel' must be true or false, got {type(audit_otel).__name__}")
     hooks = {}
     for hook_id, raw in _table(where, "hooks", data.get("hooks", {})).items():
         key = f'hooks."{hook_id}"'
@@ -195,6 +201,8 @@ def layer(data: dict, where: str = "<config>") -> dict:
         out["required"] = tuple(required)
     if audit_path is not None:
         out["audit_path"] = audit_path
+    if audit_otel is not None:
+        out["audit_otel"] = audit_otel
     return out
 
 
@@ -213,10 +221,10 @@ def _apply(config: Config, settings: dict, where: str, trusted: bool) -> None:
     file only tightens, and what it cannot do is recorded in ``config.ignored``."""
 
     def ignore(key: str, value) -> None:
-        shown = f'"{value}"' if isinstance(value, str) else value
+        shown = f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else value
         config.ignored.append((where, f"{key} = {shown}"))
 
-    for key in ("on_error", "timeout", "audit_path"):
+    for key in ("on_error", "timeout", "audit_path", "audit_otel"):
         if key not in settings:
             continue
         value = settings[key]
@@ -227,6 +235,8 @@ def _apply(config: Config, settings: dict, where: str, trusted: bool) -> None:
             ok = value == "deny"
         elif key == "timeout":
             ok = _stricter_timeout(value, current)
+        elif key == "audit_otel":
+            ok = value is True  # more audit is stricter; switching it off is not
         else:
             ok = False  # an audit path from a repository: where decisions are written
         if ok:
@@ -234,7 +244,7 @@ def _apply(config: Config, settings: dict, where: str, trusted: bool) -> None:
                 setattr(config, key, value)
                 config.origins[key] = where
         elif value != current:
-            ignore("audit.path" if key == "audit_path" else key, value)
+            ignore({"audit_path": "audit.path", "audit_otel": "audit.otel"}.get(key, key), value)
     if settings.get("required"):
         added = [r for r in settings["required"] if r not in config.required]
         if added:
@@ -432,6 +442,7 @@ def _same_file(a: str, b: str) -> bool:
 def _loosens(config: Config, settings: dict, path: str) -> bool:
     probe = Config()
     probe.on_error, probe.timeout, probe.required = config.on_error, config.timeout, config.required
+    probe.audit_otel = config.audit_otel
     probe.hooks = {k: HookPolicy(v.on_error, v.timeout, v.role) for k, v in config.hooks.items()}
     _apply(probe, settings, path, trusted=False)
     return bool(probe.ignored)
