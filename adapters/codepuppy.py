@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import importlib
 import logging
 import sys
@@ -52,12 +53,15 @@ import threading
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError
+from failsecure.failures import process_failure
+from failsecure.hookid import command_name
 from failsecure.integrity import auntil_stable
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 log = logging.getLogger("failsecure")
 
 CALLBACKS = "code_puppy.callbacks"
+EXECUTOR = "code_puppy.hook_engine.executor"
 PATCHES = "code_puppy.pydantic_patches"
 PRE_TOOL_PATCH = "patch_tool_call_callbacks"
 ENTRY_POINT_NAME = "failsecure"  # [project.entry-points."code_puppy.plugins"]
@@ -186,6 +190,8 @@ def _run_sync_callback(callback: Any, loop_running: bool, args: tuple, kwargs: d
 
 #: set while a rewritten command is re-checked (a rewrite of a rewrite is not chased)
 _recheck: "contextvars.ContextVar[bool]" = contextvars.ContextVar("failsecure_code_puppy_recheck", default=False)
+#: command-hook processes judged while one gating round runs (their outcomes join it)
+_processes: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_code_puppy_processes", default=None)
 
 
 def _bind(phase: str, args: tuple, kwargs: dict) -> dict:
@@ -241,6 +247,61 @@ class CodePuppyAdapter(Adapter):
         self.wrap(callbacks, "_trigger_callbacks_sync", sync_loop)
         self._active = True
         self._watch_pre_tool_patch()
+        self._patch_command_hooks()
+
+    def _patch_command_hooks(self) -> None:
+        """code-puppy runs Claude-style command hooks itself (``code_puppy.hook_engine``,
+        used by core-plugins' ``claude_code_hooks``): its executor reads a missing binary,
+        death by a signal and any exit status but 1 as "not blocked". Each hook process
+        is judged by its raw result with the same rules as failsecure's command runner
+        (``failsecure.failures.process_failure``): exit 0 runs, exit 1 (code-puppy) and
+        2 (Claude Code) block, anything else denies with its category."""
+        executor = sys.modules.get(EXECUTOR)
+        if executor is None:
+            from importlib.util import find_spec
+
+            try:
+                if find_spec(EXECUTOR) is None:
+                    return  # a release without the hook engine
+            except ImportError:
+                return
+            executor = importlib.import_module(EXECUTOR)
+        if not callable(getattr(executor, "execute_hook", None)):
+            raise PatchError(f"{EXECUTOR}.execute_hook")
+        adapter = self
+
+        def execute_hook(wrapped, instance, args, kwargs):
+            hook = args[0] if args else kwargs.get("hook")
+            return adapter._judged_process(wrapped(*args, **kwargs), hook)
+
+        self.wrap(executor, "execute_hook", execute_hook)
+
+    async def _judged_process(self, running: Any, hook: Any) -> Any:
+        result = await running
+        try:
+            command = getattr(hook, "command", None)
+            hook_id = self.hook_id(f"command:{command_name(command if isinstance(command, str) else '?')}")
+            code = result.exit_code
+            if getattr(hook, "type", "command") == "prompt" or result.blocked and code == 1:
+                return result  # a prompt hook, or code-puppy's own block
+            if code == -1:  # the executor's timeout (blocked) or exception (could not start)
+                category = process_failure(not result.blocked, bool(result.blocked), None)
+            elif code == 2:
+                category = None  # Claude Code's block
+            else:
+                category = process_failure(False, False, code) if code != 1 else None
+            if category is None and code not in (1, 2):
+                return result
+            text = failure_reason(hook_id, category) if category else f"failsecure: hook '{hook_id}' blocked (exit {code})"
+            found = _processes.get()
+            if found is not None:
+                failure = Failure(category) if category else None
+                verdict = None if category else Verdict(action=Action.DENY, reason=text)
+                found.append(Outcome(hook=hook_id, verdict=verdict, failure=failure))
+            return dataclasses.replace(result, blocked=True, error=text, stderr="")
+        except Exception as exc:  # judging must not reopen what it judges
+            decision = self.failed(exc, hook=self.hook_id("command"))
+            return dataclasses.replace(result, blocked=True, error=decision.reason or "failsecure: denied", stderr="")
 
     def _unpatch(self) -> None:
         self._active = False
@@ -382,13 +443,18 @@ class CodePuppyAdapter(Adapter):
             opted: set = set()
 
             async def round_() -> list:
-                outcomes = []
-                for callback in self._callbacks.get_callbacks(phase):
-                    hook_id = self.callable_id(callback)
-                    if self._opted_in(phase, callback):
-                        opted.add(hook_id)
-                    outcomes.append(await self.ahook_call(hook_id, callback, *args, _validate=validate, _interactive=interactive, **kwargs))
-                return outcomes
+                outcomes: list = []
+                processes: list = []  # command hooks code-puppy ran itself, judged
+                token = _processes.set(processes)
+                try:
+                    for callback in self._callbacks.get_callbacks(phase):
+                        hook_id = self.callable_id(callback)
+                        if self._opted_in(phase, callback):
+                            opted.add(hook_id)
+                        outcomes.append(await self.ahook_call(hook_id, callback, *args, _validate=validate, _interactive=interactive, **kwargs))
+                finally:
+                    _processes.reset(token)
+                return outcomes + processes
 
             # a pre_tool_call callback may mutate tool_args in place after a gate allowed
             # them: the round runs again until the arguments the tool gets were judged

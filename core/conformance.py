@@ -411,6 +411,12 @@ def run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) -> 
             ran = harness.run(dict(case.arguments), mode)
         except NotSupported as exc:
             return "n/a", str(exc)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # the framework itself died on the gate's failure
+            from .report import type_name
+
+            return ("crash" if column == "upstream" else "error"), f"the run raised {type_name(exc)}"
     finally:
         release.set()
         if plugin is not None:
@@ -599,7 +605,7 @@ def table(results: dict) -> str:
         for row in results[key]:
             if row not in rows:
                 rows.append(row)
-    mark = {"pass": "ok", "escape": "ESCAPE", "false deny": "FALSE DENY", "n/a": "n/a"}
+    mark = {"pass": "ok", "escape": "ESCAPE", "false deny": "FALSE DENY", "n/a": "n/a", "crash": "crash"}
     head = "| case | mode | " + " | ".join(f"{f} {v} {c}" for f, v, c in keys) + " |"
     lines = [head, "|" + "---|" * (len(keys) + 2)]
     for name, mode in rows:
@@ -643,7 +649,8 @@ def render(records: list) -> str:
     by_fw: dict = {}
     for r in records:
         by_fw.setdefault(r["framework"], []).append(r)
-    mark = {"pass": "ok", "escape": "**ESCAPE**", "false deny": "**FALSE DENY**", "n/a": "n/a",
+    mark = {"pass": "ok", "escape": "**ESCAPE**", "false deny": "**FALSE DENY**", "n/a": "n/a", "crash": "crash",
+            "error": "**ERROR**",
             "wrong branch": "**WRONG BRANCH**", "leak": "**LEAK**", "wrong arguments": "**WRONG ARGS**"}
     out = [
         "# Fault matrix",
@@ -654,6 +661,7 @@ def render(records: list) -> str:
         "active. `ESCAPE`: the tool ran though the case must deny. `FALSE DENY`: a legitimate call",
         "was blocked. `WRONG BRANCH`: denied, but not for the failure the case injected. `n/a`: the",
         "framework has no such thing (no async gates, no way for a hook to ask or rewrite).",
+        "`crash`: upstream's whole run died on the gate's failure (the tool did not run, nor did the agent).",
         "An `ok` in an upstream column for a deny case means upstream already denies it.",
         "",
     ]
