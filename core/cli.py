@@ -64,7 +64,7 @@ def _doctor(args) -> int:
         "frameworks": rows,
         "hosts": _host_settings(),
     }
-    failed = bool(config.error) or bool(plugins.load_failures) or any(
+    failed = bool(config.error) or bool(plugins.load_failures) or any(h["bare"] for h in report["hosts"]) or any(
         (r.get("state") == "refused" and r.get("version") is not None)
         or r.get("patch_lost")
         or any(not c["ok"] for c in r.get("self_test", ()))
@@ -98,26 +98,43 @@ def _doctor(args) -> int:
         for c in r.get("self_test", ()):
             lines.append(f"  [{'ok' if c['ok'] else 'FAIL'}] {c['name']}" + (f": {c['detail']}" if c["detail"] else ""))
     for h in report["hosts"]:
-        lines.append(f"host {h['host']} {h['path']}: {h['wrapped']} PreToolUse hook(s) wrapped, {h['bare']} bare"
+        advice = f"; run `failsecure hook install --host {h['host']} {h['path']}`" if h["bare"] else ""
+        lines.append(f"host {h['host']} {h['path']}: {h['wrapped']} PreToolUse hook(s) wrapped, {h['bare']} bare{advice}"
                      + (f" ({h['error']})" if h.get("error") else ""))
     _out("\n".join(lines))
     return 1 if failed else 0
 
 
+#: where each command-hook host keeps its settings: user level, then project level
+HOST_SETTINGS = {
+    "claude": ("~/.claude/settings.json", ".claude/settings.json", ".claude/settings.local.json"),
+    "gemini": ("~/.gemini/settings.json", ".gemini/settings.json"),
+    "codex": ("~/.codex/hooks.json", ".codex/hooks.json"),
+}
+
+
 def _host_settings() -> list[dict]:
     """The command-hook hosts' settings files in their usual places, with how many
     PreToolUse hooks run under the runner and how many are bare."""
-    try:
-        from . import command
-    except Exception:
-        return []
-    scan = getattr(command, "scan_settings", None)
-    if scan is None:
-        return []
-    try:
-        return scan()
-    except Exception as exc:
-        return [{"host": "?", "path": "?", "wrapped": 0, "bare": 0, "error": type_name(exc)}]
+    import os
+
+    rows = []
+    for host, paths in HOST_SETTINGS.items():
+        for raw in paths:
+            path = os.path.expanduser(raw)
+            if not os.path.isfile(path):
+                continue
+            row: dict = {"host": host, "path": os.path.abspath(path), "wrapped": 0, "bare": 0}
+            try:
+                from . import runner_settings as settings
+
+                _, document = settings._read_document(path)
+                for handler in settings._handlers(document, settings.HOSTS[host]):
+                    row["wrapped" if settings._is_wrapped(handler) else "bare"] += 1
+            except Exception as exc:
+                row["error"] = str(exc)[:200] if type(exc).__name__ == "InstallError" else type_name(exc)
+            rows.append(row)
+    return rows
 
 
 def _out(text: str) -> None:
