@@ -98,7 +98,9 @@ def test_refused_adapter_denies_every_tool_call(rig, mode, monkeypatch):
 
 def _tool_node_run(rig, plugin):
     """A workflow whose only node is the tool (a ToolNode: no agent stage)."""
-    pytest.importorskip("google.adk.workflow._tool_node")
+    node = pytest.importorskip("google.adk.workflow._tool_node")
+    if not hasattr(getattr(node, "_ToolNode", None), adk.TOOL_NODE_CALLER):
+        pytest.skip("this release's ToolNode runs no plugin callbacks")
     from google.adk.workflow import START, Workflow
     from google.adk.runners import InMemoryRunner
     from google.genai import types
@@ -119,8 +121,6 @@ def _tool_node_run(rig, plugin):
 
 @pytest.mark.parametrize("kind", ["raise", "allow"])
 def test_tool_node_plugin_gate(rig, monkeypatch, kind):
-    if not hasattr(__import__("importlib").import_module("google.adk.plugins.plugin_manager"), "PluginManager"):
-        pytest.skip()
     seen = []
     original = adk._from_tool_node
 
@@ -134,10 +134,7 @@ def test_tool_node_plugin_gate(rig, monkeypatch, kind):
         if kind == "raise":
             raise RuntimeError("boom")
 
-    try:
-        _tool_node_run(rig, adk_rig.plugin("node-gate", callback))
-    except ImportError:
-        pytest.skip("no workflow ToolNode in this release")
+    _tool_node_run(rig, adk_rig.plugin("node-gate", callback))
     assert seen == [True]
     if kind == "raise":
         assert not rig.ran
@@ -145,3 +142,39 @@ def test_tool_node_plugin_gate(rig, monkeypatch, kind):
         assert (o["failure"], o["exception_type"]) == ("raised", "RuntimeError")
     else:
         assert rig.ran
+
+
+def test_agent_stage_reached_without_the_plugin_stage_gates_on_its_own(rig):
+    """A plugin stage failsecure did not run (a PluginManager subclass that overrides it):
+    the agent stage gates the agent's callbacks itself; the allow twin runs them once."""
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.agents.llm_agent import LlmAgent
+    from google.adk.plugins.plugin_manager import PluginManager
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+    from google.adk.tools.tool_context import ToolContext
+
+    calls = []
+
+    def allowing(tool, args, tool_context):
+        calls.append("allowing")
+
+    def raising(tool, args, tool_context):
+        raise RuntimeError("boom")
+
+    async def stage(callbacks):
+        agent = LlmAgent(name="direct", model=adk_rig.model_class()(), before_tool_callback=callbacks)
+        sessions = InMemorySessionService()
+        session = await sessions.create_session(app_name="a", user_id="u")
+        invocation = InvocationContext(session_service=sessions, invocation_id="i", agent=agent, session=session,
+                                       plugin_manager=PluginManager())
+        context = ToolContext(invocation_context=invocation, function_call_id="c1")
+        (gate,) = agent.canonical_before_tool_callbacks
+        tool = adk_rig.make_tool(rig.marker, adk_rig.Outcome())
+        return await gate(tool=tool, args={"command": "harmless"}, tool_context=context)
+
+    assert asyncio.run(stage([allowing])) is None and calls == ["allowing"]
+    answer = asyncio.run(stage([allowing, raising]))
+    hook = f"google-adk:{raising.__module__}.{raising.__qualname__}"
+    assert answer == {"error": f"failsecure: hook '{hook}' failed closed (raised)"}
+    o = rig.outcome_of("raising")
+    assert (o["failure"], o["exception_type"]) == ("raised", "RuntimeError")
