@@ -336,14 +336,13 @@ class CodePuppyAdapter(Adapter):
     def _watch_pre_tool_patch(self) -> None:
         """Notice when ``pydantic_patches.patch_tool_call_callbacks`` fails (or failed
         before activation: the CLI applies its patches before importing callbacks)."""
-        patches = sys.modules.get(PATCHES)
-        if patches is not None:
-            self._patch_pre_tool_watch(patches)
-        elif not self._watching:
-            import wrapt
+        if not self._watching:  # once per process: the callback checks whether it is active
+            from failsecure import _bootstrap
 
             self._watching = True
-            wrapt.register_post_import_hook(self._patch_pre_tool_watch, PATCHES)
+            _bootstrap.when_imported(PATCHES, self._patch_pre_tool_watch)
+        elif sys.modules.get(PATCHES) is not None:
+            self._patch_pre_tool_watch(sys.modules[PATCHES])
 
     def _patch_pre_tool_watch(self, patches: Any) -> None:
         if not self._active:

@@ -42,10 +42,11 @@ class Finder:
 
     def __init__(self):
         self.watch = {}  # module name -> adapter name
+        self.callbacks = {}  # module name -> [callable(module)], see when_imported
         self._busy = set()
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in self.watch or fullname in self._busy:
+        if (fullname not in self.watch and fullname not in self.callbacks) or fullname in self._busy:
             return None
         self._busy.add(fullname)
         try:
@@ -65,6 +66,11 @@ class Finder:
     def fire(self, module_name):
         """Activate the adapter of a trigger module that has just executed. Raises
         ImportError (the framework's import fails) when the adapter cannot load."""
+        for callback in list(self.callbacks.get(module_name, ())):
+            try:
+                callback(sys.modules[module_name])
+            except BaseException as exc:  # never break the user's import
+                _say(f"failsecure: a post-import step for {module_name} failed ({type(exc).__name__})")
         adapter = self.watch.get(module_name)
         if adapter is None:
             return
@@ -111,6 +117,22 @@ def enable(extra=None):
     if finder not in sys.meta_path:
         sys.meta_path.insert(0, finder)
     return finder
+
+
+def when_imported(module_name, callback):
+    """Call ``callback(module)`` once ``module_name`` has been imported (now, if it is
+    already): the one import-hook mechanism adapters use for modules other than their
+    trigger. Works with the drop-in off too (the finder is installed for it)."""
+    module = sys.modules.get(module_name)
+    if module is not None:
+        callback(module)
+        return
+    global finder
+    if finder is None:
+        finder = Finder()
+    finder.callbacks.setdefault(module_name, []).append(callback)
+    if finder not in sys.meta_path:
+        sys.meta_path.insert(0, finder)
 
 
 def disable():

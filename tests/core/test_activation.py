@@ -232,3 +232,21 @@ def test_pth_line_says_when_the_drop_in_cannot_start():
     assert out.returncode == 0 and "the drop-in could not start (ModuleNotFoundError)" in out.stderr
     ok = _python(line, FAILSECURE_AUTO="1")
     assert ok.returncode == 0 and "could not start" not in ok.stderr
+
+
+def test_when_imported_runs_now_or_after_the_import(tmp_path, monkeypatch):
+    (tmp_path / "fs_toy_later.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen = []
+    try:
+        _bootstrap.when_imported("fs_toy_later", lambda module: seen.append(module.VALUE))
+        assert seen == []
+        import fs_toy_later  # noqa: F401
+
+        assert seen == [42]
+        _bootstrap.when_imported("fs_toy_later", lambda module: seen.append(-module.VALUE))
+        assert seen == [42, -42]  # already imported: at once
+    finally:
+        sys.modules.pop("fs_toy_later", None)
+        if _bootstrap.finder is not None:
+            _bootstrap.finder.callbacks.pop("fs_toy_later", None)
