@@ -271,7 +271,7 @@ class ADKAdapter(Adapter):
 
     def _agent_calls(self, callbacks: list, tool: Any, args: Any, tool_context: Any) -> list:
         kwargs = {"tool": tool, "args": args, "tool_context": tool_context}
-        calls = []
+        calls: list[tuple] = []
         for callback in callbacks:
             positional, plain, hook = self._shape(callback, agent=True)
             if positional:
@@ -346,8 +346,9 @@ class ADKAdapter(Adapter):
         """``gate`` as the only plugin of a fresh, real ``PluginManager``, through its
         (patched) ``run_before_tool_callback``: True when ADK would skip the tool."""
         plugin_manager = sys.modules[PLUGIN_MANAGER]
+        base: Any = plugin_manager.BasePlugin
 
-        class SelfTestPlugin(plugin_manager.BasePlugin):
+        class SelfTestPlugin(base):
             pass
 
         plugin = SelfTestPlugin(name="failsecure-self-test")
@@ -365,8 +366,8 @@ class ADKAdapter(Adapter):
             answer = run()
         else:  # called from a running loop: probe on a thread of its own
             box: list = []
-            context = contextvars.copy_context()  # the self-test's config lives in it
-            worker = threading.Thread(target=lambda: box.append(context.run(run)), daemon=True)
+            config_context = contextvars.copy_context()  # the self-test's config lives in it
+            worker = threading.Thread(target=lambda: box.append(config_context.run(run)), daemon=True)
             worker.start()
             worker.join(30)
             answer = box[0] if box else None
@@ -398,7 +399,7 @@ def _from_tool_node() -> bool:
     the caller's frame, seen from the wrapt wrapper (one more frame without wrapt's C
     extension)."""
     try:
-        frame = sys._getframe(2)
+        frame: Any = sys._getframe(2)
     except ValueError:
         return False
     for _ in range(4):

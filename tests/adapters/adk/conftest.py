@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ _spec.loader.exec_module(adk_rig)  # sets the telemetry switches before ADK is i
 
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
-from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
+from failsecure.conformance import Harness, Ran, Seen  # noqa: E402
 
 failsecure.install()
 import google.adk.plugins.plugin_manager  # noqa: E402,F401  (the trigger module)

@@ -33,7 +33,7 @@ def test_patched_by_install_and_registered(adapter):
 
 def test_unpatch_restores_upstream_exactly_and_upstream_fails_open(rig, mode):
     manager, agent = _targets()
-    patched_run, patched_prop = vars(manager)["run_before_tool_callback"], vars(agent)[adk.PROPERTY]
+    patched_prop = vars(agent)[adk.PROPERTY]
     a = activation.get("google-adk")
 
     async def policy(tool, tool_args, tool_context):

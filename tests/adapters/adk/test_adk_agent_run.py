@@ -262,7 +262,7 @@ def test_two_plugins_failure_behind_an_answer_denies(rig, mode):
     async def hangs(tool, tool_args, tool_context):
         await asyncio.sleep(2)
 
-    out = rig.run({"command": "harmless"}, mode, plugins=[adk_rig.plugin("first", answers), adk_rig.plugin("second", hangs)])
+    rig.run({"command": "harmless"}, mode, plugins=[adk_rig.plugin("first", answers), adk_rig.plugin("second", hangs)])
     assert not rig.ran
     assert rig.outcome_of("plugin:second")["failure"] == "timeout"
     assert rig.last()["outcome"] == "deny"
