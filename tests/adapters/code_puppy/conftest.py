@@ -19,6 +19,8 @@ for _var, _sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/sha
 
 import pytest  # noqa: E402
 
+from failsecure.testing import AuditRig  # noqa: E402
+
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
 
@@ -53,35 +55,9 @@ def cb(adapter):
     return callbacks
 
 
-class Rig:
+class Rig(AuditRig):
     def __init__(self, path, monkeypatch):
-        self.dir = path
-        self.audit_path = path / "audit.jsonl"
-        self._monkeypatch = monkeypatch
-
-    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
-        path = self.dir / "failsecure.toml"
-        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
-        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
-        cfg = policy.reload()
-        assert cfg.error is None, cfg.error
-
-    def events(self) -> list:
-        if not self.audit_path.exists():
-            return []
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
-
-    def last(self) -> dict:
-        events = self.events()
-        assert events, "no audit event was written"
-        return events[-1]
-
-    def outcome_of(self, hook_suffix: str, event: dict | None = None) -> dict:
-        """The audited outcome of the one hook whose id ends with ``hook_suffix``."""
-        event = event or self.last()
-        found = [o for o in event["outcomes"] if o["hook"].endswith(hook_suffix)]
-        assert len(found) == 1, event["outcomes"]
-        return found[0]
+        super().__init__(path, monkeypatch, DEADLINE)
 
 
 @pytest.fixture

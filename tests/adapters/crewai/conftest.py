@@ -65,6 +65,8 @@ socket.getaddrinfo = _guarded_getaddrinfo
 
 import pytest  # noqa: E402
 
+from failsecure.testing import AuditRig  # noqa: E402
+
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
 
@@ -207,31 +209,13 @@ def adapter():
     return a
 
 
-class Rig:
+class Rig(AuditRig):
     def __init__(self, path: Path, monkeypatch, adapter):
-        self.dir = path
+        super().__init__(path, monkeypatch, DEADLINE)
         self.adapter = adapter
-        self.audit_path = path / "audit.jsonl"
         self.marker = path / "marker.jsonl"
-        self._monkeypatch = monkeypatch
         self.config()
 
-    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
-        path = self.dir / "failsecure.toml"
-        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
-        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
-        cfg = policy.reload()
-        assert cfg.error is None, cfg.error
-
-    def events(self) -> list:
-        if not self.audit_path.exists():
-            return []
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
-
-    def last(self) -> dict:
-        events = self.events()
-        assert events, "no audit event was written"
-        return events[-1]
 
     def run(self, arguments: Optional[dict] = None, mode: str = "sync", native: bool = False) -> Run:
         if self.marker.exists():

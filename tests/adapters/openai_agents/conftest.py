@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from failsecure.testing import AuditRig
+
 _HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("failsecure_oa_rig", _HERE / "oa_rig.py")
 oa_rig = importlib.util.module_from_spec(_spec)
@@ -45,36 +47,11 @@ def rigmod():
     return oa_rig
 
 
-class Rig:
+class Rig(AuditRig):
     def __init__(self, path: Path, monkeypatch):
-        self.dir = path
-        self.audit_path = path / "audit.jsonl"
+        super().__init__(path, monkeypatch, DEADLINE)
         self.tool = oa_rig.Tool(path / "marker.jsonl")
-        self._monkeypatch = monkeypatch
         self.release = threading.Event()  # hanging gates wait on it; set at teardown
-
-    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
-        path = self.dir / "failsecure.toml"
-        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
-        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
-        cfg = policy.reload()
-        assert cfg.error is None, cfg.error
-
-    def events(self) -> list:
-        if not self.audit_path.exists():
-            return []
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
-
-    def last(self) -> dict:
-        events = self.events()
-        assert events, "no audit event was written"
-        return events[-1]
-
-    def outcome_of(self, hook_suffix: str, event: dict | None = None) -> dict:
-        event = event or self.last()
-        found = [o for o in event["outcomes"] if o["hook"].endswith(hook_suffix)]
-        assert len(found) == 1, event["outcomes"]
-        return found[0]
 
     # one agent run through the real Runner
     def run(self, guardrails=(), arguments=None, mode="sync", needs_approval=False, calls=1):

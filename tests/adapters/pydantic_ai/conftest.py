@@ -14,6 +14,8 @@ import threading
 
 import pytest
 
+from failsecure.testing import AuditRig
+
 import failsecure
 from failsecure import activation, policy
 from failsecure.conformance import Harness, NotSupported, Ran, Seen
@@ -131,29 +133,10 @@ def run_agent(agent, mode: str = "sync", **kwargs):
 # ---------------------------------------------------------------- config and audit
 
 
-class Rig:
+class Rig(AuditRig):
     def __init__(self, path, monkeypatch):
-        self.dir = path
-        self.audit_path = path / "audit.jsonl"
+        super().__init__(path, monkeypatch, DEADLINE)
         self.marker = Marker(path / "marker.jsonl")
-        self._monkeypatch = monkeypatch
-
-    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
-        path = self.dir / "failsecure.toml"
-        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
-        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
-        cfg = policy.reload()
-        assert cfg.error is None, cfg.error
-
-    def events(self) -> list:
-        if not self.audit_path.exists():
-            return []
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
-
-    def last(self) -> dict:
-        events = self.events()
-        assert events, "no audit event was written"
-        return events[-1]
 
     def agent(self, *gates, calls=None, **kwargs):
         calls = calls if calls is not None else [{"command": "harmless"}]

@@ -19,6 +19,8 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 import pytest  # noqa: E402
 
+from failsecure.testing import AuditRig  # noqa: E402
+
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
 from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
@@ -124,35 +126,10 @@ class Marker:
         return run_command
 
 
-class Rig:
+class Rig(AuditRig):
     def __init__(self, path, monkeypatch):
-        self.dir = path
-        self.audit_path = path / "audit.jsonl"
-        self._monkeypatch = monkeypatch
+        super().__init__(path, monkeypatch, DEADLINE)
         self.marker = Marker(path / "marker")
-
-    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
-        path = self.dir / "failsecure.toml"
-        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
-        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
-        cfg = policy.reload()
-        assert cfg.error is None, cfg.error
-
-    def events(self) -> list:
-        if not self.audit_path.exists():
-            return []
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
-
-    def last(self) -> dict:
-        events = self.events()
-        assert events, "no audit event was written"
-        return events[-1]
-
-    def outcome_of(self, hook_suffix: str, event: dict | None = None) -> dict:
-        event = event or self.last()
-        found = [o for o in event["outcomes"] if o["hook"].endswith(hook_suffix)]
-        assert len(found) == 1, event["outcomes"]
-        return found[0]
 
     def agent(self, calls=None, hooks=(), executor="concurrent", tools=None, command="echo hi"):
         """A real ``Agent`` with the scripted model and the marker tool; ``calls`` defaults

@@ -1,0 +1,52 @@
+"""Test support for adapters and dispatcher checks: a throwaway trusted config with a
+short deadline and an audit file, and readers of what was audited.
+
+    rig = AuditRig(tmp_path, monkeypatch, deadline=0.3)
+    rig.config('[hooks."fw:slow"]\\ntimeout = 1\\n')
+    ...
+    assert rig.last()["failure"] == "timeout"
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+
+class AuditRig:
+    """``dir``: the test's directory; ``audit_path``: the JSON-lines audit file there."""
+
+    def __init__(self, path: Any, monkeypatch: Any, deadline: float = 0.3):
+        self.dir = path
+        self.audit_path = path / "audit.jsonl"
+        self.deadline = deadline
+        self._monkeypatch = monkeypatch
+
+    def config(self, tables: str = "", timeout: Optional[float] = None, top: str = "") -> None:
+        """Write and load a trusted config (``$FAILSECURE_CONFIG``): the deadline, the
+        audit file, ``top`` (top-level keys) and ``tables`` (``[hooks."..."]`` ...)."""
+        from . import policy
+
+        path = self.dir / "failsecure.toml"
+        timeout = self.deadline if timeout is None else timeout
+        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
+        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
+        loaded = policy.reload()
+        assert loaded.error is None, loaded.error
+
+    def events(self) -> list:
+        if not self.audit_path.exists():
+            return []
+        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
+
+    def last(self) -> dict:
+        events = self.events()
+        assert events, "no audit event was written"
+        return events[-1]
+
+    def outcome_of(self, hook_suffix: str, event: Optional[dict] = None) -> dict:
+        """The audited outcome of the one hook whose id ends with ``hook_suffix``."""
+        event = event or self.last()
+        found = [o for o in event["outcomes"] if o["hook"].endswith(hook_suffix)]
+        assert len(found) == 1, event["outcomes"]
+        return found[0]
