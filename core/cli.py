@@ -164,6 +164,7 @@ def _config_lines(config) -> list[str]:
     lines.append(f"timeout = {config.timeout}  ({origin('timeout')})")
     lines.append(f"required = {list(config.required)}  ({origin('required') if config.required else 'default'})")
     lines.append(f"audit.path = {config.audit_path}  ({origin('audit_path') if config.audit_path else 'default'})")
+    lines.append(f"audit.otel = {str(config.audit_otel).lower()}  ({origin('audit_otel')})")
     for hook_id, own in sorted(config.hooks.items()):
         for key in ("on_error", "timeout", "role"):
             name = f'hooks."{hook_id}".{key}'
@@ -183,7 +184,7 @@ def _config_show(args) -> int:
     if args.json:
         print(json.dumps({
             "error": config.error, "on_error": config.on_error, "timeout": config.timeout,
-            "required": list(config.required), "audit_path": config.audit_path,
+            "required": list(config.required), "audit_path": config.audit_path, "audit_otel": config.audit_otel,
             "hooks": {h: {"on_error": p.on_error, "timeout": p.timeout, "role": p.role} for h, p in config.hooks.items()},
             "origins": config.origins, "ignored": [{"file": w, "setting": s} for w, s in config.ignored],
             "files": config.sources,
