@@ -115,10 +115,10 @@ class ADKAdapter(Adapter):
         self._active = True
         self._ensure_agent_patch()
         if self._agent_class is None and not self._watching and LLM_AGENT not in sys.modules:
-            import wrapt
+            from failsecure import _bootstrap
 
             self._watching = True
-            wrapt.register_post_import_hook(lambda module: self._ensure_agent_patch(), LLM_AGENT)
+            _bootstrap.when_imported(LLM_AGENT, lambda module: self._ensure_agent_patch())
 
     def _check_agent(self, agent_module: Any) -> tuple[Any, Any]:
         agent_class = getattr(agent_module, "LlmAgent", None)
