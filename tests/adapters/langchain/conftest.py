@@ -21,8 +21,9 @@ from failsecure import activation, policy  # noqa: E402
 Rig = rig_module.Rig
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def adapter():
+    failsecure.install()  # idempotent; the kit's upstream column leaves failsecure uninstalled
     a = activation.get("langchain")
     assert a.state == "patched", a.refused_reason
     return a
