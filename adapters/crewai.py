@@ -180,7 +180,6 @@ class CrewAIAdapter(Adapter):
         self._pre: Any = None
         self._resolve: Any = None
         self._locked: list = []  # (hook list, lockdown hook) inserted by _lockdown
-        self._ids: dict = {}  # id(hook) -> (hook, hook id)
 
     # ------------------------------------------------------------ patching
 
@@ -273,15 +272,8 @@ class CrewAIAdapter(Adapter):
     # ------------------------------------------------------------ the gate
 
     def hook_name(self, hook: Any) -> str:
-        """The hook id of one registered before-tool-call hook (cached per hook object)."""
-        known = self._ids.get(id(hook))
-        if known is not None and known[0] is hook:
-            return known[1]
-        name = self.callable_id(_user_function(hook))
-        if len(self._ids) > 4096:
-            self._ids.clear()
-        self._ids[id(hook)] = (hook, name)
-        return name
+        """The hook id of one registered before-tool-call hook."""
+        return self.callable_id(_user_function(hook))
 
     def _gate(self, ctx: Any) -> Any:
         """Every ``pre_tool_call`` hook under the guard -> the context (run the tool) or

@@ -91,7 +91,6 @@ class PydanticAIAdapter(Adapter):
         self._failed_type: Any = None
         self._results_type: Any = None
         self._approval_types: tuple = ()
-        self._ids: dict = {}  # id(hook function) -> (function, hook id)
 
     # ------------------------------------------------------------ patching
 
@@ -224,15 +223,7 @@ class PydanticAIAdapter(Adapter):
             return _Raised(exc)
 
     def _entry_id(self, entry: Any) -> str:
-        func = getattr(entry, "func", entry)
-        known = self._ids.get(id(func))
-        if known is not None and known[0] is func:
-            return known[1]
-        hook_id = self.callable_id(func)
-        if len(self._ids) > 4096:
-            self._ids.clear()
-        self._ids[id(func)] = (func, hook_id)  # keeps func alive, so its id is not reused
-        return hook_id
+        return self.callable_id(getattr(entry, "func", entry))
 
     async def _call(self, entry: Any, hook_name: str, ctx: Any, validate: Any = None, **kwargs: Any) -> Outcome:
         """One hook entry under the guard. The hook's own ``timeout=`` expiring (upstream

@@ -91,6 +91,7 @@ class Adapter(abc.ABC):
         self.refused_reason: Optional[str] = None
         self._lock = threading.RLock()
         self._version: Optional[str] = None
+        self._callable_ids: dict = {}  # id(callable) -> (callable, hook id)
         self._replaced: list[tuple[Any, str, Any, bool, Any]] = []  # (owner, attr, original, own attr)
 
     # ------------------------------------------------------------ to implement
@@ -319,8 +320,16 @@ class Adapter(abc.ABC):
 
     def callable_id(self, fn: Any) -> str:
         """The hook id of a Python callable: ``<framework>:<module>.<qualname>``. Never
-        raises and never calls the object's own ``__str__``/``__repr__``."""
-        return self.hook_id(hookid.callable_name(fn))
+        raises and never calls the object's own ``__str__``/``__repr__``. Cached per
+        callable object (the cache keeps the object, so its ``id`` is never reused)."""
+        known = self._callable_ids.get(id(fn))
+        if known is not None and known[0] is fn:
+            return known[1]
+        hook_id = self.hook_id(hookid.callable_name(fn))
+        if len(self._callable_ids) > 4096:
+            self._callable_ids.clear()
+        self._callable_ids[id(fn)] = (fn, hook_id)
+        return hook_id
 
     def hook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, **kwargs) -> Outcome:
         timeout = policy.current().timeout_for(hook_id, _interactive)
