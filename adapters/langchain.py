@@ -146,7 +146,7 @@ class LangChainAdapter(Adapter):
 
             self._hooks_registered = True
             for module in _LATE:
-                wrapt.register_post_import_hook(lambda mod, name=module: adapter._late(name), module)
+                wrapt.register_post_import_hook(_late_hook(adapter, module), module)
 
     def _late(self, module: str) -> None:
         """Patch a module imported after ``langchain_core`` (post-import hook)."""
@@ -430,9 +430,9 @@ class LangChainAdapter(Adapter):
                 return _tool_message(request, decision.reason)
             return handler(request)  # on_error = "allow": the middleware is skipped
         if "exc" in box:
-            exc = box.pop("exc")
-            self._middleware_raised(hook_id, request, exc, from_handler, start)
-            raise exc
+            error = box.pop("exc")
+            self._middleware_raised(hook_id, request, error, from_handler, start)
+            raise error
         return box.get("result")
 
     def _middleware_raised(self, hook_id, request, exc, from_handler, start) -> None:
@@ -582,6 +582,13 @@ def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
 
 
 _LATE = {TOOL_NODE: _patch_tool_node, HITL: _patch_hitl, FACTORY: _patch_factory}
+
+
+def _late_hook(adapter: LangChainAdapter, module: str) -> Any:
+    def hook(imported: Any) -> None:
+        adapter._late(module)
+
+    return hook
 
 
 # ---------------------------------------------------------------- helpers
