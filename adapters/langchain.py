@@ -505,6 +505,9 @@ class LangChainAdapter(Adapter):
             def on_tool_start(self, *args, **kwargs):
                 return gate(*args, **kwargs)
 
+        SelfTestGate.__qualname__ = "SelfTestGate"  # hook id langchain:failsecure.self_test.SelfTestGate
+        SelfTestGate.__module__ = "failsecure.self_test"
+
         def failsecure_self_test(command: str) -> str:
             """failsecure self-test tool."""
             ran.append(command)
