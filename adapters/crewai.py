@@ -261,13 +261,10 @@ class CrewAIAdapter(Adapter):
             failsecure_refused(context)
             return True
 
-        if callable(vars(tool_hooks).get("run_before_tool_call_hooks")):
-            self.replace(tool_hooks, "run_before_tool_call_hooks", run_before_tool_call_hooks)
-            for module in list(sys.modules.values()):  # call sites that imported it by name
-                name = getattr(module, "__name__", "")
-                if isinstance(name, str) and name.startswith("crewai.") and module is not tool_hooks:
-                    if callable(vars(module).get("run_before_tool_call_hooks")):
-                        self.replace(module, "run_before_tool_call_hooks", run_before_tool_call_hooks)
+        original = vars(tool_hooks).get("run_before_tool_call_hooks")
+        if callable(original):
+            for module in self.bindings(original, "crewai"):  # tool_hooks and the call sites that imported it by name
+                self.replace(module, "run_before_tool_call_hooks", run_before_tool_call_hooks)
 
     # ------------------------------------------------------------ the gate
 

@@ -66,6 +66,7 @@ from failsecure import integrity
 from failsecure.adapter import Adapter, PatchError
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
+PACKAGE = "agents"
 TOOL_EXECUTION = "agents.run_internal.tool_execution"
 APPROVALS = "agents.util._approvals"
 GUARDRAILS = "agents.tool_guardrails"
@@ -132,7 +133,6 @@ class OpenAIAgentsAdapter(Adapter):
         self._te: Any = None
         self._g: Any = None  # agents.tool_guardrails
         self._tripwire: Any = None
-        self._ours: dict = {}  # id(wrapper) -> (wrapper, original), for _unpatch
 
     # ------------------------------------------------------------ patching
 
@@ -157,22 +157,6 @@ class OpenAIAgentsAdapter(Adapter):
             raise PatchError(f"{EXCEPTIONS}.ToolInputGuardrailTripwireTriggered")
         return te, approvals, guardrails, exceptions
 
-    @staticmethod
-    def _bindings(original: Any) -> list:
-        """Every loaded ``agents`` module holding ``original`` under its own name (the SDK
-        imports these helpers by name into its call sites)."""
-        name = original.__name__
-        found = []
-        for mod_name, module in list(sys.modules.items()):
-            if module is None or not (mod_name == "agents" or mod_name.startswith("agents.")):
-                continue
-            try:
-                if vars(module).get(name) is original:
-                    found.append(module)
-            except Exception:
-                continue
-        return found
-
     def _patch(self) -> None:
         te, approvals, guardrails, exceptions = self._targets()
         self._te, self._g = te, guardrails
@@ -194,35 +178,14 @@ class OpenAIAgentsAdapter(Adapter):
                 return wrapped(*args, **kwargs)
             return adapter._named(wrapped, args, kwargs)
 
-        evaluate = vars(approvals)[NEEDS_APPROVAL]
-        function_level = vars(te)[FUNCTION_NEEDS_APPROVAL]
-        targets = [(m, NEEDS_APPROVAL, needs_approval) for m in self._bindings(evaluate)]
-        targets += [(m, FUNCTION_NEEDS_APPROVAL, function_needs_approval) for m in self._bindings(function_level)]
-        for module, attr, wrapper in [(te, GUARDRAIL_LOOP, guardrail_loop)] + targets:
-            self.wrap(module, attr, wrapper)
-            ours = vars(module)[attr]
-            self._ours[id(ours)] = (ours, ours.__wrapped__)
+        # the SDK imports these helpers by name into its call sites: wrapped everywhere
+        self.wrap(te, GUARDRAIL_LOOP, guardrail_loop)
+        self.wrap_everywhere(approvals, NEEDS_APPROVAL, needs_approval, PACKAGE)
+        self.wrap_everywhere(te, FUNCTION_NEEDS_APPROVAL, function_needs_approval, PACKAGE)
         self._active = True
 
     def _unpatch(self) -> None:
-        """Undo every wrap, and put the original back in modules that imported a wrapped
-        helper by name while the patch was on (``turn_resolution`` imports
-        ``function_needs_approval`` from the trigger module after it was patched)."""
         self._active = False
-        self.restore()
-        ours, self._ours = self._ours, {}
-        for mod_name, module in list(sys.modules.items()):
-            if module is None or not (mod_name == "agents" or mod_name.startswith("agents.")):
-                continue
-            try:
-                namespace = vars(module)
-                for attr in (GUARDRAIL_LOOP, NEEDS_APPROVAL, FUNCTION_NEEDS_APPROVAL):
-                    value = namespace.get(attr)
-                    found = ours.get(id(value))
-                    if found is not None and value is found[0]:
-                        setattr(module, attr, found[1])
-            except Exception:
-                continue
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the guardrail loop (if there) rejects every
@@ -245,7 +208,7 @@ class OpenAIAgentsAdapter(Adapter):
             self.replace(te, GUARDRAIL_LOOP, rejecting)
         original = vars(approvals).get(NEEDS_APPROVAL) if approvals is not None else None
         if callable(original):
-            for module in self._bindings(original):
+            for module in self.bindings(original, PACKAGE):
                 self.replace(module, NEEDS_APPROVAL, asking)
 
     # ------------------------------------------------------------ needs_approval

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import logging
+import sys
 import threading
 from typing import Any, Callable, ClassVar, Iterable, Optional
 
@@ -92,6 +93,7 @@ class Adapter(abc.ABC):
         self._lock = threading.RLock()
         self._version: Optional[str] = None
         self._callable_ids: dict = {}  # id(callable) -> (callable, hook id)
+        self._everywhere: list = []  # (package, attr, wrapped, original) of wrap_everywhere
         self._replaced: list[tuple[Any, str, Any, bool, Any]] = []  # (owner, attr, original, own attr)
 
     # ------------------------------------------------------------ to implement
@@ -237,8 +239,42 @@ class Adapter(abc.ABC):
             raise PatchError(f"{owner.__name__}.{attr} is a {type(original).__name__}")
         self.replace(owner, attr, wrapt.FunctionWrapper(original, wrapper))
 
+    def bindings(self, original: Any, package: str) -> list:
+        """Every loaded module of ``package`` (the package and its submodules) that holds
+        ``original`` under its own name: the call sites that imported it by name."""
+        name = getattr(original, "__name__", None)
+        found = []
+        for mod_name, module in list(sys.modules.items()):
+            if module is None or not (mod_name == package or mod_name.startswith(package + ".")):
+                continue
+            try:
+                if vars(module).get(name) is original:
+                    found.append(module)
+            except Exception:
+                continue
+        return found
+
+    def wrap_everywhere(self, owner: Any, attr: str, wrapper: Callable, package: str) -> None:
+        """``wrap`` ``owner.attr`` and put the same wrapped function in every module of
+        ``package`` that imported it by name. ``restore`` also puts the original back in
+        modules that imported the wrapped one while the patch was on."""
+        original = vars(owner)[attr]
+        self.wrap(owner, attr, wrapper)
+        new = vars(owner)[attr]
+        for module in self.bindings(original, package):
+            if module is not owner:
+                self.replace(module, attr, new)
+        self._everywhere.append((package, attr, new, original))
+
     def restore(self) -> None:
         """Undo every ``replace``/``wrap``, last first."""
+        everywhere, self._everywhere = self._everywhere, []
+        for package, attr, new, original in everywhere:
+            for module in self.bindings(new, package):
+                try:
+                    setattr(module, attr, original)
+                except Exception:
+                    pass
         while self._replaced:
             owner, attr, original, own, _ = self._replaced.pop()
             if own:
