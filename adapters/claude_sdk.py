@@ -35,7 +35,6 @@ of the callback (``can_use_tool`` likewise).
 from __future__ import annotations
 
 import asyncio
-import copy
 import importlib
 import re
 import sys
@@ -186,23 +185,23 @@ class _Session:
         state = {"args": original, "judged": original}
         started = perf_counter()
         last: dict = {}
-        timeouts = {}
+        timeouts: dict = {}
         config = policy.current()
 
         async def one_round() -> list:
             args = state["args"]
             if args is not original:  # a rewrite: judge a copy nobody else holds
                 args = integrity.snapshot(args)
-                if args is integrity._CHANGED:
+                if args is integrity.CHANGED:
                     args = state["args"]
             state["judged"] = args
             payloads = []
-            for n, i in enumerate(gates):
+            for n, _ in enumerate(gates):
                 if n == 0 and args is original and arguments is None:
                     payloads.append(data)  # upstream hands each callback the request's own input
                 else:
                     own = integrity.snapshot(args)
-                    payloads.append(dict(data, tool_input=args if own is integrity._CHANGED else own))
+                    payloads.append(dict(data, tool_input=args if own is integrity.CHANGED else own))
             calls = [self._call(i, payload, tool_use_id, context, started, config, timeouts) for i, payload in zip(gates, payloads)]
             if len(calls) == 1:
                 outcomes = [await calls[0]]
@@ -254,11 +253,11 @@ class _Session:
         action = decision.action
         if action is Action.DENY:
             if verdict is not None and verdict.action is Action.DENY:
-                return native  # the callback's own deny, untouched
+                return native  # type: ignore[return-value]  # the callback's own deny, untouched
             return _hook_output("deny", decision.reason or _denied_by(decision))
         if action is Action.ASK:
             if verdict is not None and verdict.action is Action.ASK and updated is None:
-                return native
+                return native  # type: ignore[return-value]
             return _hook_output("ask", decision.reason or _denied_by(decision, "asked about"), updated)
         # allow or abstain
         answer = native if native is not None else {}
@@ -378,7 +377,7 @@ class ClaudeSDKAdapter(Adapter):
             if not isinstance(matcher, dict):
                 new_matchers.append(matcher)
                 continue
-            cli_timeout = matcher.get("timeout")
+            cli_timeout: Any = matcher.get("timeout")
             if type(cli_timeout) not in (int, float) or cli_timeout <= 0:
                 cli_timeout = CLI_DEFAULT_TIMEOUT
             triggers = []
@@ -407,7 +406,7 @@ class ClaudeSDKAdapter(Adapter):
         adapter = self
         hook_id = self.callable_id(user)
         types = importlib.import_module(TYPES)
-        allow_type, deny_type = types.PermissionResultAllow, types.PermissionResultDeny
+        deny_type = types.PermissionResultDeny
 
         async def can_use_tool(tool_name, input_data, context):
             try:
@@ -443,7 +442,7 @@ class ClaudeSDKAdapter(Adapter):
                 return deny_type(message=adapter.failed(exc, tool_name, hook=hook_id).reason)
 
         setattr(can_use_tool, _MARK, True)
-        can_use_tool.__wrapped__ = user
+        can_use_tool.__wrapped__ = user  # type: ignore[attr-defined]
         return can_use_tool
 
     def _permission_verdict(self, native: Any) -> Verdict:

@@ -312,7 +312,8 @@ class HermesAdapter(Adapter):
 
         config = policy.current()
         callbacks = list(manager._hooks.get(EVENT, ()))
-        calls, unreadable = [], {}
+        calls: list = []
+        unreadable: dict = {}
         for index, cb in enumerate(callbacks):
             hook_id, spec = self._identify(manager, cb)
             if spec is _UNREADABLE:
@@ -329,6 +330,7 @@ class HermesAdapter(Adapter):
         if known is not None and known[0] is cb:
             return known[1], known[2]
         spec = None
+        name: Optional[str]
         module = getattr(cb, "__module__", None)
         if module == SHELL:
             spec = _shell_spec(cb)

@@ -64,7 +64,7 @@ from typing import Any, Optional
 
 from failsecure import integrity
 from failsecure.adapter import Adapter, PatchError
-from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
+from failsecure.verdict import Action, Failure, Invalid, Verdict, failure_reason
 
 PACKAGE = "agents"
 TOOL_EXECUTION = "agents.run_internal.tool_execution"

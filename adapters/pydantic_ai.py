@@ -47,7 +47,7 @@ import asyncio
 import importlib
 import sys
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from failsecure import integrity, policy
 from failsecure.adapter import Adapter, PatchError
@@ -273,7 +273,7 @@ class PydanticAIAdapter(Adapter):
                     if outcome.action is Action.ALLOW:
                         new = outcome.verdict.data
                         if not integrity.same(before, new):
-                            state["rewrites"] += 1
+                            state["rewrites"] += 1  # type: ignore[operator]
                         current = new
                 state["args"] = current
                 return outcomes
@@ -327,7 +327,7 @@ class PydanticAIAdapter(Adapter):
                 continue
             any_handled = True
             accumulated.update(result)
-            remaining_or_none = remaining.remaining(result)
+            remaining_or_none = remaining.remaining(result)  # type: ignore[union-attr]
             if remaining_or_none is None:
                 break
             remaining = remaining_or_none

@@ -9,13 +9,18 @@ and patched in the same process, interleaved rounds, medians and the ratio print
   that matters), and
 - hermes' own ``read_file`` on a local file (a real tool),
 
-under the default failsecure config (30 s deadline per gate: each gate runs on the
-guard's worker pool) and under ``timeout = 0`` (no deadline: gates run inline). No audit
-file.
+under the default failsecure config (30 s deadline per gate: the gates run on the
+guard's worker pool, one thread hand-off for all of them) and under ``timeout = 0`` (no
+deadline: gates run inline). The configs are trusted files (``$FAILSECURE_CONFIG``): a
+project ``failsecure.toml`` may not loosen the deadline. No audit file.
+
+Beside each default-config row: this machine's floor for one thread hand-off (a bare lock
+round trip with the worker idle between calls, measured in the same rounds) and the added
+cost in hand-offs. Goal: the fake tool's added cost with deadlines <= 2x that floor.
 
     tox -e bench-hermes          (or: python benchmarks/bench_hermes.py [ROUNDS])
 
-Target: patched / unpatched <= 1.05.
+Target: patched / unpatched <= 1.05 for a real tool.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ import time
 
 GUARDS = 3
 TARGET = 1.05
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_core import GOAL, handoff_floor_us  # noqa: E402
 
 
 def setup_home() -> str:
@@ -61,7 +69,7 @@ def setup_home() -> str:
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[0]) if argv else 15
-    setup_home()
+    home = setup_home()
     cwd = tempfile.mkdtemp(prefix="failsecure-bench-cwd-")
     os.chdir(cwd)  # failsecure.toml is written here per configuration
 
@@ -113,10 +121,16 @@ def main(argv: list[str]) -> int:
     print(f"hermes-agent {importlib.metadata.version('hermes-agent')}: one tool call through "
           f"handle_function_call, {GUARDS} trivial guards; median us per call, {rounds} interleaved rounds")
     worst = 0.0
+    deadline_added: dict = {}
+    floor_of: dict = {}
+    inline_added = 0.0
+    config_file = os.path.join(home, "failsecure-bench.toml")
+    os.environ["FAILSECURE_CONFIG"] = config_file  # trusted: may set timeout = 0
     for config_label, config in configs:
-        with open(os.path.join(cwd, "failsecure.toml"), "w") as fh:
+        with open(config_file, "w") as fh:
             fh.write(config)
         policy.reload()
+        assert policy.current().timeout_for("hermes-agent:bench_guard_0") == (None if config else 30.0)
         print(f"  {config_label}")
         for tool_label, tool, args, n in tools:
             # sanity: the tool really runs in both modes, and the patched mode really gates
@@ -130,19 +144,33 @@ def main(argv: list[str]) -> int:
                 per_call_us(tool, args, n)
                 adapter.patch()
                 per_call_us(tool, args, n)
-            unpatched, patched = [], []
+            unpatched, patched, floors = [], [], []
             for _ in range(rounds):
                 adapter.unpatch()
                 unpatched.append(per_call_us(tool, args, n))
                 adapter.patch()
                 patched.append(per_call_us(tool, args, n))
+                floors.append(handoff_floor_us(n=max(n, 300), repeat=1))
             assert adapter.state == "patched"
-            u, p = statistics.median(unpatched), statistics.median(patched)
+            u, p, f = statistics.median(unpatched), statistics.median(patched), statistics.median(floors)
             ratio = p / u
             worst = max(worst, ratio)
             verdict = "OK" if ratio <= TARGET else "OVER"
             print(f"    {tool_label:<30} unpatched {u:8.1f}  patched {p:8.1f}  +{p - u:6.1f} us  "
                   f"x{ratio:.3f}  (target x{TARGET:.2f}: {verdict})")
+            if not config and tool == "bench_probe":
+                deadline_added[tool] = p - u
+                floor_of[tool] = f
+                print(f"    {'':<30} hand-off floor {f:5.1f} us: added = x{(p - u) / f:.2f} the floor "
+                      f"(goal x{GOAL:.1f}: {'OK' if p - u <= GOAL * f else 'OVER'})")
+            if config and tool == "bench_probe":
+                inline_added = p - u
+                print(f"    {'':<30} hand-off floor {f:5.1f} us")
+    added, floor = deadline_added["bench_probe"], floor_of["bench_probe"]
+    print(f"  deadline path, fake tool: +{added:.1f} us added per call (3 gates), hand-off floor {floor:.1f} us: "
+          f"x{added / floor:.2f} the floor (goal x{GOAL:.1f}: {'OK' if added <= GOAL * floor else 'OVER'}); "
+          f"with no deadline +{inline_added:.1f} us, so the deadlines add {added - inline_added:+.1f} us "
+          f"= x{(added - inline_added) / floor:.2f} the floor")
     return 0
 
 

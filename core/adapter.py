@@ -243,7 +243,9 @@ class Adapter(abc.ABC):
         """Every loaded module of ``package`` (the package and its submodules) that holds
         ``original`` under its own name: the call sites that imported it by name."""
         name = getattr(original, "__name__", None)
-        found = []
+        found: list = []
+        if not isinstance(name, str):
+            return found
         for mod_name, module in list(sys.modules.items()):
             if module is None or not (mod_name == package or mod_name.startswith(package + ".")):
                 continue
@@ -377,6 +379,15 @@ class Adapter(abc.ABC):
         Hooks with deadlines share one thread hand-off instead of one each."""
         config = policy.current()
         return guard.call_each(
+            [(h, fn, a, k, v or self.to_verdict, config.timeout_for(h, _interactive)) for h, fn, a, k, v in calls]
+        )
+
+    async def ahook_calls(self, calls: list, _interactive: bool = False) -> list[Outcome]:
+        """``hook_calls`` from an async dispatcher: sync hooks only, one thread hand-off
+        for all of them, each with its own deadline, without holding the loop while they
+        run (beyond ``guard.LOOP_GRACE``)."""
+        config = policy.current()
+        return await guard.acall_each(
             [(h, fn, a, k, v or self.to_verdict, config.timeout_for(h, _interactive)) for h, fn, a, k, v in calls]
         )
 

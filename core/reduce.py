@@ -8,13 +8,12 @@ its framework's "first approve wins" detail while the action stays order-indepen
 
 from __future__ import annotations
 
+from .verdict import Action, Decision, Failure, Outcome, Verdict, failure_reason
+
 TYPE_CHECKING = False  # typing is not imported at run time (the runner's start budget)
 if TYPE_CHECKING:
     from typing import Iterable, Sequence
 
-from .verdict import Action, Decision, Failure, Outcome, Verdict, failure_reason
-
-if TYPE_CHECKING:
     from .policy import Config
 
 _RANK = {Action.DENY: 3, Action.ASK: 2, Action.ALLOW: 1, Action.ABSTAIN: 0}

@@ -10,11 +10,12 @@ value cannot reach the reducer or the audit trail.
 from __future__ import annotations
 
 from enum import Enum
+
+from . import failures
+
 TYPE_CHECKING = False  # typing is not imported at run time (the runner's start budget)
 if TYPE_CHECKING:
     from typing import Any, Optional
-
-from . import failures
 
 
 class Action(str, Enum):
