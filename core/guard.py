@@ -75,112 +75,164 @@ def _close_awaitable(result: Any) -> None:
 
 
 # ---------------------------------------------------------------- the worker pool
+#
+# One thread hand-off per batch of deadlined sync hooks: the caller hands the whole batch
+# to one worker and sleeps on that worker's ``done`` lock once; the worker runs every hook
+# in order and releases ``done`` once, after the last. Each hook keeps its own deadline:
+# the caller sleeps until the earliest deadline still pending (the running hook's; while
+# a hook without a deadline runs, the soonest a later one could expire), and when it wakes
+# before ``done`` it looks at the worker's progress under the worker's lock. A hook still
+# running at its deadline is abandoned: the worker starts none of the later hooks, and
+# they go on in a fresh worker. Nothing is allocated per hook on the way (locks belong to
+# the worker, one context copy per batch); only a finished job's results are read.
+
+_RUNNING, _DONE, _ABANDONED = 0, 1, 2
+
+
+class _Raised:
+    """A hook's exception, as the worker hands it back (KeyboardInterrupt included)."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
 
 
 class _Job:
-    """Hook calls handed to one worker, run in order. Each call has its own lock,
-    released when that call ended, so the caller can wait for each with its own
-    deadline; several gates of one tool call cost one thread hand-off, not one each."""
+    """Hook calls handed to one worker, run in order: ``results[i]`` is hook i's answer
+    (or a ``_Raised``), ``ends[i]`` when it ended; ``completed`` and ``state`` change only
+    under the worker's lock."""
 
-    __slots__ = ("calls", "ctx", "locks", "results", "completed", "state", "notify")
+    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted")
 
     def __init__(self, calls, notify=None):
         self.calls = calls  # [(fn, args, kwargs)]
         self.ctx = contextvars.copy_context()
-        self.locks = []
-        for _ in calls:
-            lock = _allocate_lock()
-            lock.acquire()
-            self.locks.append(lock)
-        self.results: list = [None] * len(calls)  # (result, exception)
+        n = len(calls)
+        self.results: list = [None] * n
+        self.ends: list = [0.0] * n
         self.completed = 0
-        self.state = "running"  # -> "done" | "abandoned"
+        self.state = _RUNNING
         self.notify = notify  # async callers: called once when the job ends
+        self.submitted = 0.0
 
 
 class _Worker:
-    __slots__ = ("wake", "job")
+    __slots__ = ("wake", "done", "lock", "job", "started")
 
     def __init__(self):
-        self.wake = _allocate_lock()
+        self.wake = _allocate_lock()  # caller -> worker: a job is set (None: retire)
         self.wake.acquire()
+        self.done = _allocate_lock()  # worker -> caller: the job ended, every result is in
+        self.done.acquire()
+        self.lock = _allocate_lock()  # the job's progress and state
         self.job: _Job | None = None
+        self.started = False
 
 
 class _Pool:
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = _allocate_lock()
         self.idle: list[_Worker] = []
         self.abandoned = 0
 
-    def submit(self, job: _Job) -> bool:
-        if self.abandoned >= MAX_ABANDONED:
-            return False
-        try:
-            worker = self.idle.pop()  # atomic under the GIL
-        except IndexError:
-            worker = None
-        if worker is None:
-            worker = _Worker()
-            worker.job = job
-            worker.wake.release()
-            thread = threading.Thread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True)
-            thread.start()
-        else:
-            worker.job = job
-            worker.wake.release()
-        return True
-
-    def abandon(self, job: _Job, index: int) -> bool:
-        """Give up on call ``index`` of a job at its deadline (the worker starts none of
-        the later calls). False if that call ended in the meantime."""
+    def take(self) -> Optional[_Worker]:
+        """An idle worker, or a new one (its thread starts with its first job). None
+        when too many abandoned calls are still running."""
         with self.lock:
-            if job.completed > index:
+            if self.abandoned >= MAX_ABANDONED:
+                return None
+            if self.idle:
+                return self.idle.pop()
+        return _Worker()
+
+    def start(self, worker: _Worker, job: _Job) -> None:
+        worker.job = job
+        if worker.started:
+            worker.wake.release()
+        else:
+            worker.started = True
+            worker.wake.release()
+            threading.Thread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True).start()
+
+    def submit(self, job: _Job) -> Optional[_Worker]:
+        """``take`` and ``start``: the job runs (None: refused, too many abandoned)."""
+        worker = self.take()
+        if worker is not None:
+            job.submitted = perf_counter()
+            self.start(worker, job)
+        return worker
+
+    def release(self, worker: _Worker) -> None:
+        """The caller took a finished job's results (and its ``done``): the worker is free."""
+        with self.lock:
+            keep = len(self.idle) < MAX_IDLE
+            if keep:
+                self.idle.append(worker)
+        if not keep:
+            worker.job = None
+            worker.wake.release()
+
+    def abandon(self, worker: _Worker, job: _Job, index: int) -> bool:
+        """Give up on call ``index`` of a job (the worker starts none of the later
+        calls). False if that call ended in the meantime."""
+        with worker.lock:
+            if job.completed > index or job.state != _RUNNING:
                 return False
-            job.state = "abandoned"
+            job.state = _ABANDONED
+        with self.lock:
             self.abandoned += 1
-            return True
+        return True
 
     def _run(self, worker: _Worker) -> None:
         while True:
             worker.wake.acquire()
             job = worker.job
             worker.job = None
-            assert job is not None  # set before every wake
-            last_index = len(job.calls) - 1
-            keep = True
-            for index, (fn, args, kwargs) in enumerate(job.calls):
-                result: tuple
-                try:
-                    result = job.ctx.run(fn, *args, **kwargs), None
-                except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
-                    result = None, exc
-                job.results[index] = result
-                with self.lock:
-                    stop = job.state == "abandoned"
-                    if stop:
-                        self.abandoned -= 1
-                    else:
-                        job.completed = index + 1
-                        if index == last_index:
-                            job.state = "done"
-                    if stop or index == last_index:
-                        keep = len(self.idle) < MAX_IDLE
-                        if keep:
-                            self.idle.append(worker)
-                if stop:
-                    if _awaitable(result[0]):
-                        _close_awaitable(result[0])
-                    break
-                if index == last_index and job.notify is not None:
-                    try:
-                        job.notify()
-                    except BaseException:
-                        pass
-                # last, so the caller wakes while this thread is about to block again
-                job.locks[index].release()
+            if job is None:
+                return
+            if job.ctx.run(self._run_job, worker, job):
+                continue  # the caller takes ``done`` and frees this worker
+            with self.lock:  # abandoned: nobody waits for this worker
+                self.abandoned -= 1
+                keep = len(self.idle) < MAX_IDLE
+                if keep:
+                    self.idle.append(worker)
             if not keep:
                 return
+
+    @staticmethod
+    def _run_job(worker: _Worker, job: _Job) -> bool:
+        """Run the job's calls in order. True when all ended (``done`` released), False
+        when the caller abandoned it."""
+        lock, results, ends = worker.lock, job.results, job.ends
+        last = len(job.calls) - 1
+        for index, (fn, args, kwargs) in enumerate(job.calls):
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
+                result = _Raised(exc)
+            results[index] = result
+            ends[index] = perf_counter()
+            with lock:
+                if job.state == _ABANDONED:
+                    stop = True
+                else:
+                    stop = False
+                    job.completed = index + 1
+                    if index == last:
+                        job.state = _DONE
+            if stop:
+                if _awaitable(result):
+                    _close_awaitable(result)
+                return False
+        if job.notify is not None:
+            try:
+                job.notify()
+            except BaseException:
+                pass
+        worker.done.release()  # last: the caller wakes while this thread blocks again
+        return True
 
 
 _pool = _Pool()
@@ -189,6 +241,21 @@ _pool = _Pool()
 def abandoned_calls() -> int:
     """How many abandoned sync hook calls are still running."""
     return _pool.abandoned
+
+
+def _forsake(worker: _Worker, job: _Job) -> None:
+    """The caller leaves without the results (interrupted or cancelled while waiting):
+    the worker must not be lost. Still running: abandoned (counted; it frees itself when
+    its hook returns). Ended: take its ``done`` and free it."""
+    with worker.lock:
+        running = job.state == _RUNNING
+        if running:
+            job.state = _ABANDONED
+    if running:
+        with _pool.lock:
+            _pool.abandoned += 1
+    elif worker.done.acquire(True, 1.0):
+        _pool.release(worker)
 
 
 # ---------------------------------------------------------------- sync
@@ -228,33 +295,185 @@ def call(
     return _finish_sync(hook_id, result, None, validate, start)
 
 
+def _soonest(pending: list, index: int) -> float:
+    """While hook ``index`` runs without a deadline: the soonest a later hook's deadline
+    could expire, from now (-1: none has one)."""
+    soonest = -1.0
+    for c in pending[index + 1 :]:
+        if c[5] and (soonest < 0 or c[5] < soonest):
+            soonest = c[5]
+    return soonest
+
+
+def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadline: float):
+    """The caller woke before the job ended (at a deadline, or at a bound on one): look
+    at the worker's progress. -> (the index of a hook abandoned at its deadline, or -1;
+    then the hook watched now, its timeout, its deadline, and how long to sleep next)."""
+    with worker.lock:
+        completed = job.completed
+    if completed == index:
+        if timeout and perf_counter() >= deadline and _pool.abandon(worker, job, index):
+            return index, index, timeout, deadline, 0.0
+    elif completed < len(pending):
+        index = completed
+        timeout = pending[index][5]
+        deadline = job.ends[index - 1] + timeout if timeout else 0.0
+    # else: all ended just now, ``done`` follows at once
+    if timeout:
+        wait = deadline - perf_counter()
+        if wait < 0.0:
+            wait = 0.0
+    else:
+        wait = _soonest(pending, index)
+    return -1, index, timeout, deadline, wait
+
+
+def _wait(worker: _Worker, job: _Job, pending: list) -> int:
+    """Start the job, then sleep until it ends or a hook misses its deadline. -> the
+    number of hooks that ended (``len(pending)``: all; otherwise hook ``i`` timed out and
+    was abandoned). Nothing runs between handing the job over and sleeping but the wait."""
+    done = worker.done
+    index = 0
+    timeout = pending[0][5]
+    job.submitted = now = perf_counter()
+    deadline = now + timeout if timeout else 0.0
+    wait = timeout if timeout else _soonest(pending, 0)
+    _pool.start(worker, job)
+    try:
+        while True:
+            if done.acquire(True, wait):
+                return len(pending)
+            abandoned, index, timeout, deadline, wait = _check(worker, job, pending, index, timeout, deadline)
+            if abandoned >= 0:
+                return abandoned
+    except BaseException:  # KeyboardInterrupt while waiting: leave no worker behind
+        _forsake(worker, job)
+        raise
+
+
+def _collect(job: _Job, pending: list, ended: int, outcomes: list) -> None:
+    """The outcomes of the first ``ended`` hooks of a job, judged in the caller."""
+    results, ends = job.results, job.ends
+    began = job.submitted
+    for index in range(ended):
+        hook_id, _, _, _, validate, _ = pending[index]
+        result, end = results[index], ends[index]
+        start = perf_counter() - (end - began)  # elapsed: the hook's own run, and its judging
+        began = end
+        if type(result) is _Raised:
+            outcome = _finish_sync(hook_id, None, result.exc, validate, start)
+        elif result is None or type(result) in _PLAIN:
+            outcome = _judge(hook_id, result, validate, start)
+        else:
+            outcome = _finish_sync(hook_id, result, None, validate, start)
+        outcomes.append(outcome)
+    if ended < len(pending):
+        outcomes.append(_failed(pending[ended][0], Failure.TIMEOUT, began))
+
+
+def _inline(pending: list) -> bool:
+    for c in pending:
+        if c[5]:
+            return False
+    return True
+
+
 def call_each(calls: list) -> list[Outcome]:
     """Call several sync hooks in order, each under the contract with its own deadline:
-    ``calls`` is a list of ``(hook_id, fn, args, kwargs, validate, timeout)``. The ones
-    with deadlines share one hand-off to a worker; a hook that misses its deadline is
-    abandoned and the hooks after it go on in a fresh worker."""
+    ``calls`` is a list of ``(hook_id, fn, args, kwargs, validate, timeout)``. When any
+    has a deadline they run on one worker, one hand-off for all of them; a hook that
+    misses its deadline is abandoned and the hooks after it go on in a fresh worker."""
     outcomes: list[Outcome] = []
-    pending = list(calls)
+    pending = calls
     while pending:
-        if not any(c[5] for c in pending):
-            outcomes.extend(call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in pending)
+        if _inline(pending):
+            outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in pending])
             break
-        job = _Job([(fn, a or (), k or {}) for _, fn, a, k, _, _ in pending])
-        start = perf_counter()
-        if not _pool.submit(job):
-            outcomes.extend(_failed(c[0], Failure.TIMEOUT, start) for c in pending)
-            break
-        rest: list = []
-        for index, (hook_id, _, _, _, validate, timeout) in enumerate(pending):
-            if not job.locks[index].acquire(timeout=timeout or -1) and _pool.abandon(job, index):
-                outcomes.append(_failed(hook_id, Failure.TIMEOUT, start))
-                rest = pending[index + 1 :]
-                break
-            result, exc = job.results[index]
-            outcomes.append(_finish_sync(hook_id, result, exc, validate, start))
+        worker = _pool.take()
+        if worker is None:
             start = perf_counter()
-        pending = rest
+            outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
+            break
+        job = _Job([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending])
+        ended = _wait(worker, job, pending)
+        if ended == len(pending):
+            _pool.release(worker)  # before judging: a KeyboardInterrupt result must not lose it
+        _collect(job, pending, ended, outcomes)
+        pending = pending[ended + 1 :]
     return outcomes
+
+
+async def acall_each(calls: list) -> list[Outcome]:
+    """``call_each`` for an async dispatcher: the same sync hooks, one hand-off for all
+    of them, each with its own deadline. The loop's thread waits up to ``LOOP_GRACE`` for
+    the worker; a batch still running then is awaited without blocking the loop. Sync
+    hooks only: an awaitable answer is INVALID, as in ``call_each``."""
+    outcomes: list[Outcome] = []
+    pending = calls
+    while pending:
+        if _inline(pending):
+            outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in pending])
+            break
+        worker = _pool.take()
+        if worker is None:
+            start = perf_counter()
+            outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
+            break
+        job = _Job([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending])
+        ended = await _await(worker, job, pending)
+        if ended == len(pending):
+            _pool.release(worker)
+        _collect(job, pending, ended, outcomes)
+        pending = pending[ended + 1 :]
+    return outcomes
+
+
+#: how long an async dispatcher's thread waits on the worker before it awaits instead: a
+#: sync hook run inline would hold the loop at least as long, and most gates end well
+#: within it, so they cost one thread hand-off and no trip through the loop
+LOOP_GRACE = 0.002
+
+
+async def _await(worker: _Worker, job: _Job, pending: list) -> int:
+    """``_wait`` for an async dispatcher: the loop's thread waits up to ``LOOP_GRACE``,
+    then awaits the job (woken by the worker when it ends, or at the deadlines)."""
+    done = worker.done
+    index = 0
+    timeout = pending[0][5]
+    job.submitted = now = perf_counter()
+    deadline = now + timeout if timeout else 0.0
+    wait = timeout if timeout else _soonest(pending, 0)
+    _pool.start(worker, job)
+    try:
+        if done.acquire(True, LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait):
+            return len(pending)
+        loop = asyncio.get_running_loop()
+        finished = loop.create_future()
+
+        def notify() -> None:
+            loop.call_soon_threadsafe(_wake, finished)
+
+        with worker.lock:
+            running = job.state == _RUNNING
+            if running:
+                job.notify = notify  # read by the worker after it marks the job done
+        while running:
+            abandoned, index, timeout, deadline, wait = _check(worker, job, pending, index, timeout, deadline)
+            if abandoned >= 0:
+                return abandoned
+            try:
+                await asyncio.wait_for(asyncio.shield(finished), None if wait < 0.0 else wait)
+                break
+            except asyncio.TimeoutError:
+                pass
+        done.acquire()  # released right after the job ended
+        return len(pending)
+    except BaseException:  # the caller's cancellation, KeyboardInterrupt: leave no worker behind
+        _forsake(worker, job)
+        raise
+
+
+_NO_KWARGS: dict = {}  # only ever unpacked (``**``), never handed to a hook itself
 
 
 # ---------------------------------------------------------------- async
@@ -303,33 +522,24 @@ class _Resumed:
 
 
 
+def _wake(waiter) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, timeout: float, start: float):
-    """A sync hook from an async dispatcher, with a deadline: run on the pool, awaited
-    without blocking the loop. -> an Outcome (failure) or the hook's raw result."""
-    loop = asyncio.get_running_loop()
-    waiter = loop.create_future()
-
-    def notify() -> None:
-        def wake() -> None:
-            if not waiter.done():
-                waiter.set_result(None)
-
-        loop.call_soon_threadsafe(wake)
-
-    job = _Job([(fn, args, kwargs)], notify)
-    if not _pool.submit(job):
+    """A sync hook from an async dispatcher, with a deadline: run on the pool (see
+    ``_await``). -> an Outcome (failure) or the hook's raw result."""
+    worker = _pool.take()
+    if worker is None:
         return _failed(hook_id, Failure.TIMEOUT, start)
-    try:
-        await asyncio.wait_for(asyncio.shield(waiter), timeout)
-    except asyncio.TimeoutError:
-        if _pool.abandon(job, 0):
-            return _failed(hook_id, Failure.TIMEOUT, start)
-    except asyncio.CancelledError:
-        _pool.abandon(job, 0)
-        raise
-    job.locks[0].acquire()
-    result, exc = job.results[0]
-    if exc is not None:
+    job = _Job([(fn, args, kwargs)])
+    if not await _await(worker, job, [(hook_id, fn, args, kwargs, None, timeout)]):
+        return _failed(hook_id, Failure.TIMEOUT, start)
+    _pool.release(worker)
+    result = job.results[0]
+    if type(result) is _Raised:
+        exc = result.exc
         if issubclass(type(exc), KeyboardInterrupt):  # never isinstance: a hostile __class__
             raise exc
         return _failed(hook_id, Failure.RAISED, start, exc)

@@ -365,3 +365,291 @@ def test_call_each_without_deadlines_runs_inline():
     seen = []
     outcomes = guard.call_each([("t:a", lambda: seen.append(threading.current_thread()), (), None, validate, None)])
     assert seen == [caller] and outcomes[0].failure is None and outcomes[0].action is Action.ABSTAIN
+
+
+# ---------------------------------------------------------------- one hand-off per batch
+
+
+def _settle():
+    for _ in range(300):
+        if guard.abandoned_calls() == 0:
+            return
+        time.sleep(0.01)
+
+
+def test_call_each_runs_the_batch_on_one_worker_and_wakes_the_caller_once(monkeypatch):
+    threads = []
+    released = []
+    taken = []
+    calls = [(f"t:{i}", lambda: threads.append(threading.current_thread()), (), None, validate, 1.0) for i in range(4)]
+    guard.call_each(calls)  # a warm worker
+    real = guard._pool.take
+
+    def take():
+        worker = real()
+        done = worker.done
+
+        class Counting:
+            def acquire(self, *a):
+                got = done.acquire(*a)
+                released.append(got)
+                return got
+
+            def release(self):
+                done.release()
+
+        worker.done = Counting()
+        monkeypatch.setattr(guard._pool, "take", real)
+        taken.append((worker, done))
+        return worker
+
+    monkeypatch.setattr(guard._pool, "take", take)
+    threads.clear()
+    outcomes = guard.call_each(calls)
+    assert [o.hook for o in outcomes] == ["t:0", "t:1", "t:2", "t:3"] and all(o.failure is None for o in outcomes)
+    assert len(set(threads)) == 1 and threads[0] is not threading.current_thread()
+    assert released == [True]  # one wake for the whole batch
+    for worker, done in taken:
+        worker.done = done
+
+
+def test_each_hook_in_a_batch_keeps_its_own_deadline():
+    release = threading.Event()
+    # two quick hooks, then one that hangs: it is cut at ITS deadline counted from its own
+    # start, not from the batch's; the others' answers are kept
+    calls = [
+        ("t:a", lambda: time.sleep(0.15) or "allow", (), None, validate, 0.5),
+        ("t:b", lambda: time.sleep(0.15) or "allow", (), None, validate, 0.5),
+        ("t:c", lambda: release.wait(5), (), None, validate, 0.2),
+    ]
+    start = time.perf_counter()
+    outcomes = guard.call_each(calls)
+    took = time.perf_counter() - start
+    release.set()
+    assert [o.failure for o in outcomes] == [None, None, Failure.TIMEOUT]
+    assert 0.45 <= took < 2.0  # 0.15 + 0.15 + 0.2: the third got its whole 0.2 s
+    assert 180 <= outcomes[2].elapsed_ms < 1500
+    assert 100 <= outcomes[0].elapsed_ms < 1000 and 100 <= outcomes[1].elapsed_ms < 1000
+    _settle()
+
+
+def test_a_slow_hook_early_in_a_batch_is_cut_at_its_own_deadline():
+    release = threading.Event()
+    ran = []
+    calls = [
+        ("t:a", lambda: ran.append("a") or release.wait(5), (), None, validate, 0.05),
+        ("t:b", lambda: ran.append("b") or "deny", (), None, validate, 1.0),
+    ]
+    start = time.perf_counter()
+    outcomes = guard.call_each(calls)
+    assert time.perf_counter() - start < 1.0
+    assert outcomes[0].failure is Failure.TIMEOUT and outcomes[1].action is Action.DENY
+    release.set()
+    time.sleep(0.05)
+    assert ran == ["a", "b"]  # b ran once, on a fresh worker
+    _settle()
+    assert guard.abandoned_calls() == 0
+
+
+def test_a_hook_without_deadline_then_a_hanging_one_with_a_deadline():
+    release = threading.Event()
+    calls = [
+        ("t:a", lambda: time.sleep(0.1) or "allow", (), None, validate, None),
+        ("t:b", lambda: release.wait(5), (), None, validate, 0.05),
+    ]
+    start = time.perf_counter()
+    outcomes = guard.call_each(calls)
+    took = time.perf_counter() - start
+    release.set()
+    assert outcomes[0].action is Action.ALLOW and outcomes[1].failure is Failure.TIMEOUT
+    assert took < 1.0
+    _settle()
+
+
+def test_interrupted_caller_leaves_no_worker_behind(monkeypatch):
+    release = threading.Event()
+    calls = [("t:a", lambda: release.wait(5), (), None, validate, 5.0)]
+    real = guard._pool.take
+    taken = []
+
+    def take():
+        worker = real()
+        done = worker.done
+
+        class Interrupted:
+            def acquire(self, *a):
+                if a:
+                    raise KeyboardInterrupt()
+                return done.acquire()
+
+            def release(self):
+                done.release()
+
+        worker.done = Interrupted()
+        taken.append((worker, done))
+        return worker
+
+    monkeypatch.setattr(guard._pool, "take", take)
+    with pytest.raises(KeyboardInterrupt):
+        guard.call_each(calls)
+    monkeypatch.setattr(guard._pool, "take", real)
+    assert guard.abandoned_calls() == 1  # still running: counted, bounded
+    release.set()
+    _settle()
+    assert guard.abandoned_calls() == 0
+    for worker, done in taken:
+        worker.done = done
+
+
+def test_keyboard_interrupt_from_a_batched_hook_propagates_and_frees_the_worker():
+    before = len(guard._pool.idle)
+    calls = [
+        ("t:a", lambda: "allow", (), None, validate, 1.0),
+        ("t:b", raiser(KeyboardInterrupt()), (), None, validate, 1.0),
+    ]
+    with pytest.raises(KeyboardInterrupt):
+        guard.call_each(calls)
+    assert len(guard._pool.idle) >= min(before, guard.MAX_IDLE) and len(guard._pool.idle) >= 1
+    assert guard.call_each(calls[:1])[0].action is Action.ALLOW
+
+
+def test_idle_workers_are_reused_not_piled_up():
+    calls = [(f"t:{i}", lambda: None, (), None, validate, 1.0) for i in range(3)]
+    guard.call_each(calls)
+    threads = threading.active_count()
+    for _ in range(200):
+        guard.call_each(calls)
+    assert threading.active_count() <= threads
+    assert len(guard._pool.idle) <= guard.MAX_IDLE
+
+
+def test_many_callers_at_once_each_get_their_own_results():
+    errors = []
+
+    def caller(n):
+        calls = [(f"t:{n}:{i}", (lambda v: lambda: v)(("allow", "deny")[(n + i) % 2]), (), None, validate, 2.0) for i in range(3)]
+        for _ in range(50):
+            got = [o.action for o in guard.call_each(calls)]
+            want = [Action.ALLOW if (n + i) % 2 == 0 else Action.DENY for i in range(3)]
+            if got != want:
+                errors.append((n, got))
+
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert guard.abandoned_calls() == 0
+
+
+def test_async_sync_hook_with_deadline_answers_times_out_and_frees_its_worker():
+    release = threading.Event()
+
+    async def main():
+        ok = await guard.acall("t:h", lambda: "allow", validate=validate, timeout=1)
+        slow = await guard.acall("t:h", lambda: release.wait(5), validate=validate, timeout=0.05)
+        boom = await guard.acall("t:h", raiser(Boom()), validate=validate, timeout=1)
+        return ok, slow, boom
+
+    ok, slow, boom = asyncio.run(main())
+    release.set()
+    assert ok.action is Action.ALLOW and slow.failure is Failure.TIMEOUT
+    assert boom.failure is Failure.RAISED and boom.exception_type == "Boom"
+    _settle()
+    assert guard.abandoned_calls() == 0
+
+
+def test_async_slow_sync_hook_is_awaited_without_holding_the_loop():
+    release = threading.Event()
+    ticks = []
+
+    async def ticker():
+        while not release.is_set():
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.005)
+
+    async def main():
+        task = asyncio.ensure_future(ticker())
+        slow = await guard.acall("t:h", lambda: time.sleep(0.1) or "deny", validate=validate, timeout=1)
+        hung = await guard.acall("t:h", lambda: release.wait(5), validate=validate, timeout=0.1)
+        release.set()
+        await task
+        return slow, hung
+
+    slow, hung = asyncio.run(main())
+    assert slow.action is Action.DENY and hung.failure is Failure.TIMEOUT
+    assert len(ticks) >= 10  # the loop kept running while both hooks ran on the worker
+    _settle()
+    assert guard.abandoned_calls() == 0
+
+
+def test_acall_each_one_hand_off_each_hook_its_own_deadline():
+    release = threading.Event()
+    ran = []
+
+    def rec(name, answer):
+        def hook():
+            ran.append((name, threading.current_thread()))
+            if answer == "hang":
+                release.wait(5)
+            if answer == "slow":
+                time.sleep(0.05)
+                return "allow"
+            if answer == "boom":
+                raise Boom()
+            return answer
+
+        return hook
+
+    calls = [
+        ("t:a", rec("a", "allow"), (), None, validate, 1.0),
+        ("t:s", rec("s", "slow"), (), None, validate, 1.0),
+        ("t:b", rec("b", "hang"), (), None, validate, 0.1),
+        ("t:c", rec("c", "boom"), (), None, validate, 1.0),
+        ("t:d", rec("d", "junk"), (), None, validate, 1.0),
+        ("t:e", rec("e", "deny"), (), None, validate, None),
+    ]
+
+    async def main():
+        ticks = []
+
+        async def ticker():
+            while not release.is_set():
+                ticks.append(1)
+                await asyncio.sleep(0.005)
+
+        task = asyncio.ensure_future(ticker())
+        outcomes = await guard.acall_each(calls)
+        release.set()
+        await task
+        return outcomes, ticks
+
+    outcomes, ticks = asyncio.run(main())
+    assert [o.hook for o in outcomes] == ["t:a", "t:s", "t:b", "t:c", "t:d", "t:e"]
+    assert outcomes[0].action is Action.ALLOW and outcomes[1].action is Action.ALLOW
+    assert outcomes[2].failure is Failure.TIMEOUT and 90 <= outcomes[2].elapsed_ms < 1500
+    assert outcomes[3].failure is Failure.RAISED and outcomes[3].exception_type == "Boom"
+    assert outcomes[4].failure is Failure.INVALID
+    assert outcomes[5].action is Action.DENY
+    assert len(ticks) >= 5  # the loop ran while the batch did
+    assert ran[0][1] is ran[1][1] is ran[2][1]  # one worker for the batch, up to the hang
+    _settle()
+    assert guard.abandoned_calls() == 0
+
+
+def test_acall_each_caller_cancellation_propagates_and_frees_the_worker():
+    release = threading.Event()
+
+    async def main():
+        task = asyncio.ensure_future(guard.acall_each([("t:a", lambda: release.wait(5), (), None, validate, 5.0)]))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert guard.abandoned_calls() == 1
+    release.set()
+    _settle()
+    assert guard.abandoned_calls() == 0
