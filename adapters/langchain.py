@@ -256,7 +256,7 @@ class LangChainAdapter(Adapter):
                 def one_round():
                     return self.hook_calls([(h, _drive, (m,) + rest, kwargs, None) for h, m in calls])
 
-                outcomes += integrity.until_stable(one_round, lambda: _Print(inputs), self.hook_id(EVENT))
+                outcomes += integrity.until_stable(one_round, lambda: inputs, self.hook_id(EVENT))
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
@@ -286,7 +286,7 @@ class LangChainAdapter(Adapter):
                         for h, m in calls
                     ]
 
-                outcomes += await integrity.auntil_stable(one_round, lambda: _Print(inputs), self.hook_id(EVENT))
+                outcomes += await integrity.auntil_stable(one_round, lambda: inputs, self.hook_id(EVENT))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
@@ -623,43 +623,6 @@ def _when_verdict(native: Any) -> Verdict:
     if native is False:
         return _ABSTAIN
     raise Invalid()
-
-
-_PLAIN = (str, int, float, bool, bytes, type(None))
-
-
-class _Print:
-    """``_fingerprint`` of the inputs, for ``integrity.until_stable``: already a fresh
-    immutable value, so its snapshot is itself (no deep copy per round)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, inputs: Any):
-        self.value = _fingerprint(inputs)
-
-    def __deepcopy__(self, memo: Any) -> "_Print":
-        return self
-
-    def __eq__(self, other: Any) -> bool:
-        return type(other) is _Print and self.value == other.value
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _fingerprint(value: Any, depth: int = 0) -> Any:
-    """What the gates saw, as plain data: containers by content, any other object by
-    identity. A rewrite of the inputs' containers (the only thing a handler can reach
-    and the tool will see) changes it; an argument object that cannot be copied or
-    compared (a client, a lock) never reads as "rewritten"."""
-    kind = type(value)
-    if kind in _PLAIN:
-        return value
-    if depth < 32:
-        if kind is dict:
-            return ("d", tuple((k if type(k) in _PLAIN else ("id", id(k)), _fingerprint(v, depth + 1)) for k, v in value.items()))
-        if kind is list or kind is tuple:
-            return ("l" if kind is list else "t", tuple(_fingerprint(v, depth + 1) for v in value))
-    return ("id", id(value))
 
 
 def _drive(method: Any, *args: Any, **kwargs: Any) -> Any:

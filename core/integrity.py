@@ -6,8 +6,12 @@ call until a round changes nothing: every gate has then seen exactly what the to
 will run with. A round that keeps rewriting past ``MAX_ROUNDS`` is a failure
 (``invalid``), never a silent pass.
 
-``snapshot`` and ``same`` never raise: an argument object that cannot be copied or
-compared counts as changed, so it is judged again (and, if it never settles, denied).
+What a round compares is a ``fingerprint`` of the call: containers (dict, list, tuple)
+by content, plain values by value, any other object by identity. A rewrite of the
+arguments' containers (all a hook can reach that the tool will see as new) changes it;
+an argument object that cannot be copied or compared (a client, a lock) never reads as
+"rewritten", so it is not falsely denied. ``snapshot`` (a deep copy) is there for
+adapters that need a copy of what a gate saw. Neither ever raises.
 """
 
 from __future__ import annotations
@@ -22,6 +26,25 @@ MAX_ROUNDS = 3
 
 _CHANGED = object()
 CHANGED = _CHANGED  # what a fingerprint returns for a value it cannot picture
+
+
+_PLAIN = (str, int, bool, bytes, type(None))
+
+
+def fingerprint(value: Any, depth: int = 0) -> Any:
+    """An immutable picture of ``value`` built only from builtin types (comparing two
+    runs no code of the hook's objects): containers by content, others by identity."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is float:
+        return ("f", value.hex())  # NaN equals itself here
+    if depth < 32:
+        if kind is dict:
+            return ("d", tuple((fingerprint(k, depth + 1), fingerprint(v, depth + 1)) for k, v in value.items()))
+        if kind is list or kind is tuple:
+            return ("l" if kind is list else "t", tuple(fingerprint(v, depth + 1) for v in value))
+    return ("id", id(value), id(kind))
 
 
 def snapshot(value: Any) -> Any:
@@ -52,15 +75,14 @@ def unsettled(hook: str) -> Outcome:
     return Outcome(hook=hook, failure=Failure.INVALID)
 
 
-def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, fingerprint: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
+def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
     """Run ``run_round`` (every hook once, in order, on the call as it is now; hooks may
     rewrite it) until a round leaves ``current()`` unchanged. Returns the last round's
     outcomes; a round with a deny or a failure ends it at once (nothing more to judge).
     ``hook`` names the unsettled outcome added when rewriting never stops.
-    ``fingerprint`` (default ``snapshot``): a cheaper comparable picture of the call
-    where a deep copy is costly or impossible (it must never raise; return ``CHANGED``
-    for what it cannot picture)."""
-    take = fingerprint or snapshot
+    ``picture``: how to picture the call (default: the module's ``fingerprint``; it
+    must never raise; return ``CHANGED`` for what it cannot picture)."""
+    take = picture or fingerprint
     for _ in range(MAX_ROUNDS):
         before = take(current())
         outcomes = run_round()
@@ -69,9 +91,9 @@ def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], A
     return outcomes + [unsettled(hook)]
 
 
-async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str, fingerprint: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
+async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
     """``until_stable`` for async rounds."""
-    take = fingerprint or snapshot
+    take = picture or fingerprint
     for _ in range(MAX_ROUNDS):
         before = take(current())
         outcomes = await run_round()
