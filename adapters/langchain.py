@@ -142,11 +142,12 @@ class LangChainAdapter(Adapter):
                 self._late_done.add(module)
                 _LATE[module](self, sys.modules[module])
         if not self._hooks_registered:
-            import wrapt
+            from failsecure import _bootstrap
 
             self._hooks_registered = True
             for module in _LATE:
-                wrapt.register_post_import_hook(_late_hook(adapter, module), module)
+                if module not in sys.modules:
+                    _bootstrap.when_imported(module, _late_hook(adapter, module))
 
     def _late(self, module: str) -> None:
         """Patch a module imported after ``langchain_core`` (post-import hook)."""
