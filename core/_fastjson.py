@@ -47,7 +47,10 @@ def loads(text):
     if _scan_once is None:  # pragma: no cover
         import json
 
-        return json.loads(text, parse_constant=_reject_constant)
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
     end = len(text.rstrip(_WS))
     start = len(text) - len(text.lstrip(_WS))
     if start >= end:
@@ -56,6 +59,13 @@ def loads(text):
         value, stop = _scan_once(text, start)
     except StopIteration as exc:
         raise ValueError("invalid JSON at %d" % exc.value) from None
+    except SystemError:
+        # The C scanner builds its errors from json.decoder.JSONDecodeError, which it
+        # looks up in sys.modules only: the runner never imports json, so an unfinished
+        # string or object surfaced as "returned NULL without setting an exception".
+        raise ValueError("invalid JSON") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
     if stop != end:
         raise ValueError("extra data after JSON value at %d" % stop)
     return value

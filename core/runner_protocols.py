@@ -9,6 +9,7 @@ from failsecure._fastjson import dumps as _dumps
 from failsecure._fastjson import loads as _loads
 
 ALLOW, DENY, ASK, ABSTAIN = "allow", "deny", "ask", "abstain"
+_JSON_WS = " \t\n\r"
 
 
 class Invalid(Exception):
@@ -27,8 +28,9 @@ def _check_type(obj, key, kind):
 
 
 def parse_answer(text):
-    """stdout of an exit-0 hook -> dict, or None for an empty answer."""
-    if not text.strip():
+    """stdout of an exit-0 hook -> dict, or None for an empty answer (JSON whitespace
+    only: a form feed or a no-break space is junk, not silence)."""
+    if not text.strip(_JSON_WS):
         return None
     try:
         obj = _loads(text)

@@ -178,7 +178,9 @@ def test_escaped_daemon_holding_stdout_does_not_turn_an_answer_into_a_timeout(ru
     # A daemon in its own session keeps the stdout pipe open after the hook exited.
     pidfile = tmp_path / "daemon.pid"
     started = time.monotonic()
-    run = run_hook(protocol, sh("setsid sh -c 'echo $$ > %s; exec sleep 30' & sleep 0.1; exit 0" % pidfile), timeout=5)
+    # the hook exits once the daemon has escaped (a fixed sleep raced on a loaded machine)
+    script = "setsid sh -c 'echo $$ > %s.tmp; mv %s.tmp %s; exec sleep 30' & while [ ! -s %s ]; do sleep 0.01; done; exit 0"
+    run = run_hook(protocol, sh(script % ((pidfile,) * 4)), timeout=5)
     assert time.monotonic() - started < 3
     assert_passed(run)
     import os
