@@ -53,6 +53,7 @@ import threading
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError
+from failsecure.guard import is_async
 from failsecure.failures import process_failure
 from failsecure.hookid import command_name
 from failsecure.integrity import auntil_stable
@@ -446,11 +447,20 @@ class CodePuppyAdapter(Adapter):
                 processes: list = []  # command hooks code-puppy ran itself, judged
                 token = _processes.set(processes)
                 try:
+                    batch: list = []  # consecutive sync callbacks: one thread hand-off for all
                     for callback in self._callbacks.get_callbacks(phase):
                         hook_id = self.callable_id(callback)
                         if self._opted_in(phase, callback):
                             opted.add(hook_id)
+                        if not is_async(callback):
+                            batch.append((hook_id, callback, args, kwargs, validate))
+                            continue
+                        if batch:
+                            outcomes += await self.ahook_calls(batch, interactive)
+                            batch = []
                         outcomes.append(await self.ahook_call(hook_id, callback, *args, _validate=validate, _interactive=interactive, **kwargs))
+                    if batch:
+                        outcomes += await self.ahook_calls(batch, interactive)
                 finally:
                     _processes.reset(token)
                 return outcomes + processes
@@ -500,15 +510,13 @@ class CodePuppyAdapter(Adapter):
             validate = _file_verdict if phase == FILE else _block_verdict
             interactive = _interactive()
             loop_running = _loop_running()
-            outcomes, opted = [], set()
+            calls, opted = [], set()
             for callback in self._callbacks.get_callbacks(phase):
                 hook_id = self.callable_id(callback)
                 if self._opted_in(phase, callback):
                     opted.add(hook_id)
-                outcomes.append(self.hook_call(
-                    hook_id, _run_sync_callback, callback, loop_running, args, kwargs,
-                    _validate=validate, _interactive=interactive,
-                ))
+                calls.append((hook_id, _run_sync_callback, (callback, loop_running, args, kwargs), None, validate))
+            outcomes = self.hook_calls(calls, interactive)  # one thread hand-off for all of them
             return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes, frozenset(opted)), outcomes)
         except KeyboardInterrupt:
             raise

@@ -383,9 +383,10 @@ class Adapter(abc.ABC):
         )
 
     async def ahook_calls(self, calls: list, _interactive: bool = False) -> list[Outcome]:
-        """``hook_calls`` from an async dispatcher: sync hooks only, one thread hand-off
-        for all of them, each with its own deadline, without holding the loop while they
-        run (beyond ``guard.LOOP_GRACE``)."""
+        """``hook_calls`` from an async dispatcher: the sync hooks of one call, one thread
+        hand-off for all of them, each with its own deadline, without holding the loop
+        while they run (beyond ``guard.LOOP_GRACE``); a coroutine one of them returns is
+        awaited within its deadline."""
         config = policy.current()
         return await guard.acall_each(
             [(h, fn, a, k, v or self.to_verdict, config.timeout_for(h, _interactive)) for h, fn, a, k, v in calls]

@@ -351,8 +351,10 @@ def _wait(worker: _Worker, job: _Job, pending: list) -> int:
         raise
 
 
-def _collect(job: _Job, pending: list, ended: int, outcomes: list) -> None:
-    """The outcomes of the first ``ended`` hooks of a job, judged in the caller."""
+def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: Optional[list] = None) -> None:
+    """The outcomes of the first ``ended`` hooks of a job, judged in the caller. With
+    ``awaitables`` (an async caller), a sync hook that answered an awaitable is noted
+    there as (position, awaitable, time left) and awaited by the caller instead."""
     results, ends = job.results, job.ends
     began = job.submitted
     for index in range(ended):
@@ -364,6 +366,11 @@ def _collect(job: _Job, pending: list, ended: int, outcomes: list) -> None:
             outcome = _finish_sync(hook_id, None, result.exc, validate, start)
         elif result is None or type(result) in _PLAIN:
             outcome = _judge(hook_id, result, validate, start)
+        elif awaitables is not None and _awaitable(result):
+            timeout = pending[index][5]
+            left = max(timeout - (perf_counter() - start), 0.0) if timeout else None
+            awaitables.append((len(outcomes), result, left))
+            outcome = None  # type: ignore[assignment]  (filled in by the caller)
         else:
             outcome = _finish_sync(hook_id, result, None, validate, start)
         outcomes.append(outcome)
@@ -406,9 +413,11 @@ def call_each(calls: list) -> list[Outcome]:
 async def acall_each(calls: list) -> list[Outcome]:
     """``call_each`` for an async dispatcher: the same sync hooks, one hand-off for all
     of them, each with its own deadline. The loop's thread waits up to ``LOOP_GRACE`` for
-    the worker; a batch still running then is awaited without blocking the loop. Sync
-    hooks only: an awaitable answer is INVALID, as in ``call_each``."""
+    the worker; a batch still running then is awaited without blocking the loop. A sync
+    hook that answers an awaitable (a plain function returning a coroutine) has it awaited
+    here, within what is left of its deadline, as an async dispatcher would."""
     outcomes: list[Outcome] = []
+    awaitables: list = []
     pending = calls
     while pending:
         if _inline(pending):
@@ -423,9 +432,18 @@ async def acall_each(calls: list) -> list[Outcome]:
         ended = await _await(worker, job, pending)
         if ended == len(pending):
             _pool.release(worker)
-        _collect(job, pending, ended, outcomes)
+        base = len(outcomes)
+        _collect(job, pending, ended, outcomes, awaitables)
+        for position, awaitable, left in awaitables:
+            hook_id, validate = pending[position - base][0], pending[position - base][4]
+            outcomes[position] = await acall(hook_id, _awaited, (awaitable,), validate=validate, timeout=left if left is None else max(left, 1e-6))
+        awaitables.clear()
         pending = pending[ended + 1 :]
     return outcomes
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 #: how long an async dispatcher's thread waits on the worker before it awaits instead: a
@@ -488,6 +506,9 @@ def _is_async(fn: Any) -> bool:
     if code is not None and type(code) is type(_is_async.__code__):
         return bool(code.co_flags & _CO_COROUTINE)
     return inspect.iscoroutinefunction(fn)
+
+
+is_async = _is_async  # for adapters that batch the sync hooks of one call
 
 
 class _Resumed:

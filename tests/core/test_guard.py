@@ -653,3 +653,24 @@ def test_acall_each_caller_cancellation_propagates_and_frees_the_worker():
     release.set()
     _settle()
     assert guard.abandoned_calls() == 0
+
+
+def test_batched_sync_hook_answering_a_coroutine_is_awaited_in_an_async_dispatcher():
+    """A plain function returning a coroutine, batched from async code: awaited within its
+    deadline (as an async dispatcher awaits it), judged on what it returns; its twin that
+    hangs is a timeout."""
+
+    async def answer(value, delay=0.0):
+        await asyncio.sleep(delay)
+        return value
+
+    calls = [
+        ("t:plain", lambda: "allow", (), None, validate, 1.0),
+        ("t:returns-coro", lambda: answer("deny"), (), None, validate, 1.0),
+        ("t:returns-slow-coro", lambda: answer("allow", 5.0), (), None, validate, 0.2),
+    ]
+    outcomes = run(guard.acall_each(calls))
+    assert [o.hook for o in outcomes] == ["t:plain", "t:returns-coro", "t:returns-slow-coro"]
+    assert outcomes[0].action is Action.ALLOW
+    assert outcomes[1].action is Action.DENY and outcomes[1].failure is None
+    assert outcomes[2].failure is Failure.TIMEOUT
