@@ -1,14 +1,12 @@
 """The failure categories and the only text a model or user is told on a fail-closed
 deny. No imports: the command-hook runner uses this on every tool call, and
-``failsecure.verdict`` (pydantic) builds its ``Failure`` enum from it."""
+``failsecure.verdict`` builds its ``Failure`` enum from it."""
 
 RAISED = "raised"  # the hook raised (any exception, SystemExit included)
 TIMEOUT = "timeout"  # the hook did not answer before its deadline
 INVALID = "invalid"  # the hook answered something the framework would not honour
 MISSING = "missing"  # the hook was not there: a required hook not loaded, a command that cannot start, a patch target gone
 CRASHED = "crashed"  # the hook process died: a signal, or an exit status the protocol gives no meaning
-
-CATEGORIES = (RAISED, TIMEOUT, INVALID, MISSING, CRASHED)
 
 
 def failure_reason(hook, category):
