@@ -642,6 +642,34 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+_exit_status: list = []
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _exit_status.append(int(exitstatus))
+
+
+def pytest_unconfigure(config):
+    """After the upstream column, a release may have leaked threads that never end (a
+    gate's SystemExit tore its event loop down without stopping its worker threads): the
+    interpreter would wait for them forever at exit. The run is over and reported, so end
+    the process with pytest's own status."""
+    if "upstream" not in _columns(config) or not _exit_status:
+        return
+    import os
+    import sys
+    import threading
+
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if stuck:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(_exit_status[-1])
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not RESULTS:
         return
