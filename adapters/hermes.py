@@ -105,7 +105,7 @@ class HermesAdapter(Adapter):
     def _patch(self) -> None:
         plugins, manager, context = self._targets()  # all checked before anything changes
         self._approve = callable(getattr(plugins, "resolve_pre_tool_block", None))
-        self.supports_ask = self._approve  # an approve escalates to hermes' approval gate (0.18.1+)
+        self.supports_ask = self._approve  # type: ignore[misc]  # an approve escalates to hermes' approval gate (0.18.1+)
         self._schema = getattr(plugins, "OBSERVER_SCHEMA_VERSION", None)
         adapter = self
 

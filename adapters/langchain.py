@@ -308,7 +308,7 @@ class LangChainAdapter(Adapter):
         hook_id = self.callable_id(guarded.original)
         outcome = self.hook_call(hook_id, guarded.original, request, _validate=_when_verdict)
         if outcome.failure is None:
-            return outcome.verdict.action is Action.ASK
+            return outcome.verdict.action is Action.ASK  # type: ignore[union-attr]
         # a failed predicate: audited; a deny (the default policy) means "ask the human"
         call_id = None
         try:

@@ -271,7 +271,7 @@ class PydanticAIAdapter(Adapter):
                     if outcome.failure is not None:
                         continue  # an observer's or a tolerated failure: the arguments stand
                     if outcome.action is Action.ALLOW:
-                        new = outcome.verdict.data
+                        new = outcome.verdict.data  # type: ignore[union-attr]
                         if not integrity.same(before, new):
                             state["rewrites"] += 1  # type: ignore[operator]
                         current = new
@@ -322,7 +322,7 @@ class PydanticAIAdapter(Adapter):
                 # the answer is dropped: the calls still require approval
                 await self.adecide(None, [outcome])
                 continue
-            result = outcome.verdict.data
+            result = outcome.verdict.data  # type: ignore[union-attr]
             if result is None or not (result.approvals or result.calls):
                 continue
             any_handled = True

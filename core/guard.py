@@ -370,7 +370,7 @@ def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: O
             timeout = pending[index][5]
             left = max(timeout - (perf_counter() - start), 0.0) if timeout else None
             awaitables.append((len(outcomes), result, left))
-            outcome = None  # type: ignore[assignment]  (filled in by the caller)
+            outcome = None  # type: ignore[assignment]  # filled in by the caller
         else:
             outcome = _finish_sync(hook_id, result, None, validate, start)
         outcomes.append(outcome)

@@ -46,8 +46,8 @@ class Protocol:
 
     name = ""
     framework = ""
-    gating_events = frozenset()  # lower-cased hook_event_name values that gate a tool call
-    default_event = None  # the gating event's name on the wire
+    gating_events: frozenset = frozenset()  # lower-cased hook_event_name values that gate a tool call
+    default_event: "str | None" = None  # the gating event's name on the wire
     default_timeout = 30.0  # seconds, used when neither --timeout nor config says otherwise
 
     def deny(self, reason, event):
@@ -72,7 +72,7 @@ class JsonProtocol(Protocol):
     top_keys = frozenset(
         {"continue", "suppressOutput", "stopReason", "decision", "reason", "systemMessage", "hookSpecificOutput"}
     )
-    specific_keys = frozenset()
+    specific_keys: frozenset = frozenset()
     event_required = True  # hookSpecificOutput must name the event
 
     def judge(self, stdout, event):
@@ -117,7 +117,7 @@ class ClaudeProtocol(JsonProtocol):
         {"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext"}
     )
     decisions = ("approve", "block")
-    permission_decisions = ("allow", "deny", "ask", "defer")
+    permission_decisions: tuple = ("allow", "deny", "ask", "defer")
 
     def deny(self, reason, event):
         answer = {"decision": "block", "reason": reason}
