@@ -721,6 +721,14 @@ def render(records: list) -> str:
         "An `ok` in an upstream column for a deny case means upstream already denies it.",
         "",
     ]
+    out += ["## Summary", "", "| framework | release | cases | upstream: escapes | failsecure: escapes | failsecure: false denies |", "|---|---|---|---|---|---|"]
+    for fw in sorted(by_fw):
+        for version in sorted({r["version"] for r in by_fw[fw]}):
+            mine = [r for r in by_fw[fw] if r["version"] == version]
+            count = lambda column, status: sum(1 for r in mine if r["column"] == column and r["status"] == status)  # noqa: E731
+            cases = sum(1 for r in mine if r["column"] == "failsecure" and r["status"] != "n/a")
+            out.append(f"| {fw} | {version} | {cases} | {count('upstream', 'escape')} | {count('failsecure', 'escape')} | {count('failsecure', 'false deny')} |")
+    out.append("")
     for fw in sorted(by_fw):
         rows = by_fw[fw]
         cols = sorted({(r["version"], r["column"]) for r in rows}, key=lambda c: (c[0], c[1] != "upstream"))
