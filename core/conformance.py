@@ -725,9 +725,12 @@ def render(records: list) -> str:
     for fw in sorted(by_fw):
         for version in sorted({r["version"] for r in by_fw[fw]}):
             mine = [r for r in by_fw[fw] if r["version"] == version]
-            count = lambda column, status: sum(1 for r in mine if r["column"] == column and r["status"] == status)  # noqa: E731
-            cases = sum(1 for r in mine if r["column"] == "failsecure" and r["status"] != "n/a")
-            out.append(f"| {fw} | {version} | {cases} | {count('upstream', 'escape')} | {count('failsecure', 'escape')} | {count('failsecure', 'false deny')} |")
+            tally: dict = {}
+            for r in mine:
+                tally[(r["column"], r["status"])] = tally.get((r["column"], r["status"]), 0) + 1
+            run = sum(n for (column, status), n in tally.items() if column == "failsecure" and status != "n/a")
+            out.append(f"| {fw} | {version} | {run} | {tally.get(('upstream', 'escape'), 0)} | "
+                       f"{tally.get(('failsecure', 'escape'), 0)} | {tally.get(('failsecure', 'false deny'), 0)} |")
     out.append("")
     for fw in sorted(by_fw):
         rows = by_fw[fw]
