@@ -43,7 +43,7 @@ from failsecure.adapter import Adapter, Check, PatchError
 from failsecure.report import type_name
 from failsecure.failures import process_failure
 from failsecure.hookid import callable_name, command_name
-from failsecure.integrity import same, snapshot, until_stable
+from failsecure.integrity import fingerprint, same, until_stable
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 
@@ -213,7 +213,7 @@ class HermesAdapter(Adapter):
                 outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=exc_type)
                 return self.decide(tool if isinstance(tool, str) else None, [outcome], call_id=call_id).reason
             judged = _judged.get()
-            if judged is not None and judged[0] == tool and same(judged[1], final_args):
+            if judged is not None and judged[0] == tool and same(judged[1], fingerprint(final_args)):
                 return None
             kwargs = {"tool_name": tool, "args": final_args, "task_id": context.get("task_id", ""),
                       "session_id": context.get("session_id", ""), "tool_call_id": context.get("tool_call_id", "")}
@@ -262,7 +262,7 @@ class HermesAdapter(Adapter):
             if self._schema is not None:
                 kwargs.setdefault("telemetry_schema_version", self._schema)
             outcomes = until_stable(lambda: self._call_all(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT))
-            _judged.set((tool, snapshot(kwargs.get("args"))))
+            _judged.set((tool, fingerprint(kwargs.get("args"))))
             decision = self.decide(
                 tool,
                 outcomes,
@@ -406,7 +406,7 @@ class HermesAdapter(Adapter):
 
 # ---------------------------------------------------------------- helpers
 
-#: (tool name, snapshot of the arguments) the gates last judged in this context
+#: (tool name, fingerprint of the arguments) the gates last judged in this context
 _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_judged", default=None)
 
 

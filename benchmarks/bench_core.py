@@ -173,7 +173,7 @@ def bench_startup():
     print(f"  {'python -c pass':<34}{without:8.1f}")
     print(f"  {'  + .pth bootstrap':<34}{with_pth:8.1f}   +{with_pth - without:.1f} ms  x{with_pth / without:.2f}   target +3 ms")
     print(f"  {'  + import failsecure':<34}{imported:8.1f}   +{imported - without:.1f} ms   target +15 ms")
-    print(f"  {'  + failsecure.Verdict (pydantic)':<34}{types:8.1f}   +{types - without:.1f} ms   (first decision only)")
+    print(f"  {'  + failsecure.Verdict':<34}{types:8.1f}   +{types - without:.1f} ms   (first decision only)")
 
 
 if __name__ == "__main__":
