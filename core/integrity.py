@@ -40,8 +40,12 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
     if kind is float:
         return ("f", value.hex())  # NaN equals itself here
     if depth < 32:
-        if kind is dict:
-            return ("d", tuple((fingerprint(k, depth + 1), fingerprint(v, depth + 1)) for k, v in value.items()))
+        if kind is dict:  # the common case, plain keys and values, without a call per item
+            plain = _PLAIN
+            return ("d", tuple(
+                (k if type(k) in plain else fingerprint(k, depth + 1), v if type(v) in plain else fingerprint(v, depth + 1))
+                for k, v in value.items()
+            ))
         if kind is list or kind is tuple:
             return ("l" if kind is list else "t", tuple(fingerprint(v, depth + 1) for v in value))
     return ("id", id(value), id(kind))
