@@ -181,6 +181,8 @@ class HermesAdapter(Adapter):
             return [_watched(cb, state, adapter.hook_id(f"middleware:{callable_name(cb)}")) for cb in found]
 
         def run_chain(wrapped, instance, args, kwargs):
+            if not getattr(sys.modules[PLUGINS].get_plugin_manager(), "_middleware", {}).get(kind):
+                return wrapped(*args, **kwargs)  # no middleware: nothing runs between the gates and the tool
             names = ("tool_name", "args", "next_call")
             bound = dict(zip(names, args))
             bound.update({k: kwargs.pop(k) for k in names if k in kwargs})
@@ -261,8 +263,14 @@ class HermesAdapter(Adapter):
         try:
             if self._schema is not None:
                 kwargs.setdefault("telemetry_schema_version", self._schema)
-            outcomes = until_stable(lambda: self._call_all(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT))
-            _judged.set((tool, fingerprint(kwargs.get("args"))))
+            last: list = [None]
+
+            def picture(args: Any) -> Any:  # the last round's picture is what was judged
+                last[0] = fingerprint(args)
+                return last[0]
+
+            outcomes = until_stable(lambda: self._call_all(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT), picture)
+            _judged.set((tool, last[0]))
             decision = self.decide(
                 tool,
                 outcomes,
