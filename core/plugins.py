@@ -138,11 +138,15 @@ _entry_points_seen: Optional[bool] = None
 
 
 def _has_entry_points() -> bool:
+    """Whether any distribution declares a failsecure plugin: scanned once per process
+    (under the lock, so a burst of first decisions does not scan once each)."""
     global _entry_points_seen
     if _entry_points_seen is None:
-        from importlib.metadata import entry_points
+        with _lock:
+            if _entry_points_seen is None:
+                from importlib.metadata import entry_points
 
-        _entry_points_seen = bool(entry_points(group=ENTRY_POINT_GROUP))
+                _entry_points_seen = bool(entry_points(group=ENTRY_POINT_GROUP))
     return _entry_points_seen
 
 
