@@ -1,0 +1,122 @@
+"""Mutation score of the core: mutmut 3 over the result types, reducer, guard, policy,
+failure categories and integrity rounds, with a kill rate per module.
+
+mutmut names a mutant by the dotted path of its file and checks that name against the
+module the tests import. setuptools maps `failsecure` to core/, so a mutant of
+core/verdict.py would be named `core.verdict...` while the tests import
+`failsecure.verdict` and every mutant would be reported untested. The script therefore
+lays the package out as the wheel has it (src/failsecure = core/, src/failsecure/adapters =
+adapters/) in a scratch folder, with tests/core beside it, and runs mutmut there.
+
+    python tools/mutation.py [--workdir DIR] [--max-children N] [--fail-under PCT] [--survivors]
+
+`tox -e mutation` runs it. The package must not be installed in the env that runs it: the
+installed copy (and its drop-in .pth) would be imported instead of the mutants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULES = ["verdict", "reduce", "guard", "policy", "failures", "integrity"]
+# The test files that exercise those modules. The rest of tests/core (activation, adapter,
+# cli) patch process-wide state and fail when mutmut reorders them, so they are left out.
+TESTS = [
+    "test_guard.py",
+    "test_policy.py",
+    "test_reduce.py",
+    "test_integrity.py",
+    "test_config_trust.py",
+    "test_audit.py",
+    "test_mutation_survivors.py",
+]
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout",
+          24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+
+
+def lay_out(work: Path, modules: list[str]) -> None:
+    if work.exists():
+        shutil.rmtree(work)
+    pkg = work / "src" / "failsecure"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "core", pkg, ignore=ignore)
+    shutil.copytree(ROOT / "adapters", pkg / "adapters", ignore=ignore)
+    shutil.copytree(ROOT / "tests" / "core", work / "tests" / "core", ignore=ignore)
+    shutil.copy2(ROOT / "failsecure-auto.pth", work / "failsecure-auto.pth")
+    tests = [f"tests/core/{t}" for t in TESTS if (ROOT / "tests" / "core" / t).exists()]
+    (work / "pyproject.toml").write_text(
+        "[tool.mutmut]\n"
+        'source_paths = ["src"]\n'
+        'also_copy = ["failsecure-auto.pth"]\n'
+        f"only_mutate = {json.dumps([f'src/failsecure/{m}.py' for m in modules])}\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
+        "\n[tool.pytest.ini_options]\n"
+        'addopts = "-p no:cacheprovider --import-mode=importlib"\n'
+    )
+
+
+def results(work: Path, modules: list[str]) -> dict[str, dict[str, list[str]]]:
+    out: dict[str, dict[str, list[str]]] = {}
+    for m in modules:
+        meta = json.loads((work / "mutants" / "src" / "failsecure" / f"{m}.py.meta").read_text())
+        by_status: dict[str, list[str]] = {}
+        for name, code in meta["exit_code_by_key"].items():
+            by_status.setdefault(STATUS.get(code, "suspicious"), []).append(name)
+        out[m] = by_status
+    return out
+
+
+def table(res: dict[str, dict[str, list[str]]]) -> tuple[str, float]:
+    rows = ["| module | mutants | killed | timeout | survived | no tests | kill rate |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    tk = tt = 0
+    for m, s in res.items():
+        n = sum(len(v) for k, v in s.items() if k != "skipped")
+        k, t = len(s.get("killed", [])), len(s.get("timeout", []))
+        tk, tt = tk + k + t, tt + n
+        rows.append(f"| {m}.py | {n} | {k} | {t} | {len(s.get('survived', []))} | {len(s.get('no tests', []))} | {100 * (k + t) / max(n, 1):.1f} % |")
+    total = 100 * tk / max(tt, 1)
+    rows.append(f"| **all** | {tt} | | | | | **{total:.1f} %** |")
+    return "\n".join(rows), total
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "failsecure-mutation")
+    ap.add_argument("--modules", nargs="+", default=MODULES, choices=MODULES)
+    ap.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--fail-under", type=float, default=0.0, help="exit 1 when the overall kill rate is lower")
+    ap.add_argument("--survivors", action="store_true", help="list the surviving mutants (see them with `mutmut show NAME` in the workdir)")
+    ap.add_argument("--report-only", action="store_true", help="read the last run in --workdir, do not run")
+    args = ap.parse_args()
+    work = args.workdir.resolve()
+    if not args.report_only:
+        lay_out(work, args.modules)
+        # Children the tests start (`python -m failsecure ...`) import the unmutated copy in src/;
+        # mutmut itself drops src/ from its own path and puts mutants/src first.
+        env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+        run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)],
+                             cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if run.returncode != 0:
+            sys.stderr.write(run.stderr[-4000:])
+            return run.returncode
+    res = results(work, args.modules)
+    text, total = table(res)
+    print(text)
+    if args.survivors:
+        for m, s in res.items():
+            for status in ("survived", "no tests"):
+                for name in s.get(status, []):
+                    print(f"{status}: {name}")
+    return 1 if total < args.fail_under else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
