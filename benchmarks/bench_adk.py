@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -32,6 +31,8 @@ os.environ["GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY"] = "false"
 os.environ["ADK_SUPPRESS_EXPERIMENTAL_FEATURE_WARNINGS"] = "1"
 os.environ.pop("FAILSECURE_CONFIG", None)
 
+
+from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
 
 def sync_gate(tool, args, tool_context):
     return None if args.get("command") != "never" else {"error": "no"}
@@ -129,19 +130,7 @@ async def measure(rounds: int) -> None:
             # sanity: patched really gates, unpatched is upstream's
             assert adapter.patch() == "patched"
             assert await stages_once("never") == {"error": "no"}
-            for _ in range(2):  # warm-up, both modes
-                adapter.unpatch()
-                await fn(max(1, n // 4))
-                adapter.patch()
-                await fn(max(1, n // 4))
-            unpatched, patched = [], []
-            for _ in range(rounds):
-                adapter.unpatch()
-                unpatched.append(await fn(n))
-                adapter.patch()
-                patched.append(await fn(n))
-            u, p = statistics.median(unpatched), statistics.median(patched)
-            print(f"    {label:<50} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}")
+            print(row(label, *await arounds(adapter, fn, n, rounds, warmup=max(1, n // 4)), width=50))
 
 
 def main(argv: list[str]) -> int:

@@ -22,6 +22,8 @@ import tempfile
 import time
 
 
+import interleave  # noqa: E402  (benchmarks/ is on sys.path)
+
 def setup() -> str:
     home = tempfile.mkdtemp(prefix="failsecure-bench-crewai-")
     os.environ["HOME"] = home
@@ -122,17 +124,7 @@ def measure(rounds: int) -> float:
         for label, fn, n in cases:
             assert adapter.patch() == "patched"
             assert tool_hooks.run_before_tool_call_hooks(never) is True
-            for _ in range(2):  # warm-up, both modes
-                adapter.unpatch()
-                fn(n)
-                adapter.patch()
-                fn(n)
-            unpatched, patched = [], []
-            for _ in range(rounds):
-                adapter.unpatch()
-                unpatched.append(fn(n))
-                adapter.patch()
-                patched.append(fn(n))
+            unpatched, patched = interleave.rounds(adapter, fn, n, rounds)
             u, p = statistics.median(unpatched), statistics.median(patched)
             ratio = p / u
             if fn is dispatch:

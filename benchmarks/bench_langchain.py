@@ -30,6 +30,8 @@ import tempfile
 import time
 
 
+import interleave  # noqa: E402  (benchmarks/ is on sys.path)
+
 def setup() -> None:
     work = tempfile.mkdtemp(prefix="failsecure-bench-langchain-")
     os.chdir(work)
@@ -152,17 +154,7 @@ def main(argv: list[str]) -> int:
                 raise AssertionError("not gated")
             except Exception as exc:  # noqa: BLE001
                 assert type(exc).__name__ == "ToolCallDenied", exc
-            for _ in range(2):  # warm-up, both modes
-                adapter.unpatch()
-                fn(n)
-                adapter.patch()
-                fn(n)
-            unpatched, patched = [], []
-            for _ in range(rounds):
-                adapter.unpatch()
-                unpatched.append(fn(n))
-                adapter.patch()
-                patched.append(fn(n))
+            unpatched, patched = interleave.rounds(adapter, fn, n, rounds)
             u, p = statistics.median(unpatched), statistics.median(patched)
             bu, bp = min(unpatched), min(patched)  # the best round: steadier on a busy machine
             print(f"    {label:<36} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}"

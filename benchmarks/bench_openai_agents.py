@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -28,6 +27,8 @@ import time
 os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-not-used")
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 
+
+from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
 
 def setup() -> None:
     os.environ.pop("FAILSECURE_CONFIG", None)
@@ -129,19 +130,7 @@ async def measure(rounds: int) -> None:
             assert adapter.patch() == "patched"
             _, rejected = await one_dispatch("never")
             assert rejected == "no", rejected  # sanity: the gates really run
-            for _ in range(2):  # warm-up, both modes
-                adapter.unpatch()
-                await fn(n)
-                adapter.patch()
-                await fn(n)
-            unpatched, patched = [], []
-            for _ in range(rounds):
-                adapter.unpatch()
-                unpatched.append(await fn(n))
-                adapter.patch()
-                patched.append(await fn(n))
-            u, p = statistics.median(unpatched), statistics.median(patched)
-            print(f"    {label:<34} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}")
+            print(row(label, *await arounds(adapter, fn, n, rounds), width=34))
 
 
 def main(argv: list[str]) -> int:

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import sys
 import tempfile
 import time
+
+from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
 
 TARGET = 1.05
 
@@ -117,19 +118,7 @@ async def measure(rounds: int) -> None:
         print(f"  {config_label}")
         for label, fn, n in cases:
             assert adapter.patch() == "patched"
-            for _ in range(2):  # warm-up, both modes
-                adapter.unpatch()
-                await fn(n)
-                adapter.patch()
-                await fn(n)
-            unpatched, patched = [], []
-            for _ in range(rounds):
-                adapter.unpatch()
-                unpatched.append(await fn(n))
-                adapter.patch()
-                patched.append(await fn(n))
-            u, p = statistics.median(unpatched), statistics.median(patched)
-            print(f"    {label:<32} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}")
+            print(row(label, *await arounds(adapter, fn, n, rounds), width=32))
 
 
 def main(argv: list[str]) -> int:

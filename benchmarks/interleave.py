@@ -1,0 +1,45 @@
+"""Interleaved rounds, unpatched vs patched, in one process: what every adapter bench
+measures. ``fn(n)`` runs ``n`` calls and returns microseconds per call."""
+
+from __future__ import annotations
+
+import statistics
+
+
+def rounds(adapter, fn, n: int, count: int, warmup: int | None = None) -> tuple[list, list]:
+    """(unpatched, patched) per-call figures of ``count`` alternating rounds, after two
+    warm-up rounds of each (``warmup`` calls, default ``n``). Leaves the adapter patched."""
+    for _ in range(2):
+        adapter.unpatch()
+        fn(warmup or n)
+        adapter.patch()
+        fn(warmup or n)
+    unpatched, patched = [], []
+    for _ in range(count):
+        adapter.unpatch()
+        unpatched.append(fn(n))
+        adapter.patch()
+        patched.append(fn(n))
+    return unpatched, patched
+
+
+async def arounds(adapter, fn, n: int, count: int, warmup: int | None = None) -> tuple[list, list]:
+    """``rounds`` for ``async def fn(n)``."""
+    for _ in range(2):
+        adapter.unpatch()
+        await fn(warmup or n)
+        adapter.patch()
+        await fn(warmup or n)
+    unpatched, patched = [], []
+    for _ in range(count):
+        adapter.unpatch()
+        unpatched.append(await fn(n))
+        adapter.patch()
+        patched.append(await fn(n))
+    return unpatched, patched
+
+
+def row(label: str, unpatched: list, patched: list, width: int = 34) -> str:
+    """The medians side by side: unpatched, patched, µs added, ratio."""
+    u, p = statistics.median(unpatched), statistics.median(patched)
+    return f"    {label:<{width}} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}"
