@@ -37,6 +37,10 @@ TESTS = [
     "test_config_trust.py",
     "test_audit.py",
     "test_mutation_survivors.py",
+    "test_mutation_guard.py",
+    "test_mutation_policy.py",
+    "test_mutation_verdict.py",
+    "test_mutation_integrity.py",
 ]
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout",
           24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
