@@ -7,7 +7,8 @@ the same process, interleaved rounds, medians, the ratio and the microseconds ad
 - the before-tool stages of one call exactly as ADK's ``_caller`` runs them
   (``PluginManager.run_before_tool_callback``, then the agent's
   ``canonical_before_tool_callbacks`` through ADK's own ``_run_callbacks``), on a real
-  ``ToolContext`` of a real ``InvocationContext``;
+  ``ToolContext`` of a real ``InvocationContext``; the same followed by a realistic tool's
+  body (reading a 4 KiB file);
 - for scale, one whole agent run (``InMemoryRunner.run_async``: a scripted ``BaseLlm``
   calls one ``FunctionTool``, then answers text).
 
@@ -32,7 +33,9 @@ os.environ["ADK_SUPPRESS_EXPERIMENTAL_FEATURE_WARNINGS"] = "1"
 os.environ.pop("FAILSECURE_CONFIG", None)
 
 
+from common import Run, read_small, small_file, versions  # noqa: E402
 from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
+
 
 def sync_gate(tool, args, tool_context):
     return None if args.get("command") != "never" else {"error": "no"}
@@ -74,7 +77,7 @@ def build():
     return agent, Plugin(name="bench-plugin"), types
 
 
-async def measure(rounds: int) -> None:
+async def measure(rounds: int, run: Run) -> None:
     from google.adk.agents.invocation_context import InvocationContext
     from google.adk.plugins.plugin_manager import PluginManager
     from google.adk.runners import InMemoryRunner
@@ -110,6 +113,15 @@ async def measure(rounds: int) -> None:
             await stages_once("ls")
         return (time.perf_counter() - t) / n * 1e6
 
+    notes = small_file()
+
+    async def stages_read(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            assert await stages_once("ls") is None
+            read_small(notes)
+        return (time.perf_counter() - t) / n * 1e6
+
     async def whole_run(n: int) -> float:
         t = time.perf_counter()
         for _ in range(n):
@@ -118,7 +130,11 @@ async def measure(rounds: int) -> None:
                 pass
         return (time.perf_counter() - t) / n * 1e6
 
-    cases = [("before-tool stages (1 plugin + 2 agent callbacks)", stages, 2000), ("whole agent run, one tool call", whole_run, 20)]
+    cases = [("before-tool stages (1 plugin + 2 agent callbacks)", stages, 2000),
+             ("  + tool reading a 4 KiB file", stages_read, 2000),
+             ("whole agent run, one tool call", whole_run, 20)]
+    measured: dict = {}  # (timeout = 0?, case) -> (unpatched, patched)
+    floors: list = []
     configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
     for config_label, config in configs:
         with open("bench-config.toml", "w") as fh:
@@ -130,24 +146,32 @@ async def measure(rounds: int) -> None:
             # sanity: patched really gates, unpatched is upstream's
             assert adapter.patch() == "patched"
             assert await stages_once("never") == {"error": "no"}
-            print(row(label, *await arounds(adapter, fn, n, rounds, warmup=max(1, n // 4)), width=50))
+            floored = floors if fn is stages and not config else None
+            got = await arounds(adapter, fn, n, rounds, warmup=max(1, n // 4), floors=floored)
+            measured[(bool(config), fn)] = got
+            print(row(label, *got, width=50))
+    run.adapter("google-adk", "1 async plugin + 1 sync and 1 async agent callback",
+                "PluginManager.run_before_tool_callback + the agent's callbacks, then the tool body",
+                noop=measured[(False, stages)], file=measured[(False, stages_read)], floors=floors,
+                inline=measured[(True, stages)], rounds=rounds)
 
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[0]) if argv else 9
     os.chdir(tempfile.mkdtemp(prefix="failsecure-bench-adk-"))  # the config file per configuration
-    import importlib.metadata
     import logging
 
+    run = Run("adk", versions("google-adk"))
     import failsecure
 
     failsecure.install()
     import google.adk.plugins.plugin_manager  # noqa: F401  (patched on import)
 
     logging.getLogger("google_adk").setLevel(logging.ERROR)
-    print(f"google-adk {importlib.metadata.version('google-adk')}: one gated tool call, median of {rounds} "
+    print(f"google-adk {run.data['upstream']['google-adk']}: one gated tool call, median of {rounds} "
           f"interleaved rounds (microseconds per call)")
-    asyncio.run(measure(rounds))
+    asyncio.run(measure(rounds, run))
+    run.write()
     return 0
 
 

@@ -5,7 +5,9 @@ One PreToolUse hook callback (async, allows) registered on a real ``Query`` the 
 CLI's ``hook_callback`` control request for one tool call answered by the SDK's real
 ``Query._handle_control_request`` into a capturing transport. Unpatched and patched in
 the same process, interleaved rounds, medians, the ratio and the microseconds added.
-Each request has its own ``tool_use_id`` (failsecure decides once per tool call). Default
+Each request has its own ``tool_use_id`` (failsecure decides once per tool call). The
+same followed by a realistic tool's body (reading a 4 KiB file), as the CLI would run the
+tool once allowed. Default
 config (30 s deadline per gate) and ``timeout = 0``; no audit file.
 
 For scale: one whole Bash tool call through the bundled CLI costs hundreds of
@@ -17,13 +19,14 @@ milliseconds (the model round trip alone is two HTTP requests).
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+
+from common import Run, handoff_floor_us, read_small, small_file, versions  # benchmarks/ is on sys.path
 
 N = 2000
 
@@ -57,7 +60,7 @@ def session(patched: bool):
     return query, "hook_0", transport
 
 
-async def measure(rounds: int) -> list:
+async def measure(rounds: int, run: Run) -> list:
     from failsecure import activation, policy
 
     adapter = activation.get("claude-agent-sdk")
@@ -71,50 +74,70 @@ async def measure(rounds: int) -> list:
             "input": {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls -la"},
                       "session_id": "bench", "transcript_path": "", "cwd": "", "tool_use_id": call_id}}}
 
-    async def one_call(patched: bool, n: int) -> float:
+    notes = small_file()
+
+    def noop() -> None:
+        pass
+
+    def read() -> None:
+        read_small(notes)
+
+    async def one_call(patched: bool, n: int, tool=noop) -> float:
         query, callback_id, transport = session(patched)
         requests = [request(callback_id) for _ in range(n)]
         t = time.perf_counter()
         for r in requests:
             await query._handle_control_request(r)
+            tool()
         elapsed = (time.perf_counter() - t) / n * 1e6
         answer = json.loads(transport.last)["response"]
         assert answer["subtype"] == "success" and answer["response"]["hookSpecificOutput"]["permissionDecision"] == "allow"
         return elapsed
 
     results = []
+    measured: dict = {}  # (timeout = 0?, tool) -> (unpatched, patched)
+    floors: list = []
     for label, config in (("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")):
         with open("failsecure.toml", "w") as fh:
             fh.write(config)
         os.environ["FAILSECURE_CONFIG"] = os.path.abspath("failsecure.toml")
         policy.reload()
         assert adapter.state == "patched"
-        for _ in range(2):  # warm-up, both modes
-            await one_call(False, N)
-            await one_call(True, N)
-        unpatched, patched = [], []
-        for _ in range(rounds):
-            unpatched.append(await one_call(False, N))
-            patched.append(await one_call(True, N))
-        u, p = statistics.median(unpatched), statistics.median(patched)
-        results.append((label, u, p))
         print(f"  {label}")
-        print(f"    hook_callback request -> answer   unpatched {u:8.1f} us  patched {p:8.1f} us  "
-              f"+{p - u:7.1f} us  x{p / u:.2f}")
+        for tool, what in ((noop, "hook_callback request -> answer"), (read, "  + tool reading a 4 KiB file")):
+            for _ in range(2):  # warm-up, both modes
+                await one_call(False, N, tool)
+                await one_call(True, N, tool)
+            unpatched, patched = [], []
+            for _ in range(rounds):
+                unpatched.append(await one_call(False, N, tool))
+                patched.append(await one_call(True, N, tool))
+                if tool is noop and not config:
+                    floors.append(handoff_floor_us(n=N, repeat=1))
+            measured[(bool(config), tool)] = (unpatched, patched)
+            u, p = statistics.median(unpatched), statistics.median(patched)
+            results.append((label, u, p))
+            print(f"    {what:<34} unpatched {u:8.1f} us  patched {p:8.1f} us  +{p - u:7.1f} us  x{p / u:.2f}")
+    run.adapter("claude-agent-sdk", "1 async PreToolUse callback", "Query._handle_control_request (hook_callback), then the tool body",
+                noop=measured[(False, noop)], file=measured[(False, read)], floors=floors,
+                inline=measured[(True, noop)], rounds=rounds,
+                na="the SDK's hook callbacks are coroutines: run on the loop, no thread hand-off")
     return results
 
 
 def main(argv: list) -> int:
     rounds = int(argv[0]) if argv else 9
     os.chdir(tempfile.mkdtemp(prefix="failsecure-bench-sdk-"))
+    run = Run("claude-sdk", versions("claude-agent-sdk"))
     import failsecure
 
     failsecure.install()
     import claude_agent_sdk._internal.query  # noqa: F401  (patched on import)
 
-    print(f"claude-agent-sdk {importlib.metadata.version('claude-agent-sdk')}: one allowing PreToolUse callback, "
+    print(f"claude-agent-sdk {run.data['upstream']['claude-agent-sdk']}: one allowing PreToolUse callback, "
           f"{rounds} interleaved rounds of {N} tool calls, medians per call")
-    asyncio.run(measure(rounds))
+    asyncio.run(measure(rounds, run))
+    run.write()
     return 0
 
 

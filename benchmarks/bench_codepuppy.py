@@ -8,7 +8,8 @@ the same with one whole shell tool call (``command_runner.run_shell_command`` ru
 ``true``: dispatch plus the subprocess). Then the sync gates, which run on the guard's
 worker pool under a deadline: three sync ``file_permission`` callbacks through the sync
 loop (``on_file_permission``) and three sync ``pre_tool_call`` callbacks through the
-async loop (``on_pre_tool_call``). Default config (30 s deadline per gate) and
+async loop (``on_pre_tool_call``), and the latter followed by a realistic tool's body
+(reading a 4 KiB file). Default config (30 s deadline per gate) and
 ``timeout = 0``, both trusted files (``$FAILSECURE_CONFIG``: a project file may not
 loosen the deadline); no audit file. HOME is a throwaway dir, stdin is not read.
 
@@ -34,7 +35,7 @@ GUARDS = 3
 TARGET = 1.05
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_core import GOAL, handoff_floor_us  # noqa: E402
+from common import GOAL, Run, handoff_floor_us, read_small, small_file, versions  # noqa: E402
 
 
 def setup() -> str:
@@ -71,7 +72,7 @@ def make_sync_guards(i: int):
     return file_guard, tool_guard
 
 
-async def measure(rounds: int) -> float:
+async def measure(rounds: int, run: Run) -> float:
     from types import SimpleNamespace
 
     from code_puppy import callbacks
@@ -114,11 +115,21 @@ async def measure(rounds: int) -> float:
             await callbacks.on_pre_tool_call("read_file", {"file_path": "a.txt"}, None)
         return (time.perf_counter() - t) / n * 1e6
 
+    notes = small_file()
+
+    async def pre_tool_read(n: int) -> float:  # the same, then a tool that reads a small file
+        t = time.perf_counter()
+        for _ in range(n):
+            await callbacks.on_pre_tool_call("read_file", {"file_path": notes}, None)
+            read_small(notes)
+        return (time.perf_counter() - t) / n * 1e6
+
     cases = [
         ("on_run_shell_command dispatch", dispatch, 2000),
         ("whole shell tool call (`true`)", shell_tool, 10),
         ("on_file_permission, 3 sync gates", file_permission, 1000),
         ("on_pre_tool_call, 3 sync gates", pre_tool, 1000),
+        ("  + tool reading a 4 KiB file", pre_tool_read, 1000),
     ]
     sync_gates = (file_permission, pre_tool)
     configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
@@ -126,6 +137,7 @@ async def measure(rounds: int) -> float:
     os.environ["FAILSECURE_CONFIG"] = config_file  # trusted: may set timeout = 0
     worst = 0.0
     added: dict = {}
+    measured: dict = {}  # (timeout = 0?, case) -> (unpatched, patched, floors)
     for config_label, config in configs:
         with open(config_file, "w") as fh:
             fh.write(config)
@@ -150,6 +162,7 @@ async def measure(rounds: int) -> float:
                 patched.append(await fn(n))
                 if fn in sync_gates:
                     floors.append(handoff_floor_us(n=n, repeat=1))
+            measured[(bool(config), fn)] = (unpatched, patched, floors)
             u, p = statistics.median(unpatched), statistics.median(patched)
             ratio = p / u
             if fn is dispatch:
@@ -168,23 +181,28 @@ async def measure(rounds: int) -> float:
         print(f"  deadline path, {label}: +{d:.1f} us added per call, hand-off floor {f:.1f} us: x{d / f:.2f} the floor "
               f"(goal x{GOAL:.1f}: {'OK' if d <= GOAL * f else 'OVER'}); with no deadline +{i:.1f} us, so the "
               f"deadlines add {d - i:+.1f} us = x{(d - i) / f:.2f} the floor")
+    noop = measured[(False, pre_tool)]
+    run.adapter("code-puppy", f"{GUARDS} sync pre_tool_call callbacks", "await callbacks.on_pre_tool_call, then the tool body",
+                noop=noop[:2], file=measured[(False, pre_tool_read)][:2], floors=noop[2],
+                inline=measured[(True, pre_tool)][:2], rounds=rounds)
     return worst
 
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[0]) if argv else 9
     setup()
-    import importlib.metadata
+    run = Run("code-puppy", versions("code-puppy", "code-puppy-core-plugins"))
 
     import failsecure
 
     failsecure.install()
     import code_puppy.callbacks  # noqa: F401  (patched on import)
 
-    print(f"code-puppy {importlib.metadata.version('code-puppy')}: {GUARDS} trivial run_shell_command callbacks; "
+    print(f"code-puppy {run.data['upstream']['code-puppy']}: {GUARDS} trivial run_shell_command callbacks; "
           f"median us per call, {rounds} interleaved rounds")
-    worst = asyncio.run(measure(rounds))
+    worst = asyncio.run(measure(rounds, run))
     print(f"  worst dispatch ratio x{worst:.3f} (target x{TARGET:.2f})")
+    run.write()
     return 0
 
 

@@ -18,6 +18,8 @@ import sys
 import sysconfig
 import time
 
+from common import GOAL, Run, _idle_gap, handoff_floor_us  # benchmarks/ is on sys.path
+
 from failsecure import guard
 from failsecure.verdict import ABSTAIN, Invalid
 
@@ -42,58 +44,6 @@ def per_call_us(fn, n=20000, repeat=15):
     return statistics.median(samples)
 
 
-def _idle_gap(spins: int) -> None:
-    """Plain Python work between two hand-offs (a framework's own dispatch, say), so the
-    worker has gone idle again, as it has between two tool calls of a real run."""
-    x = 0
-    for i in range(spins):
-        x += i
-
-
-def handoff_floor_us(n=3000, repeat=7, gap=300):
-    """This machine's floor for any deadlined sync call: one lock round trip to a waiting
-    thread and back (a wake each way), with no failsecure code in it; only the round trip
-    is timed, ``gap`` spins of plain work between two (0: back to back). The median of
-    ``repeat`` runs of ``n``.
-
-    The thread that answers is the guard's own idle worker (the one the next gated call
-    would get), running a bare echo loop: a thread's placement (same CPU as the caller or
-    the other one, an idle CPU to wake) moves this figure by 3x on a shared machine, so
-    the floor is measured on the thread the gates really run on."""
-    import _thread
-
-    ping, pong = _thread.allocate_lock(), _thread.allocate_lock()
-    ping.acquire()
-    pong.acquire()
-
-    def echo():
-        for _ in range(n * repeat):
-            ping.acquire()
-            pong.release()
-
-    worker = guard._pool.take()
-    assert worker is not None
-    job = guard._Job([(echo, (), {})])
-    guard._pool.start(worker, job)
-    clock = time.perf_counter
-    samples = []
-    try:
-        for _ in range(repeat):
-            total = 0.0
-            for _ in range(n):
-                if gap:
-                    _idle_gap(gap)
-                t = clock()
-                ping.release()
-                pong.acquire(True, 5)
-                total += clock() - t
-            samples.append(total / n * 1e6)
-    finally:
-        worker.done.acquire()
-        guard._pool.release(worker)
-    return statistics.median(samples)
-
-
 def per_batch_us(fn, n=3000, repeat=7, gap=300):
     """Like ``handoff_floor_us``, timing ``fn()`` instead of the bare round trip."""
     clock = time.perf_counter
@@ -110,10 +60,7 @@ def per_batch_us(fn, n=3000, repeat=7, gap=300):
     return statistics.median(samples)
 
 
-GOAL = 2.0  # the deadline path of all the sync gates of one tool call, in bare hand-offs
-
-
-def bench_guard(rounds=7):
+def bench_guard(run, rounds=7):
     args = ("shell", {"command": "ls"})
     direct = per_call_us(lambda: validate(hook(*args)))
     guarded = per_call_us(lambda: guard.call("bench:h", hook, args, validate=validate))
@@ -137,22 +84,25 @@ def bench_guard(rounds=7):
     print(f"  {'(thread hand-off floor)':<22}{floor:8.2f}   one bare lock round trip to the guard's idle worker")
     print(f"  {'3 gates, deadlines':<22}{statistics.median(deadline_us):8.2f}   +{added:.2f} us over inline = "
           f"x{added / floor:.2f} the floor   goal x{GOAL:.1f}: {'OK' if added <= GOAL * floor else 'OVER'}")
+    run["guard"] = {
+        "direct_us": direct, "no_deadline_added_us": guarded - direct, "deadline_added_us": deadlined - direct,
+        "floor_us": floor, "three_gates_added_us": added, "three_gates_ratio": added / floor, "goal": GOAL,
+    }
 
 
-def start_ms(argv, env, n=25):
-    samples = []
-    for _ in range(n):
-        t = time.perf_counter()
-        subprocess.run(argv, env=env, check=True)
-        samples.append((time.perf_counter() - t) * 1000)
-    return statistics.median(samples)
+def once_ms(argv, env):
+    t = time.perf_counter()
+    subprocess.run(argv, env=env, check=True)
+    return (time.perf_counter() - t) * 1000
 
 
-def bench_startup():
+def bench_startup(run, n=40):
+    """Interleaved rounds: ``python -c pass`` with the drop-in's ``.pth`` and without it
+    (the file renamed away for the moment), and ``import failsecure`` without it."""
     pth = os.path.join(sysconfig.get_paths()["purelib"], "failsecure-auto.pth")
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAILSECURE") and k != "PYTHONDONTWRITEBYTECODE"}
     py = [sys.executable]
-    print("interpreter start-up (median ms, same venv)")
+    print(f"interpreter start-up (median ms of {n} interleaved rounds, same venv)")
     if not os.path.exists(pth):
         print("  failsecure-auto.pth is not installed here (editable install?): skipped")
         return
@@ -160,22 +110,34 @@ def bench_startup():
     import compileall
 
     compileall.compile_dir(os.path.dirname(pth), quiet=2)
-    start_ms(py + ["-c", "pass"], env, n=3)  # warm the caches
-    with_pth = start_ms(py + ["-c", "pass"], env)
+    cases = {"pth": ["-c", "pass"], "bare": ["-c", "pass"], "import": ["-c", "import failsecure"],
+             "types": ["-c", "import failsecure; failsecure.Verdict"]}
+    samples: dict = {k: [] for k in cases}
     hidden = pth + ".bench-off"
-    os.rename(pth, hidden)
-    try:
-        without = start_ms(py + ["-c", "pass"], env)
-        imported = start_ms(py + ["-c", "import failsecure"], env)
-        types = start_ms(py + ["-c", "import failsecure; failsecure.Verdict"], env, n=10)
-    finally:
-        os.rename(hidden, pth)
+    for i in range(n + 3):  # 3 rounds to warm the caches
+        for key, argv in cases.items():
+            if key != "pth":
+                os.rename(pth, hidden)
+            try:
+                ms = once_ms(py + argv, env)
+            finally:
+                if key != "pth":
+                    os.rename(hidden, pth)
+            if i >= 3:
+                samples[key].append(ms)
+    with_pth, without, imported, types = (statistics.median(samples[k]) for k in ("pth", "bare", "import", "types"))
     print(f"  {'python -c pass':<34}{without:8.1f}")
     print(f"  {'  + .pth bootstrap':<34}{with_pth:8.1f}   +{with_pth - without:.1f} ms  x{with_pth / without:.2f}   target +3 ms")
-    print(f"  {'  + import failsecure':<34}{imported:8.1f}   +{imported - without:.1f} ms   target +15 ms")
+    print(f"  {'  + import failsecure':<34}{imported:8.1f}   +{imported - without:.1f} ms  x{imported / without:.2f}   target +15 ms")
     print(f"  {'  + failsecure.Verdict':<34}{types:8.1f}   +{types - without:.1f} ms   (first decision only)")
+    run["start"] = {
+        "runs": n, "bare_ms": without, "pth_ms": with_pth, "import_ms": imported, "types_ms": types,
+        "pth_added_ms": with_pth - without, "import_added_ms": imported - without, "types_added_ms": types - without,
+    }
 
 
 if __name__ == "__main__":
-    bench_guard()
-    bench_startup()
+    result = Run("core")
+    bench_guard(result)
+    bench_startup(result)
+    result.write()

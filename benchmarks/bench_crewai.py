@@ -4,7 +4,8 @@ One trivial before-tool-call hook (no opinion) registered with CrewAI's real
 ``register_before_tool_call_hook``; ``tool_hooks.run_before_tool_call_hooks(context)``
 (what every CrewAI tool-call path asks before it runs a tool) measured unpatched and
 patched in the same process, interleaved rounds, medians, the ratio and the
-microseconds added. For scale, the same with one whole ``Crew.kickoff()``: a scripted
+microseconds added, and the same followed by a realistic tool's body (reading a 4 KiB
+file). For scale, the same with one whole ``Crew.kickoff()``: a scripted
 ``BaseLLM`` asks for one real tool call, then answers (no network). Default config
 (30 s deadline per gate: one thread hand-off) and ``timeout = 0``; no audit file.
 Telemetry off, HOME a throwaway dir.
@@ -23,6 +24,7 @@ import time
 
 
 import interleave  # noqa: E402  (benchmarks/ is on sys.path)
+from common import Run, read_small, small_file, versions  # noqa: E402
 
 def setup() -> str:
     home = tempfile.mkdtemp(prefix="failsecure-bench-crewai-")
@@ -86,7 +88,7 @@ def crew_factory(marker: str):
     return make
 
 
-def measure(rounds: int) -> float:
+def measure(rounds: int, report: Run) -> float:
     from failsecure import activation, policy
 
     tool_hooks = importlib.import_module("crewai.hooks.tool_hooks")
@@ -105,6 +107,18 @@ def measure(rounds: int) -> float:
                 raise AssertionError("the allowed call was blocked")
         return (time.perf_counter() - t) / n * 1e6
 
+    notes = small_file()
+    read_ctx = tool_hooks.ToolCallHookContext(tool_name="read_file", tool_input={"path": notes}, tool=None)
+
+    def dispatch_read(n: int) -> float:
+        run = tool_hooks.run_before_tool_call_hooks
+        t = time.perf_counter()
+        for _ in range(n):
+            if run(read_ctx):
+                raise AssertionError("the allowed call was blocked")
+            read_small(notes)
+        return (time.perf_counter() - t) / n * 1e6
+
     def kickoff(n: int) -> float:
         crews = [make_crew() for _ in range(n)]
         t = time.perf_counter()
@@ -112,9 +126,13 @@ def measure(rounds: int) -> float:
             crew.kickoff()
         return (time.perf_counter() - t) / n * 1e6
 
-    cases = [("run_before_tool_call_hooks (1 hook)", dispatch, 2000), ("whole Crew.kickoff (1 tool call)", kickoff, 5)]
+    cases = [("run_before_tool_call_hooks (1 hook)", dispatch, 2000),
+             ("  + tool reading a 4 KiB file", dispatch_read, 2000),
+             ("whole Crew.kickoff (1 tool call)", kickoff, 5)]
     configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
     worst = 0.0
+    measured: dict = {}  # (timeout = 0?, case) -> (unpatched, patched)
+    floors: list = []
     for config_label, config in configs:
         with open("failsecure.toml", "w") as fh:
             fh.write(config)
@@ -124,7 +142,9 @@ def measure(rounds: int) -> float:
         for label, fn, n in cases:
             assert adapter.patch() == "patched"
             assert tool_hooks.run_before_tool_call_hooks(never) is True
-            unpatched, patched = interleave.rounds(adapter, fn, n, rounds)
+            floored = floors if fn is dispatch and not config else None
+            unpatched, patched = interleave.rounds(adapter, fn, n, rounds, floors=floored)
+            measured[(bool(config), fn)] = (unpatched, patched)
             u, p = statistics.median(unpatched), statistics.median(patched)
             ratio = p / u
             if fn is dispatch:
@@ -132,6 +152,9 @@ def measure(rounds: int) -> float:
             print(f"    {label:<38} unpatched {u:10.1f}  patched {p:10.1f}  +{p - u:8.1f} us  x{ratio:.3f}")
     with open(marker) as fh:
         assert fh.read().count("ls") > 0, "the tool never ran"
+    report.adapter("crewai", "1 sync before-tool-call hook", "tool_hooks.run_before_tool_call_hooks, then the tool body",
+                noop=measured[(False, dispatch)], file=measured[(False, dispatch_read)], floors=floors,
+                inline=measured[(True, dispatch)], rounds=rounds)
     return worst
 
 
@@ -140,6 +163,7 @@ def main(argv: list[str]) -> int:
     setup()
     import importlib.metadata
 
+    run = Run("crewai", versions("crewai"))
     import failsecure
 
     failsecure.install()
@@ -150,7 +174,8 @@ def main(argv: list[str]) -> int:
     logging.getLogger("crewai.llms.base_llm").setLevel(logging.ERROR)
     print(f"crewai {importlib.metadata.version('crewai')}: one trivial before-tool-call hook; "
           f"median of {rounds} interleaved rounds, microseconds per call")
-    measure(rounds)
+    measure(rounds, run)
+    run.write()
     return 0
 
 

@@ -7,6 +7,7 @@ and patched in the same process, interleaved rounds, medians and the ratio print
 - a fake tool that returns at once (the worst case: the ratio is then the cost of the
   gate against hermes' ~25-40 us of dispatch, and the added microseconds are the number
   that matters), and
+- a realistic tool: a registered tool that reads a small file (4 KiB, written at start),
 - hermes' own ``read_file`` on a local file (a real tool),
 
 under the default failsecure config (30 s deadline per gate: the gates run on the
@@ -37,7 +38,7 @@ GUARDS = 3
 TARGET = 1.05
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_core import GOAL, handoff_floor_us  # noqa: E402
+from common import GOAL, Run, handoff_floor_us, read_small, small_file, versions  # noqa: E402
 
 
 def setup_home() -> str:
@@ -92,6 +93,12 @@ def main(argv: list[str]) -> int:
         schema={"name": "bench_probe", "description": "bench", "parameters": {"type": "object", "properties": {}}},
         handler=lambda args, **kw: '{"ok": true}',
     )
+    notes = small_file()
+    registry.register(
+        name="bench_read", toolset="bench",
+        schema={"name": "bench_read", "description": "bench", "parameters": {"type": "object", "properties": {}}},
+        handler=lambda args, **kw: json.dumps({"text": read_small(args["path"])}),
+    )
     big = os.path.join(cwd, "lines.txt")
     with open(big, "w") as fh:
         fh.writelines(f"line {i}\n" for i in range(20000))
@@ -102,6 +109,7 @@ def main(argv: list[str]) -> int:
 
     tools = [
         ("fake tool (returns at once)", "bench_probe", lambda: {"path": "/tmp/x"}, 300),
+        ("tool reading a 4 KiB file", "bench_read", lambda: {"path": notes}, 300),
         ("hermes read_file, 5 lines", "read_file", read_file_args, 12),
     ]
     configs = [
@@ -116,13 +124,14 @@ def main(argv: list[str]) -> int:
             model_tools.handle_function_call(tool, args, task_id="t", tool_call_id="c", session_id="s")
         return (time.perf_counter() - t) / n * 1e6
 
-    import importlib.metadata
-
-    print(f"hermes-agent {importlib.metadata.version('hermes-agent')}: one tool call through "
+    run = Run("hermes", versions("hermes-agent"))
+    print(f"hermes-agent {run.data['upstream']['hermes-agent']}: one tool call through "
           f"handle_function_call, {GUARDS} trivial guards; median us per call, {rounds} interleaved rounds")
     worst = 0.0
     deadline_added: dict = {}
     floor_of: dict = {}
+    measured: dict = {}  # (timeout = 0?, tool) -> (unpatched, patched)
+    floor_rounds: list = []
     inline_added = 0.0
     config_file = os.path.join(home, "failsecure-bench.toml")
     os.environ["FAILSECURE_CONFIG"] = config_file  # trusted: may set timeout = 0
@@ -152,6 +161,9 @@ def main(argv: list[str]) -> int:
                 patched.append(per_call_us(tool, args, n))
                 floors.append(handoff_floor_us(n=max(n, 300), repeat=1))
             assert adapter.state == "patched"
+            measured[(bool(config), tool)] = (unpatched, patched)
+            if not config and tool == "bench_probe":
+                floor_rounds = floors
             u, p, f = statistics.median(unpatched), statistics.median(patched), statistics.median(floors)
             ratio = p / u
             worst = max(worst, ratio)
@@ -171,6 +183,10 @@ def main(argv: list[str]) -> int:
           f"x{added / floor:.2f} the floor (goal x{GOAL:.1f}: {'OK' if added <= GOAL * floor else 'OVER'}); "
           f"with no deadline +{inline_added:.1f} us, so the deadlines add {added - inline_added:+.1f} us "
           f"= x{(added - inline_added) / floor:.2f} the floor")
+    run.adapter("hermes-agent", f"{GUARDS} sync pre_tool_call plugins", "model_tools.handle_function_call (the tool runs)",
+                noop=measured[(False, "bench_probe")], file=measured[(False, "bench_read")], floors=floor_rounds,
+                inline=measured[(True, "bench_probe")], rounds=rounds)
+    run.write()
     return 0
 
 

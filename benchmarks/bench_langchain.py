@@ -7,7 +7,8 @@ ratio and the microseconds added:
 
 - ``CallbackManager.on_tool_start`` (the callback dispatcher alone, what a tool calls
   before its body);
-- ``tool.invoke`` of a trivial ``StructuredTool``;
+- ``tool.invoke`` of a trivial ``StructuredTool``, and of one that reads a 4 KiB file (the
+  realistic tool);
 - a whole ``create_agent`` run (``agent.invoke``): a scripted chat model asks for the
   tool once, the ToolNode runs it, the model answers.
 - the same two through ``ainvoke``.
@@ -31,6 +32,7 @@ import time
 
 
 import interleave  # noqa: E402  (benchmarks/ is on sys.path)
+from common import Run, read_small, small_file, versions  # noqa: E402
 
 def setup() -> None:
     work = tempfile.mkdtemp(prefix="failsecure-bench-langchain-")
@@ -76,7 +78,7 @@ def build():
 def main(argv: list[str]) -> int:
     rounds = int(argv[0]) if argv else 9
     setup()
-    import importlib.metadata
+    report = Run("langchain", versions("langchain", "langchain-core", "langgraph"))
 
     import failsecure
 
@@ -97,6 +99,22 @@ def main(argv: list[str]) -> int:
         t = time.perf_counter()
         for _ in range(n):
             manager.on_tool_start(serialized, "{'command': 'ls'}", inputs={"command": "ls"}, tool_call_id="c1")
+        return (time.perf_counter() - t) / n * 1e6
+
+    from langchain_core.tools import StructuredTool
+
+    notes = small_file()
+
+    def read_notes(path: str) -> str:
+        """Read a file."""
+        return read_small(path)
+
+    reader = StructuredTool.from_function(read_notes)
+
+    def read(n):
+        t = time.perf_counter()
+        for _ in range(n):
+            reader.invoke({"path": notes}, config=config)
         return (time.perf_counter() - t) / n * 1e6
 
     def direct(n):
@@ -129,19 +147,23 @@ def main(argv: list[str]) -> int:
 
         return asyncio.run(go())
 
+    up = report.data["upstream"]
     print(
-        f"langchain {importlib.metadata.version('langchain')}, langchain-core {importlib.metadata.version('langchain-core')}, "
-        f"langgraph {importlib.metadata.version('langgraph')}: one strict gate + one observer handler; "
+        f"langchain {up['langchain']}, langchain-core {up['langchain-core']}, "
+        f"langgraph {up['langgraph']}: one strict gate + one observer handler; "
         f"{rounds} interleaved rounds, medians (us per call)"
     )
     cases = [
         ("CallbackManager.on_tool_start", dispatch, 2000),
         ("tool.invoke", direct, 400),
+        ("tool.invoke, reading a 4 KiB file", read, 400),
         ("tool.ainvoke", adirect, 400),
         ("create_agent invoke (1 tool call)", run, 40),
         ("create_agent ainvoke (1 tool call)", arun, 40),
     ]
     configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
+    measured: dict = {}  # (timeout = 0?, case) -> (unpatched, patched)
+    floors: list = []
     for config_label, text in configs:
         with open(os.environ["FAILSECURE_CONFIG"], "w") as fh:
             fh.write(text)
@@ -154,11 +176,17 @@ def main(argv: list[str]) -> int:
                 raise AssertionError("not gated")
             except Exception as exc:  # noqa: BLE001
                 assert type(exc).__name__ == "ToolCallDenied", exc
-            unpatched, patched = interleave.rounds(adapter, fn, n, rounds)
+            floored = floors if fn is direct and not text else None
+            unpatched, patched = interleave.rounds(adapter, fn, n, rounds, floors=floored)
+            measured[(bool(text), fn)] = (unpatched, patched)
             u, p = statistics.median(unpatched), statistics.median(patched)
             bu, bp = min(unpatched), min(patched)  # the best round: steadier on a busy machine
             print(f"    {label:<36} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}"
                   f"   (best rounds: {bu:.1f} / {bp:.1f}, +{bp - bu:.1f} us)")
+    report.adapter("langchain", "1 strict sync handler + 1 observer", "tool.invoke (the tool runs)",
+                noop=measured[(False, direct)], file=measured[(False, read)], floors=floors,
+                inline=measured[(True, direct)], rounds=rounds)
+    report.write()
     return 0
 
 

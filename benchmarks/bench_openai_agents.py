@@ -7,6 +7,7 @@ added:
 
 - the SDK's guardrail loop (``_execute_tool_input_guardrails``) plus the approval
   evaluation (``function_needs_approval``) for one call: the dispatch failsecure wraps;
+  the same followed by a realistic tool's body (reading a 4 KiB file);
 - a whole agent run (``Runner.run``) with a scripted model (no network) making one tool
   call and then answering: what an application sees.
 
@@ -28,6 +29,7 @@ os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-not-used")
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 
 
+from common import Run, read_small, small_file, versions  # noqa: E402
 from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
 
 def setup() -> None:
@@ -79,7 +81,7 @@ def build():
     return tool, agent
 
 
-async def measure(rounds: int) -> None:
+async def measure(rounds: int, run: Run) -> None:
     from agents import RunConfig, Runner
     from agents.run_context import RunContextWrapper
     from agents.run_internal import tool_execution
@@ -111,6 +113,15 @@ async def measure(rounds: int) -> None:
             await one_dispatch()
         return (time.perf_counter() - t) / n * 1e6
 
+    notes = small_file()
+
+    async def dispatch_read(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            await one_dispatch()
+            read_small(notes)
+        return (time.perf_counter() - t) / n * 1e6
+
     async def whole_run(n: int) -> float:
         t = time.perf_counter()
         for _ in range(n):
@@ -118,7 +129,10 @@ async def measure(rounds: int) -> None:
         assert result.final_output == "done"
         return (time.perf_counter() - t) / n * 1e6
 
-    cases = [("guardrails + approval dispatch", dispatch, 500), ("whole Runner.run (1 tool call)", whole_run, 50)]
+    cases = [("guardrails + approval dispatch", dispatch, 500), ("  + tool reading a 4 KiB file", dispatch_read, 500),
+             ("whole Runner.run (1 tool call)", whole_run, 50)]
+    measured: dict = {}  # (timeout = 0?, case) -> (unpatched, patched)
+    floors: list = []
     configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
     for config_label, text in configs:
         with open("bench.toml", "w") as fh:
@@ -130,13 +144,19 @@ async def measure(rounds: int) -> None:
             assert adapter.patch() == "patched"
             _, rejected = await one_dispatch("never")
             assert rejected == "no", rejected  # sanity: the gates really run
-            print(row(label, *await arounds(adapter, fn, n, rounds), width=34))
+            floored = floors if fn is dispatch and not text else None
+            measured[(bool(text), fn)] = got = await arounds(adapter, fn, n, rounds, floors=floored)
+            print(row(label, *got, width=34))
+    run.adapter("openai-agents", "1 sync + 1 async tool input guardrail, needs_approval",
+                "_execute_tool_input_guardrails + function_needs_approval, then the tool body",
+                noop=measured[(False, dispatch)], file=measured[(False, dispatch_read)], floors=floors,
+                inline=measured[(True, dispatch)], rounds=rounds)
 
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[0]) if argv else 9
     setup()
-    import importlib.metadata
+    run = Run("openai-agents", versions("openai-agents"))
 
     import failsecure
 
@@ -145,9 +165,10 @@ def main(argv: list[str]) -> int:
     from agents import set_tracing_disabled
 
     set_tracing_disabled(True)
-    print(f"openai-agents {importlib.metadata.version('openai-agents')}: one function tool call, "
+    print(f"openai-agents {run.data['upstream']['openai-agents']}: one function tool call, "
           f"2 tool input guardrails (sync + async) and a callable needs_approval; {rounds} rounds, medians (us per call)")
-    asyncio.run(measure(rounds))
+    asyncio.run(measure(rounds, run))
+    run.write()
     return 0
 
 

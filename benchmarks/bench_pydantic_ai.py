@@ -7,6 +7,7 @@ rounds, medians, the ratio and the microseconds added:
 - the dispatch alone: ``await hooks.before_tool_execute(ctx, call=..., tool_def=...,
   args=...)`` with the real ``RunContext``/``ToolCallPart``/``ToolDefinition`` captured from
   an agent run (an async hook, then a sync hook, which upstream runs in a worker thread);
+  the async hook's dispatch followed by a realistic tool's body (reading a 4 KiB file);
 - one whole agent run: ``Agent(FunctionModel(...)).run(...)`` calling one
   ``@agent.tool_plain`` once (model turn, tool call, model turn).
 
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 
+from common import Run, read_small, small_file, versions  # noqa: E402
 from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
 
 TARGET = 1.05
@@ -30,7 +32,7 @@ TARGET = 1.05
 
 def setup() -> None:
     os.environ.pop("FAILSECURE_CONFIG", None)
-    os.chdir(tempfile.mkdtemp(prefix="failsecure-bench-pai-"))  # failsecure.toml per configuration
+    os.chdir(tempfile.mkdtemp(prefix="failsecure-bench-pai-"))  # the config file per configuration
 
 
 async def gate_async(ctx, *, call, tool_def, args):
@@ -76,7 +78,7 @@ async def capture():
     return seen
 
 
-async def measure(rounds: int) -> None:
+async def measure(rounds: int, run: Run) -> None:
     from pydantic_ai.capabilities import Hooks
 
     from failsecure import activation, policy
@@ -96,6 +98,20 @@ async def measure(rounds: int) -> None:
 
         return dispatch
 
+    notes = small_file()
+
+    def dispatcher_read(gate):
+        dispatch = dispatcher(gate)
+
+        async def dispatch_read(n: int) -> float:
+            t = time.perf_counter()
+            for _ in range(n):
+                await dispatch(1)
+                read_small(notes)
+            return (time.perf_counter() - t) / n * 1e6
+
+        return dispatch_read
+
     whole_agent = make_agent(Hooks(before_tool_execute=gate_async))
 
     async def whole(n: int) -> float:
@@ -105,35 +121,49 @@ async def measure(rounds: int) -> None:
         assert result.output == "done"
         return (time.perf_counter() - t) / n * 1e6
 
+    noop, read = dispatcher(gate_async), dispatcher_read(gate_async)
     cases = [
-        ("dispatch, 1 async hook", dispatcher(gate_async), 2000),
+        ("dispatch, 1 async hook", noop, 2000),
+        ("  + tool reading a 4 KiB file", read, 2000),
         ("dispatch, 1 sync hook (thread)", dispatcher(gate_sync), 500),
         ("whole agent run, 1 tool call", whole, 100),
     ]
     configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
+    measured: dict = {}  # (timeout = 0?, case) -> (unpatched, patched)
+    floors: list = []
     for config_label, config in configs:
-        with open("failsecure.toml", "w") as fh:
+        with open("bench.toml", "w") as fh:
             fh.write(config)
+        # trusted ($FAILSECURE_CONFIG): a project file may not loosen the deadline to 0
+        os.environ["FAILSECURE_CONFIG"] = os.path.abspath("bench.toml")
         policy.reload()
         print(f"  {config_label}")
         for label, fn, n in cases:
             assert adapter.patch() == "patched"
-            print(row(label, *await arounds(adapter, fn, n, rounds), width=32))
+            floored = floors if fn is noop and not config else None
+            measured[(bool(config), fn)] = got = await arounds(adapter, fn, n, rounds, floors=floored)
+            print(row(label, *got, width=32))
+    run.adapter("pydantic-ai", "1 async before_tool_execute hook", "Hooks.before_tool_execute, then the tool body",
+                noop=measured[(False, noop)], file=measured[(False, read)], floors=floors,
+                inline=measured[(True, noop)], rounds=rounds,
+                na="failsecure awaits upstream's own hook dispatch on the loop (upstream runs a sync hook "
+                   "in its own worker thread): no hand-off of failsecure's")
 
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[0]) if argv else 9
     setup()
-    import importlib.metadata
+    run = Run("pydantic-ai", versions("pydantic-ai-slim"))
 
     import failsecure
 
     failsecure.install()
     import pydantic_ai.capabilities.hooks  # noqa: F401  (patched on import)
 
-    print(f"pydantic-ai-slim {importlib.metadata.version('pydantic-ai-slim')}: one trivial before_tool_execute hook; "
+    print(f"pydantic-ai-slim {run.data['upstream']['pydantic-ai-slim']}: one trivial before_tool_execute hook; "
           f"median us per call, {rounds} interleaved rounds")
-    asyncio.run(measure(rounds))
+    asyncio.run(measure(rounds, run))
+    run.write()
     return 0
 
 

@@ -4,7 +4,8 @@ Three trivial ``BeforeToolCallEvent`` callbacks (sync, no opinion, like a typica
 hook that lets the call through) registered through Strands' real ``HookRegistry``;
 ``await registry.invoke_callbacks_async(BeforeToolCallEvent(...))`` (what the tool
 executor awaits before every tool) measured unpatched and patched in the same process,
-interleaved rounds, medians, the ratio and the microseconds added. For scale, the same
+interleaved rounds, medians, the ratio and the microseconds added; the same followed by a
+realistic tool's body (reading a 4 KiB file). For scale, the same
 with one whole agent turn: ``Agent.invoke_async`` with a scripted model that asks for one
 ``@tool`` and then answers (no network). Default config (30 s deadline per gate) and
 ``timeout = 0``; no audit file.
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 
+from common import Run, read_small, small_file, versions  # noqa: E402
 from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
 
 GATES = 3
@@ -83,7 +85,7 @@ def scripted_model():
     return Scripted()
 
 
-async def measure(rounds: int) -> None:
+async def measure(rounds: int, run: Run) -> None:
     from strands import Agent, tool
     from strands.hooks import BeforeToolCallEvent, HookRegistry
 
@@ -117,6 +119,17 @@ async def measure(rounds: int) -> None:
             await registry.invoke_callbacks_async(event())
         return (time.perf_counter() - t) / n * 1e6
 
+    notes = small_file()
+
+    async def dispatch_read(n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            e = event()
+            await registry.invoke_callbacks_async(e)
+            assert not e.cancel_tool
+            read_small(notes)
+        return (time.perf_counter() - t) / n * 1e6
+
     async def agent_turn(n: int) -> float:
         t = time.perf_counter()
         for _ in range(n):
@@ -125,7 +138,10 @@ async def measure(rounds: int) -> None:
         assert str(result).strip() == "done", result
         return (time.perf_counter() - t) / n * 1e6
 
-    cases = [("before-tool dispatch (3 gates)", dispatch, 2000), ("whole agent turn (1 tool call)", agent_turn, 20)]
+    cases = [("before-tool dispatch (3 gates)", dispatch, 2000), ("  + tool reading a 4 KiB file", dispatch_read, 2000),
+             ("whole agent turn (1 tool call)", agent_turn, 20)]
+    measured: dict = {}  # (timeout = 0?, case) -> (unpatched, patched)
+    floors: list = []
     configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
     for config_label, config in configs:
         with open(os.environ["FAILSECURE_CONFIG"], "w") as fh:
@@ -138,22 +154,28 @@ async def measure(rounds: int) -> None:
             denied = event("never")
             await registry.invoke_callbacks_async(denied)
             assert denied.cancel_tool == "no"
-            print(row(label, *await arounds(adapter, fn, n, rounds), width=32))
+            floored = floors if fn is dispatch and not config else None
+            measured[(bool(config), fn)] = got = await arounds(adapter, fn, n, rounds, floors=floored)
+            print(row(label, *got, width=32))
+    run.adapter("strands", f"{GATES} sync BeforeToolCallEvent callbacks", "HookRegistry.invoke_callbacks_async, then the tool body",
+                noop=measured[(False, dispatch)], file=measured[(False, dispatch_read)], floors=floors,
+                inline=measured[(True, dispatch)], rounds=rounds)
 
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[0]) if argv else 9
     setup()
-    import importlib.metadata
+    run = Run("strands", versions("strands-agents"))
 
     import failsecure
 
     failsecure.install()
     import strands.hooks  # noqa: F401  (patched on import)
 
-    print(f"strands-agents {importlib.metadata.version('strands-agents')}: {GATES} trivial BeforeToolCallEvent callbacks; "
+    print(f"strands-agents {run.data['upstream']['strands-agents']}: {GATES} trivial BeforeToolCallEvent callbacks; "
           f"median us per call, {rounds} interleaved rounds")
-    asyncio.run(measure(rounds))
+    asyncio.run(measure(rounds, run))
+    run.write()
     return 0
 
 

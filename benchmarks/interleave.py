@@ -1,12 +1,21 @@
 """Interleaved rounds, unpatched vs patched, in one process: what every adapter bench
-measures. ``fn(n)`` runs ``n`` calls and returns microseconds per call."""
+measures. ``fn(n)`` runs ``n`` calls and returns microseconds per call. Given a
+``floors`` list, each round also measures this machine's thread hand-off floor
+(``common.handoff_floor_us``) into it, so the floor is of the same machine state."""
 
 from __future__ import annotations
 
 import statistics
 
 
-def rounds(adapter, fn, n: int, count: int, warmup: int | None = None) -> tuple[list, list]:
+def _floor(floors: list | None, n: int) -> None:
+    if floors is not None:
+        from common import handoff_floor_us
+
+        floors.append(handoff_floor_us(n=max(n, 300), repeat=1))
+
+
+def rounds(adapter, fn, n: int, count: int, warmup: int | None = None, floors: list | None = None) -> tuple[list, list]:
     """(unpatched, patched) per-call figures of ``count`` alternating rounds, after two
     warm-up rounds of each (``warmup`` calls, default ``n``). Leaves the adapter patched."""
     for _ in range(2):
@@ -20,10 +29,12 @@ def rounds(adapter, fn, n: int, count: int, warmup: int | None = None) -> tuple[
         unpatched.append(fn(n))
         adapter.patch()
         patched.append(fn(n))
+        _floor(floors, n)
     return unpatched, patched
 
 
-async def arounds(adapter, fn, n: int, count: int, warmup: int | None = None) -> tuple[list, list]:
+async def arounds(adapter, fn, n: int, count: int, warmup: int | None = None,
+                  floors: list | None = None) -> tuple[list, list]:
     """``rounds`` for ``async def fn(n)``."""
     for _ in range(2):
         adapter.unpatch()
@@ -36,6 +47,7 @@ async def arounds(adapter, fn, n: int, count: int, warmup: int | None = None) ->
         unpatched.append(await fn(n))
         adapter.patch()
         patched.append(await fn(n))
+        _floor(floors, n)
     return unpatched, patched
 
 

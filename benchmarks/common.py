@@ -1,0 +1,169 @@
+"""What every bench shares: this machine's thread hand-off floor, the realistic tool (a
+small file read), and the JSON figures that ``bench_report.py`` turns into the one table.
+
+A bench keeps its figures in a ``Run`` and writes them to
+``$FAILSECURE_BENCH_OUT/bench-<name>.json`` (tox sets it to ``{work_dir}/bench-results``;
+``<name>`` as in the tox env ``bench-<name>``); without that variable it writes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+
+GOAL = 2.0  # the deadline path of all the sync gates of one tool call, in bare hand-offs
+FILE_BYTES = 4096  # the realistic tool reads a file this big
+
+
+def _idle_gap(spins: int) -> None:
+    """Plain Python work between two hand-offs (a framework's own dispatch, say), so the
+    worker has gone idle again, as it has between two tool calls of a real run."""
+    x = 0
+    for i in range(spins):
+        x += i
+
+
+def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300) -> float:
+    """This machine's floor for any deadlined sync call: one lock round trip to a waiting
+    thread and back (a wake each way), with no failsecure code in it; only the round trip
+    is timed, ``gap`` spins of plain work between two (0: back to back). The median of
+    ``repeat`` runs of ``n``.
+
+    The thread that answers is the guard's own idle worker (the one the next gated call
+    would get), running a bare echo loop: a thread's placement (same CPU as the caller or
+    the other one, an idle CPU to wake) moves this figure by 3x on a shared machine, so
+    the floor is measured on the thread the gates really run on."""
+    import _thread
+
+    from failsecure import guard
+
+    ping, pong = _thread.allocate_lock(), _thread.allocate_lock()
+    ping.acquire()
+    pong.acquire()
+
+    def echo():
+        for _ in range(n * repeat):
+            ping.acquire()
+            pong.release()
+
+    worker = guard._pool.take()
+    assert worker is not None
+    job = guard._Job([(echo, (), {})])
+    guard._pool.start(worker, job)
+    clock = time.perf_counter
+    samples = []
+    try:
+        for _ in range(repeat):
+            total = 0.0
+            for _ in range(n):
+                if gap:
+                    _idle_gap(gap)
+                t = clock()
+                ping.release()
+                pong.acquire(True, 5)
+                total += clock() - t
+            samples.append(total / n * 1e6)
+    finally:
+        worker.done.acquire()
+        guard._pool.release(worker)
+    return statistics.median(samples)
+
+
+def small_file() -> str:
+    """A file of ``FILE_BYTES`` bytes of text lines in a fresh temp dir: what the
+    realistic tool reads."""
+    path = os.path.join(tempfile.mkdtemp(prefix="failsecure-bench-file-"), "notes.txt")
+    line = "the quick brown fox jumps over the lazy dog, line %05d\n"
+    with open(path, "w") as fh:
+        written = 0
+        i = 0
+        while written < FILE_BYTES:
+            text = line % i
+            fh.write(text[: FILE_BYTES - written])
+            written += len(text)
+            i += 1
+    return path
+
+
+def read_small(path: str) -> str:
+    """The realistic tool's body: read the small file whole."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    assert len(text) == FILE_BYTES
+    return text
+
+
+def versions(*dists: str) -> dict:
+    import importlib.metadata
+
+    return {d: importlib.metadata.version(d) for d in dists}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+class Run:
+    """One bench's figures: the load average and time at its start and end, Python, the
+    upstream releases; ``write`` adds the end and writes the JSON."""
+
+    def __init__(self, name: str, upstream: dict | None = None) -> None:
+        self.data: dict = {
+            "bench": name,
+            "started": _now(),
+            "load_start": list(os.getloadavg()),
+            "python": platform.python_version(),
+            "upstream": upstream or {},
+        }
+
+    def __setitem__(self, key: str, value) -> None:
+        self.data[key] = value
+
+    def adapter(self, adapter: str, gates: str, path: str, noop: tuple, file: tuple, floors: list,
+                inline: tuple | None = None, na: str | None = None, rounds: int = 0) -> dict:
+        """The row of an adapter: ``noop`` and ``file`` are the (unpatched, patched) per-call
+        figures of the default config's interleaved rounds, ``floors`` the hand-off floor
+        measured in the same rounds, ``inline`` the no-op tool under ``timeout = 0`` (gates
+        inline), ``na`` why the adapter has no deadline path of its own (async gates)."""
+        u, p = statistics.median(noop[0]), statistics.median(noop[1])
+        fu, fp = statistics.median(file[0]), statistics.median(file[1])
+        floor = statistics.median(floors)
+        row = {
+            "adapter": adapter, "gates": gates, "path": path, "rounds": rounds,
+            "noop": {"unpatched_us": u, "patched_us": p, "added_us": p - u},
+            "file": {"unpatched_us": fu, "patched_us": fp, "ratio": fp / fu, "bytes": FILE_BYTES},
+            "floor_us": floor,
+        }
+        if inline is not None:
+            iu, ip = statistics.median(inline[0]), statistics.median(inline[1])
+            row["inline"] = {"unpatched_us": iu, "patched_us": ip, "added_us": ip - iu}
+        if na:
+            row["deadline"] = {"na": na}
+        else:
+            row["deadline"] = {"added_us": p - u, "ratio": (p - u) / floor, "goal": GOAL}
+            if inline is not None:
+                share = (p - u) - row["inline"]["added_us"]
+                row["deadline"].update(deadlines_us=share, deadlines_ratio=share / floor)
+        self.data["row"] = row
+        print(f"  table row: no-op tool +{p - u:.1f} us, small file read x{fp / fu:.3f}, hand-off floor "
+              f"{floor:.1f} us, deadline path " + (f"n/a ({na})" if na else f"x{(p - u) / floor:.2f} the floor"))
+        return row
+
+    def write(self) -> str | None:
+        self.data["ended"] = _now()
+        self.data["load_end"] = list(os.getloadavg())
+        folder = os.environ.get("FAILSECURE_BENCH_OUT")
+        if not folder:
+            return None
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "bench-%s.json" % self.data["bench"])  # the tox env's name
+        with open(path + ".tmp", "w") as fh:
+            json.dump(self.data, fh, indent=1)
+        os.replace(path + ".tmp", path)
+        print(f"figures written to {path}")
+        return path
