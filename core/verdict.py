@@ -61,7 +61,8 @@ class _Frozen:
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable")
 
-    __delattr__ = __setattr__  # type: ignore[assignment]
+    def __delattr__(self, name):
+        raise AttributeError(f"{type(self).__name__} is immutable")
 
     def _values(self) -> tuple:
         return tuple(getattr(self, f) for f in self._fields)
@@ -72,7 +73,8 @@ class _Frozen:
         return self._values() == other._values()
 
     def __hash__(self):
-        return hash((type(self).__name__,) + tuple(v if _hashable(v) else id(v) for v in self._values()))
+        # an unhashable field (adapter data, a dict) adds nothing: equal values hash equal
+        return hash((type(self).__name__,) + tuple(v if _hashable(v) else None for v in self._values()))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in self._shown) + ")"
