@@ -7,7 +7,9 @@ will run with. A round that keeps rewriting past ``MAX_ROUNDS`` is a failure
 (``invalid``), never a silent pass.
 
 What a round compares is a ``fingerprint`` of the call: containers (dict, list, tuple)
-by content, plain values by value, any other object by identity. A rewrite of the
+by content, plain values by type and value (``True`` is not ``1``), any other object by
+identity (the picture holds the object, so a new object cannot take a freed one's
+address and pass for it). A rewrite of the
 arguments' containers (all a hook can reach that the tool will see as new) changes it;
 an argument object that cannot be copied or compared (a client, a lock) never reads as
 "rewritten", so it is not falsely denied. ``snapshot`` (a deep copy) is there for
@@ -28,7 +30,7 @@ _CHANGED = object()
 CHANGED = _CHANGED  # what a fingerprint returns for a value it cannot picture
 
 
-_PLAIN = (str, int, bool, bytes, type(None))
+_PLAIN = (str, int, bytes, type(None))  # bool is pictured with its type: True == 1
 
 
 def fingerprint(value: Any, depth: int = 0) -> Any:
@@ -37,6 +39,8 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
     kind = type(value)
     if kind in _PLAIN:
         return value
+    if kind is bool:
+        return ("b", value)
     if kind is float:
         return ("f", value.hex())  # NaN equals itself here
     if depth < 32:
@@ -48,7 +52,9 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
             ))
         if kind is list or kind is tuple:
             return ("l" if kind is list else "t", tuple(fingerprint(v, depth + 1) for v in value))
-    return ("id", id(value), id(kind))
+    # Same id while both pictures hold their object: the same object, and the tuple
+    # comparison stops at the id or at the identity check, never calling the object's __eq__.
+    return ("id", id(value), value)
 
 
 def snapshot(value: Any) -> Any:
