@@ -43,7 +43,6 @@ import asyncio
 import contextvars
 import importlib
 import inspect
-import json
 import sys
 import threading
 from typing import Any, Optional
@@ -268,20 +267,12 @@ class StrandsAdapter(Adapter):
 
     def _current(self, event: Any) -> Any:
         """What the gates must have judged: the selected tool (by identity) and the tool
-        use (plain values by value, other objects by identity, so an injected agent or a
-        client object in a direct call's input is never deep-copied)."""
+        use (``integrity.fingerprint``: plain values by value, an agent or client injected
+        into a direct call's input by identity, never deep-copied)."""
         try:
-            selected = event.selected_tool
+            return integrity.fingerprint((event.selected_tool, event.tool_use))
         except Exception:
-            selected = None
-        tool_use = event.tool_use
-        try:
-            return (id(selected), type(tool_use) is dict, _dumps(tool_use))
-        except Exception:  # keys json cannot write, a hostile mapping ...
-            try:
-                return (id(selected), False, _fingerprint(tool_use, 0))
-            except Exception:
-                return object()  # equal to nothing: judged again, denied if it never settles
+            return integrity.CHANGED  # equal to nothing: judged again, denied if it never settles
 
     def _hook(self, cb: Any) -> str:
         known = self._ids.get(id(cb))
@@ -324,14 +315,7 @@ class StrandsAdapter(Adapter):
                 event.cancel_tool = start
                 return self.hook_calls([(self._hook(cb), self._call_sync, (cb, event), None, _verdict) for cb in callbacks])
 
-            outcomes = []
-            for _ in range(integrity.MAX_ROUNDS):
-                before = self._current(event)
-                outcomes = run_round()
-                if _settled(outcomes, before, self._current(event)):
-                    break
-            else:
-                outcomes.append(integrity.unsettled(self.hook_id("BeforeToolCallEvent")))
+            outcomes = integrity.until_stable(run_round, lambda: event, self.hook_id("BeforeToolCallEvent"), self._current)
             outcomes = _one_interrupt_per_name(outcomes)
             decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
             return self._render(event, start, decision)
@@ -362,14 +346,7 @@ class StrandsAdapter(Adapter):
                     outcomes += self.hook_calls(batch)
                 return outcomes
 
-            outcomes = []
-            for _ in range(integrity.MAX_ROUNDS):
-                before = self._current(event)
-                outcomes = await run_round()
-                if _settled(outcomes, before, self._current(event)):
-                    break
-            else:
-                outcomes.append(integrity.unsettled(self.hook_id("BeforeToolCallEvent")))
+            outcomes = await integrity.auntil_stable(run_round, lambda: event, self.hook_id("BeforeToolCallEvent"), self._current)
             outcomes = _one_interrupt_per_name(outcomes)
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
             return self._render(event, start, decision)
@@ -447,25 +424,6 @@ class StrandsAdapter(Adapter):
         return cancel is True or (type(cancel) is str and bool(cancel))
 
 
-def _settled(outcomes: list, before: Any, after: Any) -> bool:
-    """The round of callbacks is final: a deny or failure ends it (nothing more to judge),
-    or the call is what it was before the round (the same rule as
-    ``failsecure.integrity.until_stable``, on a fingerprint that needs no deep copy)."""
-    if any(o.failure is not None or o.action is Action.DENY for o in outcomes):
-        return True
-    return type(before) is tuple and type(after) is tuple and before == after
-
-
-def _by_identity(value: Any) -> str:
-    return f"<{type(value).__qualname__} at {id(value):x}>"
-
-
-def _dumps(value: Any) -> str:
-    """The tool use as JSON text: plain values by value, other objects (an agent or client
-    injected into a direct call's input) by identity, so they are never deep-copied."""
-    return json.dumps(value, default=_by_identity, check_circular=True, allow_nan=True)
-
-
 def _one_interrupt_per_name(outcomes: list) -> list:
     """Upstream raises ``ValueError`` when two callbacks raise an interrupt of one name;
     failsecure judges the later one INVALID instead (a deny, audited)."""
@@ -483,18 +441,3 @@ def _one_interrupt_per_name(outcomes: list) -> list:
     return out
 
 
-def _fingerprint(value: Any, depth: int) -> Any:
-    """A plain, comparable picture of a tool use: dicts, lists and plain scalars by value,
-    anything else by identity and type name."""
-    if depth > 32:
-        return ("deep", id(value))
-    kind = type(value)
-    if kind is float:
-        return ("float", repr(value))  # NaN equals itself here
-    if kind in _PLAIN:
-        return (kind.__name__, value)
-    if kind is dict:
-        return ("dict", tuple((_fingerprint(k, depth + 1), _fingerprint(v, depth + 1)) for k, v in list(value.items())))
-    if kind in (list, tuple):
-        return (kind.__name__, tuple(_fingerprint(v, depth + 1) for v in list(value)))
-    return ("object", id(value), kind.__qualname__)
