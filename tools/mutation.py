@@ -9,6 +9,14 @@ lays the package out as the wheel has it (src/failsecure = core/, src/failsecure
 adapters/) in a scratch folder, with tests/core beside it, and runs mutmut there.
 
     python tools/mutation.py [--workdir DIR] [--max-children N] [--fail-under PCT] [--survivors]
+                             [--test-timeout SECONDS]
+
+A mutant that makes a test hang (a deadline never firing, a wait that never ends) is ended
+by a per-test wall-clock watchdog (``--test-timeout``, default 5 s, a conftest.py in the
+scratch root) and counted as a timeout (exit 36). mutmut's own limit is a CPU-time limit and
+a wall clock of (the covering tests' duration + 1 s) x 15, over a minute for the guard's
+mutants, so each hanging mutant used to cost that long. The slowest unmutated test takes
+about 1 s; keep the watchdog well above the slowest test on a loaded machine.
 
 `tox -e mutation` runs it. The package must not be installed in the env that runs it: the
 installed copy (and its drop-in .pth) would be imported instead of the mutants.
@@ -42,11 +50,34 @@ TESTS = [
     "test_mutation_verdict.py",
     "test_mutation_integrity.py",
 ]
+#: exit status of a test run the watchdog cut (mutmut reads 36 as a timeout)
+TIMEOUT_EXIT = 36
+# A test running longer than ``limit`` seconds ends the run at once: the hooks a mutant makes
+# hang run on daemon threads and may swallow any exception, so only leaving the process is sure.
+WATCHDOG = """\
+import os
+import threading
+
+import pytest
+
+LIMIT = {limit!r}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    timer = threading.Timer(LIMIT, os._exit, ({code},))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+"""
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout",
           24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
 
 
-def lay_out(work: Path, modules: list[str]) -> None:
+def lay_out(work: Path, modules: list[str], test_timeout: float = 5.0) -> None:
     if work.exists():
         shutil.rmtree(work)
     pkg = work / "src" / "failsecure"
@@ -55,11 +86,12 @@ def lay_out(work: Path, modules: list[str]) -> None:
     shutil.copytree(ROOT / "adapters", pkg / "adapters", ignore=ignore)
     shutil.copytree(ROOT / "tests" / "core", work / "tests" / "core", ignore=ignore)
     shutil.copy2(ROOT / "failsecure-auto.pth", work / "failsecure-auto.pth")
+    (work / "conftest.py").write_text(WATCHDOG.format(limit=float(test_timeout), code=TIMEOUT_EXIT))
     tests = [f"tests/core/{t}" for t in TESTS if (ROOT / "tests" / "core" / t).exists()]
     (work / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
         'source_paths = ["src"]\n'
-        'also_copy = ["failsecure-auto.pth"]\n'
+        'also_copy = ["failsecure-auto.pth", "conftest.py"]\n'
         f"only_mutate = {json.dumps([f'src/failsecure/{m}.py' for m in modules])}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         "\n[tool.pytest.ini_options]\n"
@@ -98,11 +130,13 @@ def main() -> int:
     ap.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--fail-under", type=float, default=0.0, help="exit 1 when the overall kill rate is lower")
     ap.add_argument("--survivors", action="store_true", help="list the surviving mutants (see them with `mutmut show NAME` in the workdir)")
+    ap.add_argument("--test-timeout", type=float, default=5.0, metavar="SECONDS",
+                    help="a test still running after this long ends its mutant's run as a timeout")
     ap.add_argument("--report-only", action="store_true", help="read the last run in --workdir, do not run")
     args = ap.parse_args()
     work = args.workdir.resolve()
     if not args.report_only:
-        lay_out(work, args.modules)
+        lay_out(work, args.modules, args.test_timeout)
         # Children the tests start (`python -m failsecure ...`) import the unmutated copy in src/;
         # mutmut itself drops src/ from its own path and puts mutants/src first.
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
