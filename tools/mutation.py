@@ -92,6 +92,12 @@ def lay_out(work: Path, modules: list[str], test_timeout: float = 5.0) -> None:
         "[tool.mutmut]\n"
         'source_paths = ["src"]\n'
         'also_copy = ["failsecure-auto.pth", "conftest.py"]\n'
+        # mutmut's default ("fork") runs the stats and clean runs in its own process and forks
+        # each mutant's run from it: the children inherit the guard's idle workers without
+        # their threads, so every deadlined hook timed out and nearly every mutant reached by
+        # a guard test was "killed". The fork server forks the runs from a process that only
+        # collected the tests.
+        'process_isolation = "forkserver"\n'
         f"only_mutate = {json.dumps([f'src/failsecure/{m}.py' for m in modules])}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         "\n[tool.pytest.ini_options]\n"
