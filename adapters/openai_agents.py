@@ -62,7 +62,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from failsecure import integrity
+from failsecure import guard, integrity, policy
 from failsecure.adapter import Adapter, PatchError
 from failsecure.verdict import Action, Failure, Invalid, Verdict, failure_reason
 
@@ -217,7 +217,9 @@ class OpenAIAgentsAdapter(Adapter):
         function_tool = args[0] if args else kwargs.get("function_tool")
         tool_call = args[2] if len(args) > 2 else kwargs.get("tool_call")
         name = _text(getattr(function_tool, "name", None))
-        token = _function_call.set((name, _parsed(getattr(tool_call, "arguments", None))))
+        # the raw arguments: parsed only when a decision needs them (not for a bool setting
+        # without plugin gates, the common case)
+        token = _function_call.set((name, getattr(tool_call, "arguments", None)))
         try:
             return await wrapped(*args, **kwargs)
         finally:
@@ -236,7 +238,8 @@ class OpenAIAgentsAdapter(Adapter):
                 outcomes = [await self.ahook_call(hook_id, setting, *rest, _validate=_approval_verdict)]
             else:
                 return await wrapped(*args, **kwargs)  # upstream's own UserError / default
-            tool, arguments = _function_call.get() or (None, rest[1] if len(rest) > 1 else None)
+            named = _function_call.get()
+            tool, arguments = (named[0], _parsed(named[1])) if named is not None else (None, rest[1] if len(rest) > 1 else None)
             call_id = _text(rest[2]) if len(rest) > 2 else None
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
             return self._ask_rendered(decision, hook_id, tool)
@@ -337,11 +340,21 @@ class OpenAIAgentsAdapter(Adapter):
             async def run_round() -> list:
                 self._show_final(tool_context, call)
                 ran.clear()
+                config = policy.current()
+                batch: list = []  # consecutive sync guardrails with a deadline: one hand-off
                 for guardrail in guardrails:
                     fn, named = self._guardrail_fn(guardrail)
                     hook_id = self.callable_id(named)
                     data = data_type(context=tool_context, agent=agent)
+                    if config.timeout_for(hook_id) and not guard.is_async(fn):
+                        batch.append((guardrail, (hook_id, fn, (data,), None, None)))
+                        continue
+                    if batch:
+                        await self._run_batch(batch, ran)
+                        batch = []
                     ran.append((guardrail, await self.ahook_call(hook_id, fn, data)))
+                if batch:
+                    await self._run_batch(batch, ran)
                 return [outcome for _, outcome in ran]
 
             outcomes: list = []
@@ -362,6 +375,16 @@ class OpenAIAgentsAdapter(Adapter):
             hook = self.hook_id(GUARDRAIL_LOOP)
             decision = self.failed(exc, tool, call_id, hook=hook)
             return decision.reason or failure_reason(hook, Failure.RAISED)
+
+    async def _run_batch(self, batch: list, ran: list) -> None:
+        """Consecutive sync guardrails with a deadline, in order, in one thread hand-off
+        (each with its own deadline; an awaitable answer is awaited within it)."""
+        if len(batch) == 1:
+            guardrail, (hook_id, fn, args, _, _) = batch[0]
+            ran.append((guardrail, await self.ahook_call(hook_id, fn, *args)))
+            return
+        outcomes = await self.ahook_calls([call for _, call in batch])
+        ran.extend(zip([guardrail for guardrail, _ in batch], outcomes))
 
     def _record(self, results: Any, ran: list) -> None:
         """Each guardrail's valid output goes to the run's results, as upstream."""
