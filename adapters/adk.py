@@ -265,7 +265,7 @@ class ADKAdapter(Adapter):
             return None
         invocation = getattr(tool_context, "_invocation_context", None)
         agent = getattr(invocation, "agent", None)
-        if agent is None or inspect.getattr_static(type(agent), PROPERTY, None) is not self._agent_property:
+        if agent is None or _class_attr(type(agent), PROPERTY) is not self._agent_property:
             return None
         return list(self._original_property.fget(agent) or ())
 
@@ -392,6 +392,20 @@ def _overrides(plugin: Any) -> bool:
         if len(_overriding) < 1024:
             _overriding[cls] = known
     return known
+
+
+def _class_attr(cls: Any, name: str) -> Any:
+    """``inspect.getattr_static(cls, name, None)`` for a plain class (the first class of
+    its MRO whose own dict holds ``name``), without getattr_static's general machinery:
+    asked on every gated call."""
+    try:
+        for klass in cls.__mro__:
+            own = vars(klass)
+            if name in own:
+                return own[name]
+    except Exception:
+        return inspect.getattr_static(cls, name, None)
+    return None
 
 
 def _from_tool_node() -> bool:
