@@ -8,6 +8,8 @@
   further calls with a deadline fail as TIMEOUT at once instead of piling up threads.
 - The adapter's validator turns the raw answer into a Verdict inside the same guard, so
   junk or a hostile object (raising ``__bool__``, ``.get``, ``__eq__`` ...) is INVALID.
+  With a deadline the validator runs on the worker under the hook's deadline too: an
+  answer whose ``__eq__`` never returns is a TIMEOUT, and the caller never waits on it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import os
 import threading
 from _thread import allocate_lock as _allocate_lock
 from time import perf_counter
@@ -84,7 +87,8 @@ def _close_awaitable(result: Any) -> None:
 # before ``done`` it looks at the worker's progress under the worker's lock. A hook still
 # running at its deadline is abandoned: the worker starts none of the later hooks, and
 # they go on in a fresh worker. Nothing is allocated per hook on the way (locks belong to
-# the worker, one context copy per batch); only a finished job's results are read.
+# the worker, one context copy per batch). The worker also judges each answer, so the
+# caller wakes to finished Outcomes.
 
 _RUNNING, _DONE, _ABANDONED = 0, 1, 2
 
@@ -101,11 +105,14 @@ class _Raised:
 class _Job:
     """Hook calls handed to one worker, run in order: ``results[i]`` is hook i's answer
     (or a ``_Raised``), ``ends[i]`` when it ended; ``completed`` and ``state`` change only
-    under the worker's lock."""
+    under the worker's lock. With ``judges`` (``[(hook_id, validate)]``) the worker also
+    judges each answer, under the same deadline, and ``results[i]`` is its Outcome (a
+    ``_Raised`` only for KeyboardInterrupt; with ``awaitables``, an awaitable answer is
+    left for the async caller to await)."""
 
-    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted")
+    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted", "judges", "awaitables")
 
-    def __init__(self, calls, notify=None):
+    def __init__(self, calls, notify=None, judges=None, awaitables=False):
         self.calls = calls  # [(fn, args, kwargs)]
         self.ctx = contextvars.copy_context()
         n = len(calls)
@@ -115,6 +122,8 @@ class _Job:
         self.state = _RUNNING
         self.notify = notify  # async callers: called once when the job ends
         self.submitted = 0.0
+        self.judges = judges
+        self.awaitables = awaitables
 
 
 class _Worker:
@@ -203,17 +212,20 @@ class _Pool:
 
     @staticmethod
     def _run_job(worker: _Worker, job: _Job) -> bool:
-        """Run the job's calls in order. True when all ended (``done`` released), False
-        when the caller abandoned it."""
-        lock, results, ends = worker.lock, job.results, job.ends
+        """Run the job's calls in order (and judge their answers, when the job says how).
+        True when all ended (``done`` released), False when the caller abandoned it."""
+        lock, results, ends, judges = worker.lock, job.results, job.ends, job.judges
         last = len(job.calls) - 1
+        began = job.submitted
         for index, (fn, args, kwargs) in enumerate(job.calls):
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
                 result = _Raised(exc)
+            if judges is not None:
+                result = _judged(judges[index], result, began, job.awaitables)
             results[index] = result
-            ends[index] = perf_counter()
+            ends[index] = began = perf_counter()
             with lock:
                 if job.state == _ABANDONED:
                     stop = True
@@ -235,7 +247,33 @@ class _Pool:
         return True
 
 
+def _judged(judge: tuple, result: Any, start: float, awaitables: bool) -> Any:
+    """In the worker: a hook's answer -> its Outcome (``_Raised`` for KeyboardInterrupt,
+    which the caller re-raises; the raw answer for an async caller's awaitable)."""
+    hook_id, validate = judge
+    try:
+        if type(result) is _Raised:
+            return _finish_sync(hook_id, None, result.exc, validate, start)
+        if awaitables and _awaitable(result):
+            return result
+        return _finish_sync(hook_id, result, None, validate, start)
+    except BaseException as exc:  # KeyboardInterrupt, from the hook or its validator
+        return _Raised(exc)
+
+
 _pool = _Pool()
+
+
+def _after_fork() -> None:
+    """In a forked child only the forking thread exists: the idle workers' threads are
+    gone (a job handed to one would never run, and every deadlined hook would time out)
+    and the abandoned calls belong to the parent. The child starts with a fresh pool."""
+    global _pool
+    _pool = _Pool()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def abandoned_calls() -> int:
@@ -352,30 +390,23 @@ def _wait(worker: _Worker, job: _Job, pending: list) -> int:
 
 
 def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: Optional[list] = None) -> None:
-    """The outcomes of the first ``ended`` hooks of a job, judged in the caller. With
+    """The outcomes of the first ``ended`` hooks of a job (judged by the worker). With
     ``awaitables`` (an async caller), a sync hook that answered an awaitable is noted
     there as (position, awaitable, time left) and awaited by the caller instead."""
-    results, ends = job.results, job.ends
-    began = job.submitted
+    results = job.results
     for index in range(ended):
-        hook_id, _, _, _, validate, _ = pending[index]
-        result, end = results[index], ends[index]
-        start = perf_counter() - (end - began)  # elapsed: the hook's own run, and its judging
-        began = end
-        if type(result) is _Raised:
-            outcome = _finish_sync(hook_id, None, result.exc, validate, start)
-        elif result is None or type(result) in _PLAIN:
-            outcome = _judge(hook_id, result, validate, start)
-        elif awaitables is not None and _awaitable(result):
+        result = results[index]
+        if type(result) is _Raised:  # KeyboardInterrupt: the worker is already released
+            raise result.exc
+        if type(result) is not Outcome:  # an awaitable, for the async caller
             timeout = pending[index][5]
+            start = job.ends[index - 1] if index else job.submitted
             left = max(timeout - (perf_counter() - start), 0.0) if timeout else None
-            awaitables.append((len(outcomes), result, left))
-            outcome = None  # type: ignore[assignment]  # filled in by the caller
-        else:
-            outcome = _finish_sync(hook_id, result, None, validate, start)
-        outcomes.append(outcome)
+            awaitables.append((len(outcomes), result, left))  # type: ignore[union-attr]
+            result = None  # filled in by the caller
+        outcomes.append(result)
     if ended < len(pending):
-        outcomes.append(_failed(pending[ended][0], Failure.TIMEOUT, began))
+        outcomes.append(_failed(pending[ended][0], Failure.TIMEOUT, job.ends[ended - 1] if ended else job.submitted))
 
 
 def _inline(pending: list) -> bool:
@@ -401,7 +432,7 @@ def call_each(calls: list) -> list[Outcome]:
             start = perf_counter()
             outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
             break
-        job = _Job([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending])
+        job = _Job([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending], judges=[(c[0], c[4]) for c in pending])
         ended = _wait(worker, job, pending)
         if ended == len(pending):
             _pool.release(worker)  # before judging: a KeyboardInterrupt result must not lose it
@@ -428,7 +459,7 @@ async def acall_each(calls: list) -> list[Outcome]:
             start = perf_counter()
             outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
             break
-        job = _Job([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending])
+        job = _Job([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending], judges=[(c[0], c[4]) for c in pending], awaitables=True)
         ended = await _await(worker, job, pending)
         if ended == len(pending):
             _pool.release(worker)
@@ -548,30 +579,20 @@ def _wake(waiter) -> None:
         waiter.set_result(None)
 
 
-async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, timeout: float, start: float):
-    """A sync hook from an async dispatcher, with a deadline: run on the pool (see
-    ``_await``). -> an Outcome (failure) or the hook's raw result."""
+async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, validate: Validator, timeout: float, start: float) -> Any:
+    """A sync hook from an async dispatcher, with a deadline: run (and its answer judged)
+    on the pool (see ``_await``). -> its Outcome, or the awaitable it answered."""
     worker = _pool.take()
     if worker is None:
         return _failed(hook_id, Failure.TIMEOUT, start)
-    job = _Job([(fn, args, kwargs)])
-    if not await _await(worker, job, [(hook_id, fn, args, kwargs, None, timeout)]):
+    job = _Job([(fn, args, kwargs)], judges=[(hook_id, validate)], awaitables=True)
+    if not await _await(worker, job, [(hook_id, fn, args, kwargs, validate, timeout)]):
         return _failed(hook_id, Failure.TIMEOUT, start)
     _pool.release(worker)
     result = job.results[0]
-    if type(result) is _Raised:
-        exc = result.exc
-        if issubclass(type(exc), KeyboardInterrupt):  # never isinstance: a hostile __class__
-            raise exc
-        return _failed(hook_id, Failure.RAISED, start, exc)
-    return _Ran(result)
-
-
-class _Ran:
-    __slots__ = ("result",)
-
-    def __init__(self, result):
-        self.result = result
+    if type(result) is _Raised:  # KeyboardInterrupt
+        raise result.exc
+    return result
 
 
 async def acall(
@@ -589,10 +610,9 @@ async def acall(
     start = perf_counter()
     try:
         if timeout and not _is_async(fn):
-            ran = await _run_sync_in_pool(hook_id, fn, args, kwargs, timeout, start)
-            if isinstance(ran, Outcome):
-                return ran
-            result = ran.result
+            result = await _run_sync_in_pool(hook_id, fn, args, kwargs, validate, timeout, start)
+            if type(result) is Outcome:
+                return result
         else:
             result = fn(*args, **kwargs)
         if _awaitable(result) and inspect.iscoroutine(result):

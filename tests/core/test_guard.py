@@ -1,4 +1,5 @@
 import asyncio
+import os
 import threading
 import time
 
@@ -674,3 +675,108 @@ def test_batched_sync_hook_answering_a_coroutine_is_awaited_in_an_async_dispatch
     assert outcomes[0].action is Action.ALLOW
     assert outcomes[1].action is Action.DENY and outcomes[1].failure is None
     assert outcomes[2].failure is Failure.TIMEOUT
+
+
+# ---------------------------------------------------------------- answers judged under the deadline
+
+
+class _Stuck(str):
+    """An answer whose comparison hangs: a validator reading it never returns."""
+
+    def __eq__(self, other):
+        _STUCK.wait(10)
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+_STUCK = threading.Event()
+
+
+def _dict_validate(result):
+    """Reads a dict answer the way framework validators do (``.get`` then ``==``)."""
+    if type(result) is dict and result.get("action") == "deny":
+        return guard.Verdict(action=Action.DENY, reason="no")
+    if type(result) is dict and result.get("action") == "allow":
+        return guard.Verdict(action=Action.ALLOW)
+    raise guard.Invalid()
+
+
+def test_a_hostile_answer_that_hangs_the_validator_is_cut_at_the_deadline():
+    _STUCK.clear()
+    try:
+        start = time.perf_counter()
+        outcomes = guard.call_each([
+            ("t:ok", lambda: {"action": "allow"}, (), None, _dict_validate, 1.0),
+            ("t:stuck", lambda: {"action": _Stuck("allow")}, (), None, _dict_validate, 0.2),
+        ])
+        took = time.perf_counter() - start
+        assert [o.failure for o in outcomes] == [None, Failure.TIMEOUT]
+        assert outcomes[0].action is Action.ALLOW and outcomes[1].hook == "t:stuck"
+        assert took < 2.0  # the caller never waited on the validator
+        # twin: the same answer with a plain string is judged and allowed
+        twin = guard.call_each([("t:plain", lambda: {"action": "allow"}, (), None, _dict_validate, 0.2)])
+        assert twin[0].failure is None and twin[0].action is Action.ALLOW
+    finally:
+        _STUCK.set()
+
+
+def test_a_hostile_answer_that_hangs_the_validator_does_not_hold_the_loop():
+    _STUCK.clear()
+
+    async def main():
+        ticks = []
+
+        async def ticker():
+            while True:
+                ticks.append(time.perf_counter())
+                await asyncio.sleep(0.01)
+
+        tick = asyncio.create_task(ticker())
+        try:
+            stuck = await guard.acall("t:stuck", lambda: {"action": _Stuck("deny")}, validate=_dict_validate, timeout=0.2)
+            plain = await guard.acall("t:plain", lambda: {"action": "deny"}, validate=_dict_validate, timeout=0.2)
+        finally:
+            tick.cancel()
+        return stuck, plain, ticks
+
+    try:
+        stuck, plain, ticks = asyncio.run(main())
+        assert stuck.failure is Failure.TIMEOUT and stuck.elapsed_ms < 2000
+        assert len(ticks) >= 5  # the loop kept running while the validator hung
+        # twin: a plain answer is judged (a deny here, with its reason)
+        assert plain.failure is None and plain.action is Action.DENY and plain.verdict.reason == "no"
+    finally:
+        _STUCK.set()
+
+
+# ---------------------------------------------------------------- fork
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_a_working_pool():
+    """A host that forks after a decision (a pre-fork server, multiprocessing's fork
+    start) must not inherit idle workers whose threads did not survive the fork: every
+    deadlined gate would then time out in the child."""
+    guard.call_each([("t:warm", lambda: "allow", (), None, validate, 1.0)])  # an idle worker now
+    assert guard._pool.idle
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, never return into pytest
+        code = 1
+        try:
+            ok = guard.call_each([("t:child", lambda: "allow", (), None, validate, 2.0)])
+            gone = threading.Event()
+            hung = guard.call_each([("t:hang", lambda: gone.wait(5), (), None, validate, 0.2)])
+            failed = hung[0].failure.value if hung[0].failure is not None else "none"
+            os.write(write, f"{ok[0].failure is None}|{ok[0].action.value}|{failed}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    got = os.read(read, 200).decode()
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # allowed in the child, within its deadline; the twin: a hanging gate still times out
+    assert got == "True|allow|timeout"
