@@ -39,6 +39,7 @@ import json
 import sys
 from typing import Any, Optional
 
+from failsecure import policy
 from failsecure.adapter import Adapter, Check, PatchError
 from failsecure.report import type_name
 from failsecure.failures import process_failure
@@ -316,22 +317,20 @@ class HermesAdapter(Adapter):
         """Every ``pre_tool_call`` callback, in registration order, under the guard (one
         thread hand-off for all of them): Python plugins with the hook kwargs, shell hooks
         through hermes' own ``_spawn`` with their timeout bounded by ours."""
-        from failsecure import policy
-
-        config = policy.current()
-        callbacks = list(manager._hooks.get(EVENT, ()))
         calls: list = []
-        unreadable: dict = {}
-        for index, cb in enumerate(callbacks):
+        unreadable: list = []
+        for cb in manager._hooks.get(EVENT, ()):
             hook_id, spec = self._identify(manager, cb)
-            if spec is _UNREADABLE:
-                unreadable[index] = Outcome(hook=hook_id, failure=Failure.MISSING)
-            elif spec is not None:
-                calls.append((hook_id, _run_shell, (spec, kwargs, config.timeout_for(hook_id)), None, _shell_verdict))
-            else:
+            if spec is None:
                 calls.append((hook_id, cb, (), kwargs, None))
-        ran = iter(self.hook_calls(calls))
-        return [unreadable[i] if i in unreadable else next(ran) for i in range(len(callbacks))]
+            elif spec is _UNREADABLE:
+                unreadable.append((len(calls) + len(unreadable), Outcome(hook=hook_id, failure=Failure.MISSING)))
+            else:
+                calls.append((hook_id, _run_shell, (spec, kwargs, policy.current().timeout_for(hook_id)), None, _shell_verdict))
+        outcomes = self.hook_calls(calls)
+        for index, outcome in unreadable:  # in registration order
+            outcomes.insert(index, outcome)
+        return outcomes
 
     def _identify(self, manager: Any, cb: Any) -> tuple[str, Any]:
         known = self._ids.get(id(cb))

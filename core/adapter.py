@@ -37,6 +37,14 @@ class _Capture:
 
 _capture = _Capture()
 
+
+def _plugins() -> Any:
+    """``failsecure.plugins`` (imported on the first decision: it imports pluggy)."""
+    module = sys.modules.get("failsecure.plugins")
+    if module is None:
+        from . import plugins as module
+    return module
+
 #: the deadline the self-test's hanging gate gets, whatever the config says
 SELF_TEST_TIMEOUT = 0.25
 
@@ -407,16 +415,6 @@ class Adapter(abc.ABC):
             fixed.append(Outcome(hook="failsecure:config", failure=Failure.INVALID))
         return fixed
 
-    def _plugin_calls(self, tool, arguments, call_id):
-        from . import plugins
-
-        gates = plugins.gates()
-        if not gates:
-            return None, ()
-        from .hookspecs import ToolCall
-
-        return ToolCall(self.name, tool, arguments, call_id), gates
-
     def _finish(self, config, outcomes: list[Outcome], tool, call_id, fail_closed=()) -> Decision:
         decision = _reduce.reduce(
             outcomes, config, config.required_for(self.name), ask=self.supports_ask,
@@ -448,17 +446,19 @@ class Adapter(abc.ABC):
     def _start(self, tool, outcomes, arguments, call_id) -> tuple[policy.Config, list[Outcome], Any]:
         """(config, outcomes so far, the plugin gates to call) for one decision."""
         config = policy.current()
-        outcomes = self._fixed(config) + list(outcomes)
-        call, gates = self._plugin_calls(tool, arguments, call_id)
-        from . import plugins
-
+        found = list(outcomes)
+        if config.error or self.state == "refused":
+            found = self._fixed(config) + found
+        plugins = _plugins()
+        gates = plugins.gates()  # first: it loads the declared plugins
         if plugins.load_failures:  # a declared plugin gate that did not load is missing
-            outcomes += [Outcome(hook=h, failure=Failure.MISSING) for h in plugins.missing()]
+            found += [Outcome(hook=h, failure=Failure.MISSING) for h in plugins.missing()]
         if not gates:
-            return config, outcomes, ()
+            return config, found, ()
+        from .hookspecs import ToolCall
 
-        kwargs = {"call": call}
-        return config, outcomes, [(h, fn, (), kwargs, plugins.to_verdict, config.timeout_for(h)) for h, fn in gates]
+        kwargs = {"call": ToolCall(self.name, tool, arguments, call_id)}
+        return config, found, [(h, fn, (), kwargs, plugins.to_verdict, config.timeout_for(h)) for h, fn in gates]
 
     def decide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None, fail_closed=()) -> Decision:
         """Reduce the framework's hook outcomes with the plugin gates, required hooks,

@@ -54,7 +54,8 @@ def reduce(
     """``ask=False``: the framework cannot ask a human, so an ASK decision becomes a
     deny whose reason says so (same deciding outcomes)."""
     outcomes = tuple(outcomes)
-    outcomes += tuple(missing(required, outcomes))
+    if required:
+        outcomes += tuple(missing(required, outcomes))
     best = Action.ABSTAIN
     deciding: list[Outcome] = []
     counts = []
