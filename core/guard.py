@@ -164,14 +164,6 @@ class _Pool:
             worker.wake.release()
             threading.Thread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True).start()
 
-    def submit(self, job: _Job) -> Optional[_Worker]:
-        """``take`` and ``start``: the job runs (None: refused, too many abandoned)."""
-        worker = self.take()
-        if worker is not None:
-            job.submitted = perf_counter()
-            self.start(worker, job)
-        return worker
-
     def release(self, worker: _Worker) -> None:
         """The caller took a finished job's results (and its ``done``): the worker is free."""
         with self.lock:
@@ -334,13 +326,26 @@ def call(
 
 
 def _soonest(pending: list, index: int) -> float:
-    """While hook ``index`` runs without a deadline: the soonest a later hook's deadline
-    could expire, from now (-1: none has one)."""
+    """While hook ``index`` runs: the soonest a later hook's deadline could expire, from
+    now (a later hook starts no earlier than now; -1: none has one)."""
     soonest = -1.0
     for c in pending[index + 1 :]:
         if c[5] and (soonest < 0 or c[5] < soonest):
             soonest = c[5]
     return soonest
+
+
+def _sleep(pending: list, index: int, timeout, deadline: float) -> float:
+    """How long the caller may sleep while hook ``index`` runs: until its own deadline,
+    and no longer than the soonest a later hook's could expire (the running hook may end
+    at once and a later one with a shorter deadline hang). -1: no bound at all."""
+    soonest = _soonest(pending, index)
+    if not timeout:
+        return soonest
+    wait = deadline - perf_counter()
+    if wait < 0.0:
+        wait = 0.0
+    return soonest if 0.0 <= soonest < wait else wait
 
 
 def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadline: float):
@@ -357,13 +362,7 @@ def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadl
         timeout = pending[index][5]
         deadline = job.ends[index - 1] + timeout if timeout else 0.0
     # else: all ended just now, ``done`` follows at once
-    if timeout:
-        wait = deadline - perf_counter()
-        if wait < 0.0:
-            wait = 0.0
-    else:
-        wait = _soonest(pending, index)
-    return -1, index, timeout, deadline, wait
+    return -1, index, timeout, deadline, _sleep(pending, index, timeout, deadline)
 
 
 def _wait(worker: _Worker, job: _Job, pending: list) -> int:
@@ -375,7 +374,7 @@ def _wait(worker: _Worker, job: _Job, pending: list) -> int:
     timeout = pending[0][5]
     job.submitted = now = perf_counter()
     deadline = now + timeout if timeout else 0.0
-    wait = timeout if timeout else _soonest(pending, 0)
+    wait = _sleep(pending, 0, timeout, deadline)
     _pool.start(worker, job)
     try:
         while True:
@@ -491,7 +490,7 @@ async def _await(worker: _Worker, job: _Job, pending: list) -> int:
     timeout = pending[0][5]
     job.submitted = now = perf_counter()
     deadline = now + timeout if timeout else 0.0
-    wait = timeout if timeout else _soonest(pending, 0)
+    wait = _sleep(pending, 0, timeout, deadline)
     _pool.start(worker, job)
     try:
         if done.acquire(True, LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait):

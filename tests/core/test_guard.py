@@ -780,3 +780,23 @@ def test_a_forked_child_gets_a_working_pool():
     assert os.waitstatus_to_exitcode(status) == 0
     # allowed in the child, within its deadline; the twin: a hanging gate still times out
     assert got == "True|allow|timeout"
+
+
+def test_a_later_hooks_shorter_deadline_is_kept_after_an_earlier_longer_one():
+    """The caller must not sleep on the first hook's long deadline while a later hook
+    with a short one hangs: it wakes no later than the soonest deadline that could expire."""
+    release = threading.Event()
+    try:
+        calls = [("t:a", lambda: "allow", (), None, validate, 2.0),
+                 ("t:b", lambda: release.wait(5), (), None, validate, 0.05)]
+        start = time.perf_counter()
+        outcomes = guard.call_each(calls)
+        took = time.perf_counter() - start
+        assert outcomes[0].failure is None and outcomes[0].action is Action.ALLOW
+        assert outcomes[1].hook == "t:b" and outcomes[1].failure is Failure.TIMEOUT
+        assert took < 1.0 and outcomes[1].elapsed_ms < 1000
+        # twin: the same batch whose second hook answers in time is allowed in full
+        twin = guard.call_each([calls[0], ("t:b", lambda: "allow", (), None, validate, 0.05)])
+        assert [o.failure for o in twin] == [None, None] and twin[1].action is Action.ALLOW
+    finally:
+        release.set()
