@@ -18,7 +18,7 @@ import sys
 import sysconfig
 import time
 
-from common import GOAL, Run, _idle_gap, handoff_floor_us  # benchmarks/ is on sys.path
+from common import GOAL, Run, _idle_gap, after_handoff_us, handoff_floor_us, small_file  # benchmarks/ is on sys.path
 
 from failsecure import guard
 from failsecure.verdict import ABSTAIN, Invalid
@@ -84,9 +84,13 @@ def bench_guard(run, rounds=7):
     print(f"  {'(thread hand-off floor)':<22}{floor:8.2f}   one bare lock round trip to the guard's idle worker")
     print(f"  {'3 gates, deadlines':<22}{statistics.median(deadline_us):8.2f}   +{added:.2f} us over inline = "
           f"x{added / floor:.2f} the floor   goal x{GOAL:.1f}: {'OK' if added <= GOAL * floor else 'OVER'}")
+    alone, after = after_handoff_us(small_file())
+    print(f"  {'(work after a hand-off)':<22}{after:8.2f}   the 4 KiB read: {alone:.2f} us alone, x{after / alone:.2f} "
+          "right after a bare hand-off (the caller's CPU coming back from idle; no failsecure code)")
     run["guard"] = {
         "direct_us": direct, "no_deadline_added_us": guarded - direct, "deadline_added_us": deadlined - direct,
         "floor_us": floor, "three_gates_added_us": added, "three_gates_ratio": added / floor, "goal": GOAL,
+        "read_alone_us": alone, "read_after_handoff_us": after,
     }
 
 

@@ -159,6 +159,12 @@ def machine(fresh: dict) -> list[str]:
             + f"; highest 1-min figure seen by a bench: {peak:.2f}",
         ]
     out.append(f"- upstream: {', '.join(upstream) if upstream else 'none measured'}")
+    guard = fresh.get("bench-core", {}).get("guard", {})
+    if guard.get("read_alone_us") and guard.get("read_after_handoff_us"):
+        alone, after = guard["read_alone_us"], guard["read_after_handoff_us"]
+        out.append(f"- work right after a hand-off: the 4 KiB read takes {alone:.1f} µs alone and {after:.1f} µs "
+                   f"(x{after / alone:.2f}) right after a bare hand-off round trip, no failsecure code in either: "
+                   "what the caller runs next (framework, tool) is slower by this much once it has slept")
     return out
 
 

@@ -74,6 +74,53 @@ def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300) -> float:
     return statistics.median(samples)
 
 
+def after_handoff_us(path: str, n: int = 2000, rounds: int = 9, gap: int = 300) -> tuple[float, float]:
+    """(µs of the realistic tool's body alone, µs of the same body right after a bare
+    hand-off round trip): how much slower the caller's own work runs once it has slept
+    for a hand-off, on this machine. Only the body is timed in both; interleaved rounds,
+    medians. On a machine whose idle CPU is slow to come back (a VM's vCPU) everything
+    that follows a hand-off, framework and tool code included, pays this."""
+    import _thread
+
+    from failsecure import guard
+
+    ping, pong = _thread.allocate_lock(), _thread.allocate_lock()
+    ping.acquire()
+    pong.acquire()
+
+    def echo():
+        for _ in range(n * rounds):
+            ping.acquire()
+            pong.release()
+
+    worker = guard._pool.take()
+    assert worker is not None
+    guard._pool.start(worker, guard._Job([(echo, (), {})]))
+    clock = time.perf_counter
+
+    def timed(handoff: bool) -> float:
+        total = 0.0
+        for _ in range(n):
+            _idle_gap(gap)
+            if handoff:
+                ping.release()
+                pong.acquire(True, 5)
+            t = clock()
+            read_small(path)
+            total += clock() - t
+        return total / n * 1e6
+
+    alone, after = [], []
+    try:
+        for _ in range(rounds):
+            alone.append(timed(False))
+            after.append(timed(True))
+    finally:
+        worker.done.acquire()
+        guard._pool.release(worker)
+    return statistics.median(alone), statistics.median(after)
+
+
 def small_file() -> str:
     """A file of ``FILE_BYTES`` bytes of text lines in a fresh temp dir: what the
     realistic tool reads."""
