@@ -117,3 +117,10 @@ def test_an_empty_decision_abstains_with_no_primary():
     assert d.outcomes == d.deciding == d.counts == ()
     assert d.counted(Outcome(hook="a:h")) is Action.ABSTAIN
     assert d.as_dict() == {"verdict": ABSTAIN, "outcomes": (), "deciding": ()}
+
+
+def test_an_outcome_built_without_a_time_took_none():
+    # adapters build synthetic outcomes (missing, unsettled) without timing them
+    assert Outcome(hook="a:h", failure=Failure.MISSING).elapsed_ms == 0.0
+    # twin: a timed one keeps its time
+    assert Outcome(hook="a:h", failure=Failure.MISSING, elapsed_ms=2.5).elapsed_ms == 2.5
