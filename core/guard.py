@@ -125,6 +125,13 @@ class _Job:
         self.judges = judges
         self.awaitables = awaitables
 
+    @classmethod
+    def batch(cls, pending: list, awaitables: bool = False) -> "_Job":
+        """A job of ``(hook_id, fn, args, kwargs, validate, timeout)`` calls, judged by
+        the worker."""
+        return cls([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending], judges=[(c[0], c[4]) for c in pending],
+                   awaitables=awaitables)
+
 
 class _Worker:
     __slots__ = ("wake", "done", "lock", "job", "started")
@@ -365,17 +372,24 @@ def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadl
     return -1, index, timeout, deadline, _sleep(pending, index, timeout, deadline)
 
 
+def _begin(worker: _Worker, job: _Job, pending: list) -> tuple:
+    """Hand the job to the worker: -> (the first hook's timeout, its deadline, how long
+    the caller may sleep first)."""
+    timeout = pending[0][5]
+    job.submitted = now = perf_counter()
+    deadline = now + timeout if timeout else 0.0
+    wait = _sleep(pending, 0, timeout, deadline)
+    _pool.start(worker, job)
+    return timeout, deadline, wait
+
+
 def _wait(worker: _Worker, job: _Job, pending: list) -> int:
     """Start the job, then sleep until it ends or a hook misses its deadline. -> the
     number of hooks that ended (``len(pending)``: all; otherwise hook ``i`` timed out and
     was abandoned). Nothing runs between handing the job over and sleeping but the wait."""
     done = worker.done
     index = 0
-    timeout = pending[0][5]
-    job.submitted = now = perf_counter()
-    deadline = now + timeout if timeout else 0.0
-    wait = _sleep(pending, 0, timeout, deadline)
-    _pool.start(worker, job)
+    timeout, deadline, wait = _begin(worker, job, pending)
     try:
         while True:
             if done.acquire(True, wait):
@@ -431,7 +445,7 @@ def call_each(calls: list) -> list[Outcome]:
             start = perf_counter()
             outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
             break
-        job = _Job([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending], judges=[(c[0], c[4]) for c in pending])
+        job = _Job.batch(pending)
         ended = _wait(worker, job, pending)
         if ended == len(pending):
             _pool.release(worker)  # before judging: a KeyboardInterrupt result must not lose it
@@ -458,7 +472,7 @@ async def acall_each(calls: list) -> list[Outcome]:
             start = perf_counter()
             outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
             break
-        job = _Job([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending], judges=[(c[0], c[4]) for c in pending], awaitables=True)
+        job = _Job.batch(pending, awaitables=True)
         ended = await _await(worker, job, pending)
         if ended == len(pending):
             _pool.release(worker)
@@ -487,11 +501,7 @@ async def _await(worker: _Worker, job: _Job, pending: list) -> int:
     then awaits the job (woken by the worker when it ends, or at the deadlines)."""
     done = worker.done
     index = 0
-    timeout = pending[0][5]
-    job.submitted = now = perf_counter()
-    deadline = now + timeout if timeout else 0.0
-    wait = _sleep(pending, 0, timeout, deadline)
-    _pool.start(worker, job)
+    timeout, deadline, wait = _begin(worker, job, pending)
     try:
         if done.acquire(True, LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait):
             return len(pending)
