@@ -8,6 +8,7 @@ A bench keeps its figures in a ``Run`` and writes them to
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -28,6 +29,34 @@ def _idle_gap(spins: int) -> None:
         x += i
 
 
+@contextlib.contextmanager
+def _echo_worker(rounds: int):
+    """The guard's own idle worker (the one the next gated call would get) running a bare
+    echo loop of ``rounds`` round trips, no failsecure code in it: yields (ping, pong);
+    release ping, and the worker releases pong."""
+    import _thread
+
+    from failsecure import guard
+
+    ping, pong = _thread.allocate_lock(), _thread.allocate_lock()
+    ping.acquire()
+    pong.acquire()
+
+    def echo():
+        for _ in range(rounds):
+            ping.acquire()
+            pong.release()
+
+    worker = guard._pool.take()
+    assert worker is not None
+    guard._pool.start(worker, guard._Job([(echo, (), {})]))
+    try:
+        yield ping, pong
+    finally:
+        worker.done.acquire()
+        guard._pool.release(worker)
+
+
 def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300) -> float:
     """This machine's floor for any deadlined sync call: one lock round trip to a waiting
     thread and back (a wake each way), with no failsecure code in it; only the round trip
@@ -38,26 +67,9 @@ def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300) -> float:
     would get), running a bare echo loop: a thread's placement (same CPU as the caller or
     the other one, an idle CPU to wake) moves this figure by 3x on a shared machine, so
     the floor is measured on the thread the gates really run on."""
-    import _thread
-
-    from failsecure import guard
-
-    ping, pong = _thread.allocate_lock(), _thread.allocate_lock()
-    ping.acquire()
-    pong.acquire()
-
-    def echo():
-        for _ in range(n * repeat):
-            ping.acquire()
-            pong.release()
-
-    worker = guard._pool.take()
-    assert worker is not None
-    job = guard._Job([(echo, (), {})])
-    guard._pool.start(worker, job)
     clock = time.perf_counter
     samples = []
-    try:
+    with _echo_worker(n * repeat) as (ping, pong):
         for _ in range(repeat):
             total = 0.0
             for _ in range(n):
@@ -68,9 +80,6 @@ def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300) -> float:
                 pong.acquire(True, 5)
                 total += clock() - t
             samples.append(total / n * 1e6)
-    finally:
-        worker.done.acquire()
-        guard._pool.release(worker)
     return statistics.median(samples)
 
 
@@ -80,44 +89,25 @@ def after_handoff_us(path: str, n: int = 2000, rounds: int = 9, gap: int = 300) 
     for a hand-off, on this machine. Only the body is timed in both; interleaved rounds,
     medians. On a machine whose idle CPU is slow to come back (a VM's vCPU) everything
     that follows a hand-off, framework and tool code included, pays this."""
-    import _thread
-
-    from failsecure import guard
-
-    ping, pong = _thread.allocate_lock(), _thread.allocate_lock()
-    ping.acquire()
-    pong.acquire()
-
-    def echo():
-        for _ in range(n * rounds):
-            ping.acquire()
-            pong.release()
-
-    worker = guard._pool.take()
-    assert worker is not None
-    guard._pool.start(worker, guard._Job([(echo, (), {})]))
     clock = time.perf_counter
-
-    def timed(handoff: bool) -> float:
-        total = 0.0
-        for _ in range(n):
-            _idle_gap(gap)
-            if handoff:
-                ping.release()
-                pong.acquire(True, 5)
-            t = clock()
-            read_small(path)
-            total += clock() - t
-        return total / n * 1e6
-
     alone, after = [], []
-    try:
+    with _echo_worker(n * rounds) as (ping, pong):
+
+        def timed(handoff: bool) -> float:
+            total = 0.0
+            for _ in range(n):
+                _idle_gap(gap)
+                if handoff:
+                    ping.release()
+                    pong.acquire(True, 5)
+                t = clock()
+                read_small(path)
+                total += clock() - t
+            return total / n * 1e6
+
         for _ in range(rounds):
             alone.append(timed(False))
             after.append(timed(True))
-    finally:
-        worker.done.acquire()
-        guard._pool.release(worker)
     return statistics.median(alone), statistics.median(after)
 
 
