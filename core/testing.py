@@ -14,7 +14,10 @@ from typing import Any, Optional
 
 
 class AuditRig:
-    """``dir``: the test's directory; ``audit_path``: the JSON-lines audit file there."""
+    """``dir``: the test's directory; ``audit_path``: the JSON-lines audit file there;
+    ``config_file``: the name of the trusted config written there."""
+
+    config_file = "failsecure.toml"
 
     def __init__(self, path: Any, monkeypatch: Any, deadline: float = 0.3):
         self.dir = path
@@ -27,7 +30,7 @@ class AuditRig:
         audit file, ``top`` (top-level keys) and ``tables`` (``[hooks."..."]`` ...)."""
         from . import policy
 
-        path = self.dir / "failsecure.toml"
+        path = self.dir / self.config_file
         timeout = self.deadline if timeout is None else timeout
         path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
         self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))

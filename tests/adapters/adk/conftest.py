@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ _spec.loader.exec_module(adk_rig)  # sets the telemetry switches before ADK is i
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
 from failsecure.conformance import Harness, Ran, Seen  # noqa: E402
+from failsecure.testing import AuditRig  # noqa: E402
 
 failsecure.install()
 import google.adk.plugins.plugin_manager  # noqa: E402,F401  (the trigger module)
@@ -35,35 +35,12 @@ def adapter():
     return a
 
 
-class Rig:
+class Rig(AuditRig):
+    config_file = "trusted-config.toml"
+
     def __init__(self, path: Path, monkeypatch):
-        self.dir = path
-        self.audit_path = path / "audit.jsonl"
+        super().__init__(path, monkeypatch, deadline=DEADLINE)
         self.marker = path / "marker"
-        self._monkeypatch = monkeypatch
-
-    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
-        path = self.dir / "trusted-config.toml"
-        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
-        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
-        cfg = policy.reload()
-        assert cfg.error is None, cfg.error
-
-    def events(self) -> list:
-        if not self.audit_path.exists():
-            return []
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
-
-    def last(self) -> dict:
-        events = self.events()
-        assert events, "no audit event was written"
-        return events[-1]
-
-    def outcome_of(self, hook_suffix: str, event: dict | None = None) -> dict:
-        event = event or self.last()
-        found = [o for o in event["outcomes"] if o["hook"].endswith(hook_suffix)]
-        assert len(found) == 1, event["outcomes"]
-        return found[0]
 
     def run(self, arguments: dict | None = None, mode: str = "async", **kwargs):
         if self.marker.exists():

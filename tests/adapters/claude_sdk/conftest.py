@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import pytest
 
@@ -27,6 +26,7 @@ _spec.loader.exec_module(sdk_rig)
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
 from failsecure.conformance import Harness, Ran, Seen  # noqa: E402
+from failsecure.testing import AuditRig  # noqa: E402
 
 failsecure.install()
 import claude_agent_sdk._internal.query  # noqa: E402,F401  (the trigger module)
@@ -66,21 +66,12 @@ class Run:
         return "\n".join(parts)
 
 
-class Rig:
+class Rig(AuditRig):
     """Per test: a work dir, a throwaway HOME, a failsecure config with an audit file."""
 
     def __init__(self, path: Path, monkeypatch):
-        self.dir = path
+        super().__init__(path, monkeypatch, deadline=DEADLINE)
         self.home = path / "home"
-        self.audit_path = path / "audit.jsonl"
-        self._monkeypatch = monkeypatch
-
-    def config(self, top: str = "", tables: str = "", timeout: float = DEADLINE) -> None:
-        path = self.dir / "failsecure.toml"
-        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
-        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
-        cfg = policy.reload()
-        assert cfg.error is None, cfg.error
 
     def touch(self, marker: str) -> str:
         return "run: touch %s" % (self.dir / marker)
@@ -103,16 +94,6 @@ class Rig:
         finally:
             api.close()
         return Run(api, self.dir, messages, error)
-
-    def events(self) -> list:
-        if not self.audit_path.exists():
-            return []
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
-
-    def last(self) -> dict:
-        events = self.events()
-        assert events, "no audit event was written"
-        return events[-1]
 
 
 @pytest.fixture

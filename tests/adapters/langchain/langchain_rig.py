@@ -5,7 +5,6 @@ langgraph, a scripted chat model (no LLM, no network) and a real tool whose side
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 
-from failsecure import policy  # noqa: E402
 from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
+from failsecure.testing import AuditRig  # noqa: E402
 
 DEADLINE = 0.3
 TOOL = "write_marker"
@@ -107,32 +106,16 @@ def hook_id(name: str) -> str:
     return f"langchain:{__name__}.{name}"
 
 
-class Rig:
+class Rig(AuditRig):
+    config_file = "trusted-config.toml"  # $FAILSECURE_CONFIG, not a project file
+
     def __init__(self, path: Path, monkeypatch):
-        self.dir = path
-        self.audit_path = path / "audit.jsonl"
+        super().__init__(path, monkeypatch, deadline=DEADLINE)
         self.marker = Marker(path / "marker.txt")
-        self._monkeypatch = monkeypatch
         self.release = threading.Event()
 
-    def config(self, tables: str = "", timeout: float = DEADLINE, top: str = "") -> None:
-        path = self.dir / "trusted-config.toml"  # $FAILSECURE_CONFIG, not a project file
-        path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
-        self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
-        cfg = policy.reload()
-        assert cfg.error is None, cfg.error
-
-    def events(self) -> list:
-        if not self.audit_path.exists():
-            return []
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
-
-    def last(self) -> dict:
-        events = self.events()
-        assert events, "no audit event was written"
-        return events[-1]
-
     def outcome_of(self, hook: str, event: dict | None = None) -> dict:
+        """The audited outcome of the hook whose id is exactly ``hook``."""
         event = event or self.last()
         found = [o for o in event["outcomes"] if o["hook"] == hook]
         assert len(found) == 1, event["outcomes"]
