@@ -53,7 +53,6 @@ import threading
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError
-from failsecure.guard import is_async
 from failsecure.failures import process_failure
 from failsecure.hookid import command_name
 from failsecure.integrity import auntil_stable
@@ -447,20 +446,13 @@ class CodePuppyAdapter(Adapter):
                 processes: list = []  # command hooks code-puppy ran itself, judged
                 token = _processes.set(processes)
                 try:
-                    batch: list = []  # consecutive sync callbacks: one thread hand-off for all
+                    calls: list = []  # consecutive sync callbacks: one thread hand-off for all
                     for callback in self._callbacks.get_callbacks(phase):
                         hook_id = self.callable_id(callback)
                         if self._opted_in(phase, callback):
                             opted.add(hook_id)
-                        if not is_async(callback):
-                            batch.append((hook_id, callback, args, kwargs, validate))
-                            continue
-                        if batch:
-                            outcomes += await self.ahook_calls(batch, interactive)
-                            batch = []
-                        outcomes.append(await self.ahook_call(hook_id, callback, *args, _validate=validate, _interactive=interactive, **kwargs))
-                    if batch:
-                        outcomes += await self.ahook_calls(batch, interactive)
+                        calls.append((hook_id, callback, args, kwargs, validate))
+                    outcomes += await self.ahook_calls(calls, interactive)
                 finally:
                     _processes.reset(token)
                 return outcomes + processes

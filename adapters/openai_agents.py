@@ -62,7 +62,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from failsecure import guard, integrity, policy
+from failsecure import integrity
 from failsecure.adapter import Adapter, PatchError
 from failsecure.verdict import Action, Failure, Invalid, Verdict, failure_reason
 
@@ -340,22 +340,13 @@ class OpenAIAgentsAdapter(Adapter):
             async def run_round() -> list:
                 self._show_final(tool_context, call)
                 ran.clear()
-                config = policy.current()
-                batch: list = []  # consecutive sync guardrails with a deadline: one hand-off
+                calls = []
                 for guardrail in guardrails:
                     fn, named = self._guardrail_fn(guardrail)
-                    hook_id = self.callable_id(named)
-                    data = data_type(context=tool_context, agent=agent)
-                    if config.timeout_for(hook_id) and not guard.is_async(fn):
-                        batch.append((guardrail, (hook_id, fn, (data,), None, None)))
-                        continue
-                    if batch:
-                        await self._run_batch(batch, ran)
-                        batch = []
-                    ran.append((guardrail, await self.ahook_call(hook_id, fn, data)))
-                if batch:
-                    await self._run_batch(batch, ran)
-                return [outcome for _, outcome in ran]
+                    calls.append((self.callable_id(named), fn, (data_type(context=tool_context, agent=agent),), None, None))
+                outcomes = await self.ahook_calls(calls)  # consecutive sync guardrails: one hand-off
+                ran.extend(zip(guardrails, outcomes))
+                return outcomes
 
             outcomes: list = []
             if guardrails:
@@ -375,16 +366,6 @@ class OpenAIAgentsAdapter(Adapter):
             hook = self.hook_id(GUARDRAIL_LOOP)
             decision = self.failed(exc, tool, call_id, hook=hook)
             return decision.reason or failure_reason(hook, Failure.RAISED)
-
-    async def _run_batch(self, batch: list, ran: list) -> None:
-        """Consecutive sync guardrails with a deadline, in order, in one thread hand-off
-        (each with its own deadline; an awaitable answer is awaited within it)."""
-        if len(batch) == 1:
-            guardrail, (hook_id, fn, args, _, _) = batch[0]
-            ran.append((guardrail, await self.ahook_call(hook_id, fn, *args)))
-            return
-        outcomes = await self.ahook_calls([call for _, call in batch])
-        ran.extend(zip([guardrail for guardrail, _ in batch], outcomes))
 
     def _record(self, results: Any, ran: list) -> None:
         """Each guardrail's valid output goes to the run's results, as upstream."""

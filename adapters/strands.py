@@ -332,19 +332,10 @@ class StrandsAdapter(Adapter):
 
             async def run_round() -> list[Outcome]:
                 event.cancel_tool = start
-                outcomes: list[Outcome] = []
-                batch: list = []
-                for cb in callbacks:
-                    if inspect.iscoroutinefunction(cb):
-                        if batch:
-                            outcomes += self.hook_calls(batch)
-                            batch = []
-                        outcomes.append(await self.ahook_call(self._hook(cb), self._call_async, cb, event, _validate=_verdict))
-                    else:
-                        batch.append((self._hook(cb), self._call_sync, (cb, event), None, _verdict))
-                if batch:
-                    outcomes += self.hook_calls(batch)
-                return outcomes
+                return await self.ahook_calls([
+                    (self._hook(cb), self._call_async if inspect.iscoroutinefunction(cb) else self._call_sync, (cb, event), None, _verdict)
+                    for cb in callbacks
+                ])
 
             outcomes = await integrity.auntil_stable(run_round, lambda: event, self.hook_id("BeforeToolCallEvent"), self._current)
             outcomes = _one_interrupt_per_name(outcomes)

@@ -391,14 +391,26 @@ class Adapter(abc.ABC):
         )
 
     async def ahook_calls(self, calls: list, _interactive: bool = False) -> list[Outcome]:
-        """``hook_calls`` from an async dispatcher: the sync hooks of one call, one thread
-        hand-off for all of them, each with its own deadline, without holding the loop
-        while they run (beyond ``guard.LOOP_GRACE``); a coroutine one of them returns is
-        awaited within its deadline."""
+        """``hook_calls`` from an async dispatcher, in order: a coroutine hook is awaited on
+        the loop within its deadline; each run of consecutive sync hooks is one thread
+        hand-off (``guard.acall_each``), each hook with its own deadline, without holding
+        the loop beyond ``guard.LOOP_GRACE``; a coroutine a sync hook returns is awaited
+        within its deadline."""
         config = policy.current()
-        return await guard.acall_each(
-            [(h, fn, a, k, v or self.to_verdict, config.timeout_for(h, _interactive)) for h, fn, a, k, v in calls]
-        )
+        outcomes: list[Outcome] = []
+        run: list = []
+        for h, fn, a, k, v in calls:
+            validate, timeout = v or self.to_verdict, config.timeout_for(h, _interactive)
+            if not guard.is_async(fn):
+                run.append((h, fn, a, k, validate, timeout))
+                continue
+            if run:
+                outcomes += await guard.acall_each(run)
+                run = []
+            outcomes.append(await guard.acall(h, fn, a or (), k, validate=validate, timeout=timeout))
+        if run:
+            outcomes += await guard.acall_each(run)
+        return outcomes
 
     async def ahook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, **kwargs) -> Outcome:
         timeout = policy.current().timeout_for(hook_id, _interactive)

@@ -548,7 +548,7 @@ def _is_async(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn)
 
 
-is_async = _is_async  # for adapters that batch the sync hooks of one call
+is_async = _is_async  # Adapter.ahook_calls: coroutine hooks on the loop, runs of sync ones batched
 
 
 class _Resumed:
