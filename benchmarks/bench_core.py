@@ -74,22 +74,36 @@ def bench_guard(run, rounds=7):
     kwargs = {"tool_name": "shell", "args": {"command": "ls"}}
     batch = [(f"bench:g{i}", hook, (), kwargs, validate, 30.0) for i in range(3)]
     inline = [c[:5] + (None,) for c in batch]
-    floors, deadline_us, inline_us = [], [], []
+    floors, polled, deadline_us, inline_us, cpu = [], [], [], [], {"floor": [], "deadline": [], "inline": []}
     for _ in range(rounds):
+        c = time.process_time()
         floors.append(handoff_floor_us(n=2000, repeat=1))
+        cpu["floor"].append((time.process_time() - c) / 2000 * 1e6)
+        polled.append(handoff_floor_us(n=2000, repeat=1, poll=True))
+        c = time.process_time()
         deadline_us.append(per_batch_us(lambda: guard.call_each(batch), n=2000, repeat=1))
+        cpu["deadline"].append((time.process_time() - c) / 2000 * 1e6)
+        c = time.process_time()
         inline_us.append(per_batch_us(lambda: guard.call_each(inline), n=2000, repeat=1))
+        cpu["inline"].append((time.process_time() - c) / 2000 * 1e6)
     floor = statistics.median(floors)
     added = statistics.median(deadline_us) - statistics.median(inline_us)
+    cpu_floor, cpu_deadline, cpu_inline = (statistics.median(cpu[k]) for k in ("floor", "deadline", "inline"))
     print(f"  {'(thread hand-off floor)':<22}{floor:8.2f}   one bare lock round trip to the guard's idle worker")
+    print(f"  {'(the same, polling)':<22}{statistics.median(polled):8.2f}   the caller polls for up to "
+          f"{guard.SPIN * 1e6:.0f} us before it sleeps, as the guard does")
     print(f"  {'3 gates, deadlines':<22}{statistics.median(deadline_us):8.2f}   +{added:.2f} us over inline = "
           f"x{added / floor:.2f} the floor   goal x{GOAL:.1f}: {'OK' if added <= GOAL * floor else 'OVER'}")
+    print(f"  {'(CPU time, all threads)':<22}{cpu_deadline:8.2f}   per batch with deadlines: +{cpu_deadline - cpu_inline:.2f} us "
+          f"over inline; a bare round trip with the idle gap {cpu_floor:.2f} us")
     alone, after = after_handoff_us(small_file())
     print(f"  {'(work after a hand-off)':<22}{after:8.2f}   the 4 KiB read: {alone:.2f} us alone, x{after / alone:.2f} "
           "right after a bare hand-off (the caller's CPU coming back from idle; no failsecure code)")
     run["guard"] = {
         "direct_us": direct, "no_deadline_added_us": guarded - direct, "deadline_added_us": deadlined - direct,
         "floor_us": floor, "three_gates_added_us": added, "three_gates_ratio": added / floor, "goal": GOAL,
+        "polled_floor_us": statistics.median(polled), "spin_us": guard.SPIN * 1e6,
+        "cpu_three_gates_added_us": cpu_deadline - cpu_inline, "cpu_floor_us": cpu_floor,
         "read_alone_us": alone, "read_after_handoff_us": after,
     }
 

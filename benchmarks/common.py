@@ -57,7 +57,7 @@ def _echo_worker(rounds: int):
         guard._pool.release(worker)
 
 
-def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300) -> float:
+def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300, poll: bool = False) -> float:
     """This machine's floor for any deadlined sync call: one lock round trip to a waiting
     thread and back (a wake each way), with no failsecure code in it; only the round trip
     is timed, ``gap`` spins of plain work between two (0: back to back). The median of
@@ -66,7 +66,12 @@ def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300) -> float:
     The thread that answers is the guard's own idle worker (the one the next gated call
     would get), running a bare echo loop: a thread's placement (same CPU as the caller or
     the other one, an idle CPU to wake) moves this figure by 3x on a shared machine, so
-    the floor is measured on the thread the gates really run on."""
+    the floor is measured on the thread the gates really run on.
+
+    ``poll``: the caller polls for the answer for up to ``guard.SPIN`` before it sleeps,
+    as the guard's callers do (not the floor: shown beside it)."""
+    from failsecure.guard import _spin
+
     clock = time.perf_counter
     samples = []
     with _echo_worker(n * repeat) as (ping, pong):
@@ -77,7 +82,8 @@ def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300) -> float:
                     _idle_gap(gap)
                 t = clock()
                 ping.release()
-                pong.acquire(True, 5)
+                if not poll or _spin(pong, -1.0) != -2.0:
+                    pong.acquire(True, 5)
                 total += clock() - t
             samples.append(total / n * 1e6)
     return statistics.median(samples)

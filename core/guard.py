@@ -80,7 +80,8 @@ def _close_awaitable(result: Any) -> None:
 # ---------------------------------------------------------------- the worker pool
 #
 # One thread hand-off per batch of deadlined sync hooks: the caller hands the whole batch
-# to one worker and sleeps on that worker's ``done`` lock once; the worker runs every hook
+# to one worker and waits on that worker's ``done`` lock once (polling it for ``SPIN``
+# first, then asleep); the worker runs every hook
 # in order and releases ``done`` once, after the last. Each hook keeps its own deadline:
 # the caller sleeps until the earliest deadline still pending (the running hook's; while
 # a hook without a deadline runs, the soonest a later one could expire), and when it wakes
@@ -383,6 +384,35 @@ def _begin(worker: _Worker, job: _Job, pending: list) -> tuple:
     return timeout, deadline, wait
 
 
+#: How long a caller polls for its batch before it sleeps on it. A sleeping caller's CPU
+#: goes idle, and on a VM an idle vCPU is slow to come back (tens of microseconds, and the
+#: caller's own code runs slower for a while after): most gates end within this, so the
+#: caller yields the CPU between polls instead (``os.sched_yield``: a thread waiting for
+#: that CPU, the worker included, runs at once). It costs at most this much CPU time
+#: per batch; 0 turns it off.
+SPIN = 100e-6
+
+_yield = getattr(os, "sched_yield", None)
+if _yield is None:  # not on this platform: no polling
+    SPIN = 0.0
+
+
+def _spin(done, wait: float) -> float:
+    """Poll ``done`` for up to ``SPIN``, never past ``wait`` (the caller's next
+    deadline; -1: none). -> -2.0 when ``done`` was taken, else what is left of ``wait``."""
+    if done.acquire(False):
+        return -2.0
+    limit = SPIN if wait < 0.0 or wait > SPIN else wait
+    now = perf_counter()
+    end = now + limit
+    while now < end:
+        _yield()  # type: ignore[misc]
+        if done.acquire(False):
+            return -2.0
+        now = perf_counter()
+    return wait if wait < 0.0 else max(wait - limit, 0.0)
+
+
 def _wait(worker: _Worker, job: _Job, pending: list) -> int:
     """Start the job, then sleep until it ends or a hook misses its deadline. -> the
     number of hooks that ended (``len(pending)``: all; otherwise hook ``i`` timed out and
@@ -391,6 +421,10 @@ def _wait(worker: _Worker, job: _Job, pending: list) -> int:
     index = 0
     timeout, deadline, wait = _begin(worker, job, pending)
     try:
+        if SPIN:
+            wait = _spin(done, wait)
+            if wait == -2.0:
+                return len(pending)
         while True:
             if done.acquire(True, wait):
                 return len(pending)
@@ -503,7 +537,12 @@ async def _await(worker: _Worker, job: _Job, pending: list) -> int:
     index = 0
     timeout, deadline, wait = _begin(worker, job, pending)
     try:
-        if done.acquire(True, LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait):
+        grace = LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait
+        if SPIN:
+            grace = _spin(done, grace)
+            if grace == -2.0:
+                return len(pending)
+        if done.acquire(True, grace):
             return len(pending)
         loop = asyncio.get_running_loop()
         finished = loop.create_future()

@@ -393,7 +393,7 @@ def test_call_each_runs_the_batch_on_one_worker_and_wakes_the_caller_once(monkey
         class Counting:
             def acquire(self, *a):
                 got = done.acquire(*a)
-                released.append(got)
+                released.append((a[0] if a else True, got))
                 return got
 
             def release(self):
@@ -409,7 +409,10 @@ def test_call_each_runs_the_batch_on_one_worker_and_wakes_the_caller_once(monkey
     outcomes = guard.call_each(calls)
     assert [o.hook for o in outcomes] == ["t:0", "t:1", "t:2", "t:3"] and all(o.failure is None for o in outcomes)
     assert len(set(threads)) == 1 and threads[0] is not threading.current_thread()
-    assert released == [True]  # one wake for the whole batch
+    # one wake for the whole batch: the batch's end is taken once, and the caller never
+    # woke from a sleep without it (its polls before sleeping do not block)
+    assert [got for _, got in released].count(True) == 1 and released[-1][1] is True
+    assert not [1 for blocking, got in released if blocking and not got]
     for worker, done in taken:
         worker.done = done
 
@@ -800,3 +803,46 @@ def test_a_later_hooks_shorter_deadline_is_kept_after_an_earlier_longer_one():
         assert [o.failure for o in twin] == [None, None] and twin[1].action is Action.ALLOW
     finally:
         release.set()
+
+
+# ---------------------------------------------------------------- polling before sleeping
+
+
+@pytest.mark.parametrize("spin", [guard.SPIN, 0.0, 0.2])
+def test_a_deadline_shorter_than_the_polling_is_kept(monkeypatch, spin):
+    # the caller polls for SPIN before it sleeps: a hook whose deadline comes first is
+    # still cut at it, and the polling never outlasts the deadline
+    monkeypatch.setattr(guard, "SPIN", spin)
+    release = threading.Event()
+    try:
+        start = time.perf_counter()
+        out = guard.call_each([("t:hang", release.wait, (5,), None, validate, 0.00005)])
+        waited = time.perf_counter() - start
+    finally:
+        release.set()
+    assert out[0].failure is Failure.TIMEOUT and out[0].verdict is None
+    assert waited < 2.0  # the hook would have returned at 5 s
+
+
+@pytest.mark.parametrize("spin", [guard.SPIN, 0.0])
+def test_a_hook_slower_than_the_polling_is_waited_for(monkeypatch, spin):
+    # allow twin: a hook that outlasts the polling (the caller then sleeps) but ends
+    # within its deadline is judged, not timed out
+    monkeypatch.setattr(guard, "SPIN", spin)
+    out = guard.call_each([("t:slow", time.sleep, (0.02,), None, validate, 5.0), ("t:quick", lambda: None, (), None, validate, 5.0)])
+    assert [o.failure for o in out] == [None, None]
+    assert [o.action for o in out] == [Action.ABSTAIN, Action.ABSTAIN]
+
+
+
+@pytest.mark.parametrize("spin", [guard.SPIN, 0.0, 0.2])
+def test_an_async_dispatcher_keeps_a_deadline_shorter_than_the_polling(monkeypatch, spin):
+    monkeypatch.setattr(guard, "SPIN", spin)
+    release = threading.Event()
+    calls = [("t:hang", release.wait, (5,), None, validate, 0.00005), ("t:after", lambda: None, (), None, validate, 5.0)]
+    try:
+        out = asyncio.run(guard.acall_each(calls))
+    finally:
+        release.set()
+    assert out[0].failure is Failure.TIMEOUT
+    assert out[1].failure is None and out[1].action is Action.ABSTAIN  # the next hook still ran
