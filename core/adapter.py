@@ -100,6 +100,7 @@ class Adapter(abc.ABC):
         self.refused_reason: Optional[str] = None
         self._lock = threading.RLock()
         self._version: Optional[str] = None
+        self._framework_text: Optional[tuple] = None  # (version, "<name> <version>")
         self._callable_ids: dict = {}  # id(callable) -> (callable, hook id)
         self._everywhere: list = []  # (package, attr, wrapped, original) of wrap_everywhere
         self._replaced: list[tuple[Any, str, Any, bool, Any]] = []  # (owner, attr, original, own attr)
@@ -139,6 +140,14 @@ class Adapter(abc.ABC):
             except Exception:
                 return None
         return self._version
+
+    def _framework(self) -> str:
+        """``<name> <version>`` (or the name alone), for a reason's wording."""
+        version = self.version
+        framework = self._framework_text
+        if framework is None or framework[0] != version:
+            framework = self._framework_text = (version, f"{self.name} {version}" if version else self.name)
+        return framework[1]
 
     def _in(self, spec: str) -> bool:
         from packaging.specifiers import SpecifierSet
@@ -430,7 +439,7 @@ class Adapter(abc.ABC):
     def _finish(self, config, outcomes: list[Outcome], tool, call_id, fail_closed=()) -> Decision:
         decision = _reduce.reduce(
             outcomes, config, config.required_for(self.name), ask=self.supports_ask,
-            framework=f"{self.name} {self.version}" if self.version else self.name, fail_closed=fail_closed,
+            framework=self._framework(), fail_closed=fail_closed,
         )
         if _capture.decisions is not None:
             _capture.decisions.append(decision)

@@ -109,6 +109,8 @@ class Config:
 
     def required_for(self, framework: str) -> tuple:
         """The required hook ids one adapter enforces: its own and the plugin gates."""
+        if not self.required:
+            return ()
         return tuple(r for r in self.required if r.split(":", 1)[0] in (framework, "plugin"))
 
     def __repr__(self) -> str:

@@ -60,7 +60,11 @@ def reduce(
     deciding: list[Outcome] = []
     counts = []
     for outcome in outcomes:
-        action = effective(outcome, config, fail_closed)
+        said = outcome.verdict
+        if outcome.failure is None and (said is None or said.action is Action.ABSTAIN):
+            action = Action.ABSTAIN  # no opinion counts as none under any policy
+        else:
+            action = effective(outcome, config, fail_closed)
         counts.append(action)
         if _RANK[action] > _RANK[best]:
             best, deciding = action, [outcome]

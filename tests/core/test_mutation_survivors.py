@@ -42,7 +42,7 @@ def test_failure_reason_names_only_the_hook_and_category():
 
 from failsecure.policy import Config  # noqa: E402
 from failsecure.reduce import reduce  # noqa: E402
-from failsecure.verdict import ABSTAIN, ALLOW, ASK, Action, Failure, Outcome  # noqa: E402
+from failsecure.verdict import ABSTAIN, ALLOW, ASK, Action, Failure, Outcome, Verdict  # noqa: E402
 
 
 def test_an_ask_where_the_framework_cannot_ask_is_a_deny_that_says_so():
@@ -82,3 +82,13 @@ def test_no_opinion_keeps_every_outcome_and_what_it_counted_as():
     voiced = quiet + [Outcome(hook="fw:c", verdict=ALLOW)]
     v = reduce(voiced)
     assert v.action is Action.ALLOW and v.outcomes == tuple(voiced) and v.counted(voiced[2]) is Action.ALLOW
+
+
+def test_an_outcome_with_neither_verdict_nor_failure_is_no_opinion():
+    # Outcome(hook) alone: nothing said, nothing failed -> counts as abstain, under any policy
+    bare = Outcome(hook="a:bare")
+    decision = reduce([bare])
+    assert decision.action is Action.ABSTAIN and decision.counts == (Action.ABSTAIN,)
+    # deny twin: beside a deny it changes nothing
+    denied = reduce([bare, Outcome(hook="a:no", verdict=Verdict(Action.DENY, "no"))])
+    assert denied.action is Action.DENY and denied.counts == (Action.ABSTAIN, Action.DENY)
