@@ -49,7 +49,7 @@ def _echo_worker(rounds: int):
 
     worker = guard._pool.take()
     assert worker is not None
-    guard._pool.start(worker, guard._Job([(echo, (), {})]))
+    guard._pool.start(worker, guard._Job([("bench:echo", echo, (), None, None, None)]))
     try:
         yield ping, pong
     finally:

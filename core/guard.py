@@ -104,17 +104,18 @@ class _Raised:
 
 
 class _Job:
-    """Hook calls handed to one worker, run in order: ``results[i]`` is hook i's answer
-    (or a ``_Raised``), ``ends[i]`` when it ended; ``completed`` and ``state`` change only
-    under the worker's lock. With ``judges`` (``[(hook_id, validate)]``) the worker also
-    judges each answer, under the same deadline, and ``results[i]`` is its Outcome (a
-    ``_Raised`` only for KeyboardInterrupt; with ``awaitables``, an awaitable answer is
-    left for the async caller to await)."""
+    """Hook calls handed to one worker, run in order: ``calls`` is the caller's list of
+    ``(hook_id, fn, args, kwargs, validate, timeout)``. ``results[i]`` is hook i's
+    Outcome, judged by the worker under the same deadline (with ``validate`` None: its
+    raw answer, or a ``_Raised``); a ``_Raised`` only for KeyboardInterrupt; with
+    ``awaitables``, an awaitable answer is left for the async caller to await.
+    ``ends[i]`` is when it ended; ``completed`` and ``state`` change only under the
+    worker's lock."""
 
-    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted", "judges", "awaitables")
+    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted", "awaitables")
 
-    def __init__(self, calls, notify=None, judges=None, awaitables=False):
-        self.calls = calls  # [(fn, args, kwargs)]
+    def __init__(self, calls: list, notify=None, awaitables: bool = False):
+        self.calls = calls
         self.ctx = contextvars.copy_context()
         n = len(calls)
         self.results: list = [None] * n
@@ -123,15 +124,7 @@ class _Job:
         self.state = _RUNNING
         self.notify = notify  # async callers: called once when the job ends
         self.submitted = 0.0
-        self.judges = judges
         self.awaitables = awaitables
-
-    @classmethod
-    def batch(cls, pending: list, awaitables: bool = False) -> "_Job":
-        """A job of ``(hook_id, fn, args, kwargs, validate, timeout)`` calls, judged by
-        the worker."""
-        return cls([(c[1], c[2] or (), c[3] or _NO_KWARGS) for c in pending], judges=[(c[0], c[4]) for c in pending],
-                   awaitables=awaitables)
 
 
 class _Worker:
@@ -214,16 +207,16 @@ class _Pool:
     def _run_job(worker: _Worker, job: _Job) -> bool:
         """Run the job's calls in order (and judge their answers, when the job says how).
         True when all ended (``done`` released), False when the caller abandoned it."""
-        lock, results, ends, judges = worker.lock, job.results, job.ends, job.judges
+        lock, results, ends, awaitables = worker.lock, job.results, job.ends, job.awaitables
         last = len(job.calls) - 1
         began = job.submitted
-        for index, (fn, args, kwargs) in enumerate(job.calls):
+        for index, (hook_id, fn, args, kwargs, validate, _) in enumerate(job.calls):
             try:
-                result = fn(*args, **kwargs)
+                result = fn(*(args or ()), **(kwargs or _NO_KWARGS))
             except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
                 result = _Raised(exc)
-            if judges is not None:
-                result = _judged(judges[index], result, began, job.awaitables)
+            if validate is not None:
+                result = _judged(hook_id, validate, result, began, awaitables)
             results[index] = result
             ends[index] = began = perf_counter()
             with lock:
@@ -247,10 +240,9 @@ class _Pool:
         return True
 
 
-def _judged(judge: tuple, result: Any, start: float, awaitables: bool) -> Any:
+def _judged(hook_id: str, validate: Validator, result: Any, start: float, awaitables: bool) -> Any:
     """In the worker: a hook's answer -> its Outcome (``_Raised`` for KeyboardInterrupt,
     which the caller re-raises; the raw answer for an async caller's awaitable)."""
-    hook_id, validate = judge
     try:
         if type(result) is _Raised:
             return _finish_sync(hook_id, None, result.exc, validate, start)
@@ -479,7 +471,7 @@ def call_each(calls: list) -> list[Outcome]:
             start = perf_counter()
             outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
             break
-        job = _Job.batch(pending)
+        job = _Job(pending)
         ended = _wait(worker, job, pending)
         if ended == len(pending):
             _pool.release(worker)  # before judging: a KeyboardInterrupt result must not lose it
@@ -506,7 +498,7 @@ async def acall_each(calls: list) -> list[Outcome]:
             start = perf_counter()
             outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
             break
-        job = _Job.batch(pending, awaitables=True)
+        job = _Job(pending, awaitables=True)
         ended = await _await(worker, job, pending)
         if ended == len(pending):
             _pool.release(worker)
@@ -633,8 +625,9 @@ async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, validate: Validator,
     worker = _pool.take()
     if worker is None:
         return _failed(hook_id, Failure.TIMEOUT, start)
-    job = _Job([(fn, args, kwargs)], judges=[(hook_id, validate)], awaitables=True)
-    if not await _await(worker, job, [(hook_id, fn, args, kwargs, validate, timeout)]):
+    call = [(hook_id, fn, args, kwargs, validate, timeout)]
+    job = _Job(call, awaitables=True)
+    if not await _await(worker, job, call):
         return _failed(hook_id, Failure.TIMEOUT, start)
     _pool.release(worker)
     result = job.results[0]
