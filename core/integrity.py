@@ -77,7 +77,10 @@ def same(before: Any, after: Any) -> bool:
 
 
 def _denied(outcomes: list[Outcome]) -> bool:
-    return any(o.failure is not None or o.action is Action.DENY for o in outcomes)
+    for o in outcomes:
+        if o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY):
+            return True
+    return False
 
 
 def unsettled(hook: str) -> Outcome:

@@ -113,16 +113,17 @@ _cache: dict = {}
 
 def _callers(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, Any]]:
     impls = getattr(pm.hook, hook).get_hookimpls()
-    key = tuple(id(impl.plugin) for impl in impls)
     cached = _cache.get(hook)
-    if cached is not None and cached[0] == key and cached[1] is pm:
+    # pluggy makes a new HookImpl per registration and compares them by identity; the
+    # cache holds them, so a new one can never pass for an old one
+    if cached is not None and cached[1] is pm and cached[0] == impls:
         return cached[2]
     callers = []
     plain = [impl for impl in impls if not (impl.wrapper or impl.hookwrapper)]
     for impl in plain:  # a plugin's wrappers wrap every gate; they are no gate themselves
         others = [other.plugin for other in plain if other.plugin is not impl.plugin]
         callers.append((f"plugin:{impl.plugin_name}", _one(pm.subset_hook_caller(hook, remove_plugins=others))))
-    _cache[hook] = (key, pm, callers)
+    _cache[hook] = (impls, pm, callers)
     return callers
 
 
