@@ -239,7 +239,7 @@ class OpenAIAgentsAdapter(Adapter):
             else:
                 return await wrapped(*args, **kwargs)  # upstream's own UserError / default
             named = _function_call.get()
-            tool, arguments = (named[0], _parsed(named[1])) if named is not None else (None, rest[1] if len(rest) > 1 else None)
+            tool, arguments = (named[0], self._arguments(named[1])) if named is not None else (None, rest[1] if len(rest) > 1 else None)
             call_id = _text(rest[2]) if len(rest) > 2 else None
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
             return self._ask_rendered(decision, hook_id, tool)
@@ -263,6 +263,11 @@ class OpenAIAgentsAdapter(Adapter):
             own = hook_id is not None and any(o.hook == hook_id for o in decision.deciding)
             return own or tool is None
         return False
+
+    def _arguments(self, raw: Any) -> Any:
+        """The call's JSON arguments as a dict for the plugin gates (the only readers of
+        a decision's arguments): not parsed when there are none."""
+        return _parsed(raw) if self._has_plugin_gates() else None
 
     @staticmethod
     def _has_plugin_gates() -> bool:
@@ -354,7 +359,7 @@ class OpenAIAgentsAdapter(Adapter):
                     run_round, lambda: self._current(tool_context, call), self.hook_id("tool_input_guardrails")
                 )
                 self._show_final(tool_context, call)
-            arguments = _parsed(getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None))
+            arguments = self._arguments(getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
             self._record(results, ran)
             return self._render(decision, ran, tool_context, func_tool)
