@@ -170,6 +170,9 @@ def _config_lines(config) -> list[str]:
             name = f'hooks."{hook_id}".{key}'
             if name in config.origins:
                 lines.append(f"{name} = {getattr(own, key)}  ({config.origins[name]})")
+        name = f'hooks."{hook_id}".timeout (waiting for a human)'
+        if name in config.origins:
+            lines.append(f'hooks."{hook_id}".timeout = {own.interactive_timeout} while it waits for a human  ({config.origins[name]})')
     for where, setting in config.ignored:
         lines.append(f"ignored: {setting}  ({where}; trust it with `failsecure config trust {where}`)")
     lines.append("files read: " + (", ".join(config.sources) if config.sources else "none"))

@@ -39,15 +39,20 @@ class ConfigError(Exception):
 
 
 class HookPolicy:
-    __slots__ = ("on_error", "timeout", "role")
+    __slots__ = ("on_error", "timeout", "role", "interactive_timeout")
 
-    def __init__(self, on_error: str | None = "deny", timeout: float | None = None, role: str | None = "gate"):
+    def __init__(self, on_error: str | None = "deny", timeout: float | None = None, role: str | None = "gate",
+                 interactive_timeout: float | None = None):
         self.on_error = on_error  # None: the global on_error
         self.timeout = timeout  # None: not set for this hook
         self.role = role  # None: a gate
+        #: a project file's per-hook deadline that is looser than the global one: it
+        #: applies only while the hook waits for a human (which otherwise gets none)
+        self.interactive_timeout = interactive_timeout
 
     def __repr__(self) -> str:
-        return f"HookPolicy(on_error={self.on_error!r}, timeout={self.timeout!r}, role={self.role!r})"
+        return (f"HookPolicy(on_error={self.on_error!r}, timeout={self.timeout!r}, role={self.role!r}, "
+                f"interactive_timeout={self.interactive_timeout!r})")
 
 
 class Config:
@@ -91,6 +96,7 @@ class Config:
                 on_error=(own.on_error if own and own.on_error else self.on_error),
                 timeout=own.timeout if own else None,
                 role=(own.role if own and own.role else "gate"),
+                interactive_timeout=own.interactive_timeout if own else None,
             )
             self._resolved[hook_id] = got
         return got
@@ -99,12 +105,14 @@ class Config:
         """Deadline in seconds for one call of a hook, or None for no deadline.
 
         A per-hook ``timeout`` always applies (0 = none). Otherwise a hook that is
-        waiting for a human gets no deadline, and every other hook the global one."""
-        own = self.hook(hook_id).timeout
+        waiting for a human gets no deadline (or the one a project file set for it,
+        looser than the global one), and every other hook the global one."""
+        hook = self.hook(hook_id)
+        own = hook.timeout
         if own is not None:
             return own or None
         if interactive:
-            return None
+            return hook.interactive_timeout
         return self.timeout or None
 
     def required_for(self, framework: str) -> tuple:
@@ -263,6 +271,15 @@ def _apply(config: Config, settings: dict, where: str, trusted: bool) -> None:
             elif key == "timeout":
                 effective = policy.timeout if policy.timeout is not None else config.timeout
                 ok = _stricter_timeout(value, effective)
+                if not ok and value and policy.timeout is None:
+                    # looser than the deadline every call gets, but a deadline all the
+                    # same while the hook waits for a human (no deadline by default)
+                    if policy.interactive_timeout is None or value < policy.interactive_timeout:
+                        policy.interactive_timeout = value
+                        config.origins[name + " (waiting for a human)"] = where
+                    if value != effective:
+                        config.ignored.append((where, f"{name} = {value} for calls not waiting for a human"))
+                    continue
             else:
                 ok = value == "gate"
             if ok:
@@ -445,7 +462,7 @@ def _loosens(config: Config, settings: dict, path: str) -> bool:
     probe = Config()
     probe.on_error, probe.timeout, probe.required = config.on_error, config.timeout, config.required
     probe.audit_otel = config.audit_otel
-    probe.hooks = {k: HookPolicy(v.on_error, v.timeout, v.role) for k, v in config.hooks.items()}
+    probe.hooks = {k: HookPolicy(v.on_error, v.timeout, v.role, v.interactive_timeout) for k, v in config.hooks.items()}
     _apply(probe, settings, path, trusted=False)
     return bool(probe.ignored)
 

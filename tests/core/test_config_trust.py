@@ -152,3 +152,44 @@ def test_a_project_file_named_by_failsecure_config_is_trusted(tmp_path, monkeypa
     config = policy.reload()
     assert config.on_error == "allow" and not config.ignored and config.sources == [str(tmp_path / "failsecure.toml")]
     assert "ignoring" not in capsys.readouterr().err
+
+
+def test_project_deadline_for_a_hook_waiting_for_a_human(tmp_path, capsys):
+    # a hook waiting for a human gets no deadline by default: a project file's per-hook
+    # deadline for it is stricter than none, even when it is looser than the global one;
+    # for the hook's other calls the global deadline still holds
+    project = tmp_path / "failsecure.toml"
+    project.write_text('[hooks."fw:asks"]\ntimeout = 300\n')
+    config = policy.reload()
+    assert config.timeout_for("fw:asks", interactive=True) == 300.0
+    assert config.timeout_for("fw:asks") == 30.0  # not loosened
+    assert config.timeout_for("fw:other", interactive=True) is None  # only that hook
+    assert config.ignored == [(str(project), 'hooks."fw:asks".timeout = 300.0 for calls not waiting for a human')]
+    assert 'hooks."fw:asks".timeout = 300.0 for calls not waiting for a human' in capsys.readouterr().err
+    # a stricter one applies to every call of the hook, nothing ignored
+    project.write_text('[hooks."fw:asks"]\ntimeout = 10\n')
+    config = policy.reload()
+    assert config.timeout_for("fw:asks", interactive=True) == 10.0 and config.timeout_for("fw:asks") == 10.0
+    assert config.ignored == []
+    # "none" is looser than any deadline: ignored, interactive calls keep no deadline
+    project.write_text('[hooks."fw:asks"]\ntimeout = 0\n')
+    config = policy.reload()
+    assert config.timeout_for("fw:asks", interactive=True) is None and config.timeout_for("fw:asks") == 30.0
+
+
+def test_a_trusted_per_hook_deadline_outranks_a_projects_interactive_one(tmp_path, monkeypatch):
+    (tmp_path / "trusted.toml").write_text('[hooks."fw:asks"]\ntimeout = 600\n')
+    monkeypatch.setenv("FAILSECURE_CONFIG", str(tmp_path / "trusted.toml"))
+    (tmp_path / "failsecure.toml").write_text('[hooks."fw:asks"]\ntimeout = 900\n')
+    config = policy.reload()  # 900 loosens the trusted 600 for every call: ignored
+    assert config.timeout_for("fw:asks", interactive=True) == 600.0 and config.timeout_for("fw:asks") == 600.0
+    assert config.ignored and config.hook("fw:asks").interactive_timeout is None
+
+
+def test_config_show_names_the_deadline_while_waiting_for_a_human(tmp_path, capsys):
+    (tmp_path / "failsecure.toml").write_text('[hooks."fw:asks"]\ntimeout = 300\n')
+    from failsecure import cli
+
+    assert cli.main(["config", "show"]) == 0
+    out = capsys.readouterr().out
+    assert 'hooks."fw:asks".timeout = 300.0 while it waits for a human' in out

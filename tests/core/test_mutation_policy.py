@@ -66,9 +66,10 @@ def config_error(text, where="f.toml"):
 def test_hook_policy_defaults_and_repr():
     p = HookPolicy()
     assert (p.on_error, p.timeout, p.role) == ("deny", None, "gate")
-    assert repr(p) == "HookPolicy(on_error='deny', timeout=None, role='gate')"
-    q = HookPolicy("allow", 2.5, "observer")
-    assert repr(q) == "HookPolicy(on_error='allow', timeout=2.5, role='observer')"
+    assert p.interactive_timeout is None
+    assert repr(p) == "HookPolicy(on_error='deny', timeout=None, role='gate', interactive_timeout=None)"
+    q = HookPolicy("allow", 2.5, "observer", 60.0)
+    assert repr(q) == "HookPolicy(on_error='allow', timeout=2.5, role='observer', interactive_timeout=60.0)"
 
 
 def test_config_defaults_and_repr():
@@ -321,13 +322,16 @@ def test_project_timeouts_ignored_lines(tmp_path, monkeypatch, capsys):
     path = project(tmp_path, 'timeout = 120\n[hooks."fw:x"]\ntimeout = 0\n[hooks."fw:y"]\ntimeout = 60\n')
     c = policy.reload()
     assert c.timeout == 30.0 and c.timeout_for("fw:x") == 30.0 and c.timeout_for("fw:y") == 30.0
-    assert c.ignored == [(path, "timeout = 120.0"), (path, 'hooks."fw:x".timeout = 0.0'), (path, 'hooks."fw:y".timeout = 60.0')]
+    # 60 s is looser than the global 30 s, but stricter than none while fw:y waits for a human
+    assert c.timeout_for("fw:y", interactive=True) == 60.0 and c.timeout_for("fw:x", interactive=True) is None
+    waiting = 'hooks."fw:y".timeout = 60.0 for calls not waiting for a human'
+    assert c.ignored == [(path, "timeout = 120.0"), (path, 'hooks."fw:x".timeout = 0.0'), (path, waiting)]
     assert capsys.readouterr().err == (
         ignoring_line(path, "timeout = 120.0")
         + ignoring_line(path, 'hooks."fw:x".timeout = 0.0')
-        + ignoring_line(path, 'hooks."fw:y".timeout = 60.0')
+        + ignoring_line(path, waiting)
     )
-    assert c.origins == {}
+    assert c.origins == {'hooks."fw:y".timeout (waiting for a human)': path}
 
 
 def test_project_shorter_timeouts_apply(tmp_path, monkeypatch):
@@ -338,9 +342,11 @@ def test_project_shorter_timeouts_apply(tmp_path, monkeypatch):
     ))
     c = policy.reload()
     assert c.timeout == 9.5 and c.timeout_for("fw:x") == 7.9 and c.timeout_for("fw:y") == 9.0
-    assert c.timeout_for("fw:z") == 9.5
-    assert c.origins == {"timeout": path, 'hooks."fw:x".timeout': path, 'hooks."fw:y".timeout': path}
-    assert c.ignored == [(path, 'hooks."fw:z".timeout = 9.9')] and c.sources == [env, path]
+    assert c.timeout_for("fw:z") == 9.5 and c.timeout_for("fw:z", interactive=True) == 9.9
+    assert c.origins == {"timeout": path, 'hooks."fw:x".timeout': path, 'hooks."fw:y".timeout': path,
+                         'hooks."fw:z".timeout (waiting for a human)': path}
+    assert c.ignored == [(path, 'hooks."fw:z".timeout = 9.9 for calls not waiting for a human')]
+    assert c.sources == [env, path]
 
 
 def test_project_hook_timeout_is_judged_against_the_hooks_own(tmp_path, monkeypatch):
