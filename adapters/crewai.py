@@ -357,6 +357,13 @@ class CrewAIAdapter(Adapter):
 
     # ------------------------------------------------------------ doctor
 
+    def inventory(self) -> list[str]:
+        """The hook ids of the before-tool-call hooks CrewAI would run now outside any
+        execution scope: the global registrations and ``@before_tool_call`` hooks."""
+        if self._resolve is None:
+            return []
+        return [self.hook_name(hook) for hook in list(self._resolve(self._pre))]
+
     def _probe(self, gate: Any) -> bool:
         """``gate`` as the only before-tool-call hook (in an empty execution scope),
         through CrewAI's real ``run_before_tool_call_hooks``: True when it blocks."""

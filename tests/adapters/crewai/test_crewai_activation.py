@@ -199,3 +199,22 @@ def test_hook_ids_look_through_crewai_wrappers(adapter):
     method = BeforeToolCallHookMethod(MyCrew.gate)
     bound = method.__get__(MyCrew(), MyCrew)
     assert adapter.hook_name(bound) == f"crewai:{__name__}.test_hook_ids_look_through_crewai_wrappers.<locals>.MyCrew.gate"
+
+
+def test_doctor_lists_the_registered_before_tool_call_hooks(adapter):
+    from failsecure import cli, policy
+
+    def listed_gate(context):
+        return None
+
+    hook_id = f"crewai:{__name__}.test_doctor_lists_the_registered_before_tool_call_hooks.<locals>.listed_gate"
+    assert hook_id not in adapter.inventory()
+    register_before_tool_call_hook(listed_gate)
+    try:
+        assert hook_id in adapter.inventory()
+        config = policy.current()
+        row = next(r for r in cli._gate_rows(adapter, config) if r["hook"] == hook_id)
+        assert (row["role"], row["on_error"], row["timeout"]) == ("gate", config.on_error, config.timeout_for(hook_id))
+    finally:
+        tool_hooks.unregister_before_tool_call_hook(listed_gate)
+    assert hook_id not in adapter.inventory()
