@@ -462,7 +462,7 @@ def _loosens(config: Config, settings: dict, path: str) -> bool:
     probe = Config()
     probe.on_error, probe.timeout, probe.required = config.on_error, config.timeout, config.required
     probe.audit_otel = config.audit_otel
-    probe.hooks = {k: HookPolicy(v.on_error, v.timeout, v.role, v.interactive_timeout) for k, v in config.hooks.items()}
+    probe.hooks = {k: HookPolicy(v.on_error, v.timeout, v.role) for k, v in config.hooks.items()}
     _apply(probe, settings, path, trusted=False)
     return bool(probe.ignored)
 

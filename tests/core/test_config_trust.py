@@ -193,3 +193,14 @@ def test_config_show_names_the_deadline_while_waiting_for_a_human(tmp_path, caps
     assert cli.main(["config", "show"]) == 0
     out = capsys.readouterr().out
     assert 'hooks."fw:asks".timeout = 300.0 while it waits for a human' in out
+
+
+def test_a_hooks_other_settings_still_apply_after_its_deadline_for_a_human(tmp_path, monkeypatch):
+    # the timeout kept for interactive calls does not end the hook's table: a later key
+    # (role = "gate" over a trusted observer) still applies
+    (tmp_path / "trusted.toml").write_text('[hooks."fw:y"]\nrole = "observer"\n')
+    monkeypatch.setenv("FAILSECURE_CONFIG", str(tmp_path / "trusted.toml"))
+    (tmp_path / "failsecure.toml").write_text('[hooks."fw:y"]\ntimeout = 60\nrole = "gate"\n')
+    config = policy.reload()
+    assert config.timeout_for("fw:y", interactive=True) == 60.0
+    assert config.hook("fw:y").role == "gate" and reduce([deny("fw:y")], config).action is Action.DENY
