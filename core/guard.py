@@ -244,6 +244,8 @@ def _judged(hook_id: str, validate: Validator, result: Any, start: float, awaita
     """In the worker: a hook's answer -> its Outcome (``_Raised`` for KeyboardInterrupt,
     which the caller re-raises; the raw answer for an async caller's awaitable)."""
     try:
+        if type(result) in _PLAIN:  # the common answers: never awaitable
+            return _judge(hook_id, result, validate, start)
         if type(result) is _Raised:
             return _finish_sync(hook_id, None, result.exc, validate, start)
         if awaitables and _awaitable(result):

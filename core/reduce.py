@@ -71,7 +71,7 @@ def reduce(
         elif action is best and action is not Action.ABSTAIN:
             deciding.append(outcome)
     if not deciding:
-        return Decision(verdict=_NOBODY, outcomes=outcomes, counts=tuple(counts))
+        return Decision(_NOBODY, outcomes, (), tuple(counts))
     primary = deciding[0]
     if primary.failure is not None:
         verdict = Verdict(action=best, reason=failure_reason(primary.hook, primary.failure))

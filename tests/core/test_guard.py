@@ -846,3 +846,28 @@ def test_an_async_dispatcher_keeps_a_deadline_shorter_than_the_polling(monkeypat
         release.set()
     assert out[0].failure is Failure.TIMEOUT
     assert out[1].failure is None and out[1].action is Action.ABSTAIN  # the next hook still ran
+
+
+def test_the_caller_polls_for_a_moment_then_sleeps(monkeypatch):
+    # while a slow hook runs the caller polls (yielding the CPU) for at most SPIN, then
+    # sleeps: it neither skips the polling nor burns its CPU for the hook's whole run
+    yields = []
+    real = guard._yield
+    monkeypatch.setattr(guard, "_yield", lambda: yields.append(1) or real())
+    cpu = time.thread_time()
+    out = guard.call_each([("t:slow", time.sleep, (0.3,), None, validate, 5.0)])
+    spent = time.thread_time() - cpu
+    assert out[0].failure is None and out[0].action is Action.ABSTAIN
+    assert yields, "the caller never polled"
+    assert spent < 0.1, f"the caller spent {spent:.3f} s of CPU waiting for a 0.3 s hook"
+
+
+def test_an_async_dispatcher_polls_for_a_moment_then_sleeps(monkeypatch):
+    yields = []
+    real = guard._yield
+    monkeypatch.setattr(guard, "_yield", lambda: yields.append(1) or real())
+    cpu = time.thread_time()
+    out = asyncio.run(guard.acall_each([("t:slow", time.sleep, (0.3,), None, validate, 5.0)]))
+    spent = time.thread_time() - cpu
+    assert out[0].failure is None and out[0].action is Action.ABSTAIN
+    assert yields and spent < 0.1
