@@ -43,15 +43,15 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
         return ("b", value)
     if kind is float:
         return ("f", value.hex())  # NaN equals itself here
-    if depth < 32:
-        if kind is dict:  # the common case, plain keys and values, without a call per item
-            plain = _PLAIN
-            return ("d", tuple(
+    if depth < 32:  # containers: plain items without a call each, list comprehensions (no generator)
+        plain = _PLAIN
+        if kind is dict:
+            return ("d", tuple([
                 (k if type(k) in plain else fingerprint(k, depth + 1), v if type(v) in plain else fingerprint(v, depth + 1))
                 for k, v in value.items()
-            ))
+            ]))
         if kind is list or kind is tuple:
-            return ("l" if kind is list else "t", tuple(fingerprint(v, depth + 1) for v in value))
+            return ("l" if kind is list else "t", tuple([v if type(v) in plain else fingerprint(v, depth + 1) for v in value]))
     # Same id while both pictures hold their object: the same object, and the tuple
     # comparison stops at the id or at the identity check, never calling the object's __eq__.
     return ("id", id(value), value)
