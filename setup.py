@@ -1,9 +1,11 @@
-"""Only here to ship ``failsecure-auto.pth`` at the root of site-packages (the drop-in
-bootstrap); everything else is in pyproject.toml."""
+"""Here to ship ``failsecure-auto.pth`` at the root of site-packages (the drop-in
+bootstrap) and to build the optional ``failsecure._spin`` (the guard's caller waits for
+its batch without the GIL for a moment; without a compiler the guard polls in Python);
+everything else is in pyproject.toml."""
 
 import os
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 PTH = "failsecure-auto.pth"
@@ -23,4 +25,8 @@ class build_py_with_pth(build_py):
         return mapping
 
 
-setup(cmdclass={"build_py": build_py_with_pth})
+# POSIX only (clock_gettime, sched_yield); optional: a failed build is a warning, and the
+# guard then polls in Python.
+SPIN = [Extension("failsecure._spin", ["core/_spin.c"], optional=True)] if os.name == "posix" else []
+
+setup(cmdclass={"build_py": build_py_with_pth}, ext_modules=SPIN)

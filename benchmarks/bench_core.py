@@ -90,7 +90,8 @@ def bench_guard(run, rounds=7):
     added = statistics.median(deadline_us) - statistics.median(inline_us)
     cpu_floor, cpu_deadline, cpu_inline = (statistics.median(cpu[k]) for k in ("floor", "deadline", "inline"))
     print(f"  {'(thread hand-off floor)':<22}{floor:8.2f}   one bare lock round trip to the guard's idle worker")
-    print(f"  {'(the same, polling)':<22}{statistics.median(polled):8.2f}   the caller polls for up to "
+    how = "without the GIL (failsecure._spin)" if guard._cwait is not None else "in Python (failsecure._spin not built)"
+    print(f"  {'(the same, polling)':<22}{statistics.median(polled):8.2f}   the caller polls {how} for up to "
           f"{guard.SPIN * 1e6:.0f} us before it sleeps, as the guard does")
     print(f"  {'3 gates, deadlines':<22}{statistics.median(deadline_us):8.2f}   +{added:.2f} us over inline = "
           f"x{added / floor:.2f} the floor   goal x{GOAL:.1f}: {'OK' if added <= GOAL * floor else 'OVER'}")
@@ -102,7 +103,7 @@ def bench_guard(run, rounds=7):
     run["guard"] = {
         "direct_us": direct, "no_deadline_added_us": guarded - direct, "deadline_added_us": deadlined - direct,
         "floor_us": floor, "three_gates_added_us": added, "three_gates_ratio": added / floor, "goal": GOAL,
-        "polled_floor_us": statistics.median(polled), "spin_us": guard.SPIN * 1e6,
+        "polled_floor_us": statistics.median(polled), "spin_us": guard.SPIN * 1e6, "compiled_poll": guard._cwait is not None,
         "cpu_three_gates_added_us": cpu_deadline - cpu_inline, "cpu_floor_us": cpu_floor,
         "read_alone_us": alone, "read_after_handoff_us": after,
     }

@@ -33,7 +33,8 @@ def _idle_gap(spins: int) -> None:
 def _echo_worker(rounds: int):
     """The guard's own idle worker (the one the next gated call would get) running a bare
     echo loop of ``rounds`` round trips, no failsecure code in it: yields (ping, pong);
-    release ping, and the worker releases pong."""
+    release ping, and the worker releases pong (setting ``ended``, as the guard's worker
+    does, for a polling caller)."""
     import _thread
 
     from failsecure import guard
@@ -41,17 +42,19 @@ def _echo_worker(rounds: int):
     ping, pong = _thread.allocate_lock(), _thread.allocate_lock()
     ping.acquire()
     pong.acquire()
+    ended = bytearray(1)
 
     def echo():
         for _ in range(rounds):
             ping.acquire()
+            ended[0] = 1
             pong.release()
 
     worker = guard._pool.take()
     assert worker is not None
     guard._pool.start(worker, guard._Job([("bench:echo", echo, (), None, None, None)]))
     try:
-        yield ping, pong
+        yield ping, pong, ended
     finally:
         worker.done.acquire()
         guard._pool.release(worker)
@@ -70,19 +73,23 @@ def handoff_floor_us(n: int = 3000, repeat: int = 7, gap: int = 300, poll: bool 
 
     ``poll``: the caller polls for the answer for up to ``guard.SPIN`` before it sleeps,
     as the guard's callers do (not the floor: shown beside it)."""
+    import types
+
     from failsecure.guard import _spin
 
     clock = time.perf_counter
     samples = []
-    with _echo_worker(n * repeat) as (ping, pong):
+    with _echo_worker(n * repeat) as (ping, pong, ended):
+        echo = types.SimpleNamespace(done=pong, ended=ended)  # what _spin reads of a worker
         for _ in range(repeat):
             total = 0.0
             for _ in range(n):
                 if gap:
                     _idle_gap(gap)
+                ended[0] = 0
                 t = clock()
                 ping.release()
-                if not poll or _spin(pong, -1.0) != -2.0:
+                if not poll or _spin(echo, -1.0) != -2.0:  # type: ignore[arg-type]
                     pong.acquire(True, 5)
                 total += clock() - t
             samples.append(total / n * 1e6)
@@ -97,7 +104,7 @@ def after_handoff_us(path: str, n: int = 2000, rounds: int = 9, gap: int = 300) 
     that follows a hand-off, framework and tool code included, pays this."""
     clock = time.perf_counter
     alone, after = [], []
-    with _echo_worker(n * rounds) as (ping, pong):
+    with _echo_worker(n * rounds) as (ping, pong, _):
 
         def timed(handoff: bool) -> float:
             total = 0.0

@@ -128,13 +128,14 @@ class _Job:
 
 
 class _Worker:
-    __slots__ = ("wake", "done", "lock", "job", "started")
+    __slots__ = ("wake", "done", "ended", "lock", "job", "started")
 
     def __init__(self):
         self.wake = _allocate_lock()  # caller -> worker: a job is set (None: retire)
         self.wake.acquire()
         self.done = _allocate_lock()  # worker -> caller: the job ended, every result is in
         self.done.acquire()
+        self.ended = bytearray(1)  # set to 1 just before ``done``: what a polling caller reads
         self.lock = _allocate_lock()  # the job's progress and state
         self.job: _Job | None = None
         self.started = False
@@ -158,6 +159,7 @@ class _Pool:
 
     def start(self, worker: _Worker, job: _Job) -> None:
         worker.job = job
+        worker.ended[0] = 0
         if worker.started:
             worker.wake.release()
         else:
@@ -236,6 +238,7 @@ class _Pool:
                 job.notify()
             except BaseException:
                 pass
+        worker.ended[0] = 1
         worker.done.release()  # last: the caller wakes while this thread blocks again
         return True
 
@@ -390,20 +393,31 @@ _yield = getattr(os, "sched_yield", None)
 if _yield is None:  # not on this platform: no polling
     SPIN = 0.0
 
+try:  # the compiled poll (setup.py builds it where it can): it never takes the GIL
+    from ._spin import wait as _cwait
+except ImportError:  # no compiler at install time, another platform: the poll is in Python
+    _cwait = None
 
-def _spin(done, wait: float) -> float:
-    """Poll ``done`` for up to ``SPIN``, never past ``wait`` (the caller's next
-    deadline; -1: none). -> -2.0 when ``done`` was taken, else what is left of ``wait``."""
+
+def _spin(worker: _Worker, wait: float) -> float:
+    """Poll for ``worker``'s job to end for up to ``SPIN``, never past ``wait`` (the
+    caller's next deadline; -1: none). -> -2.0 when it ended (its ``done`` is taken),
+    else what is left of ``wait``."""
+    done = worker.done
     if done.acquire(False):
         return -2.0
     limit = SPIN if wait < 0.0 or wait > SPIN else wait
-    now = perf_counter()
-    end = now + limit
-    while now < end:
-        _yield()  # type: ignore[misc]
-        if done.acquire(False):
+    if _cwait is not None:
+        if _cwait(worker.ended, limit) and done.acquire(False):
             return -2.0
+    else:
         now = perf_counter()
+        end = now + limit
+        while now < end:
+            _yield()  # type: ignore[misc]
+            if done.acquire(False):
+                return -2.0
+            now = perf_counter()
     return wait if wait < 0.0 else max(wait - limit, 0.0)
 
 
@@ -416,7 +430,7 @@ def _wait(worker: _Worker, job: _Job, pending: list) -> int:
     timeout, deadline, wait = _begin(worker, job, pending)
     try:
         if SPIN:
-            wait = _spin(done, wait)
+            wait = _spin(worker, wait)
             if wait == -2.0:
                 return len(pending)
         while True:
@@ -533,7 +547,7 @@ async def _await(worker: _Worker, job: _Job, pending: list) -> int:
     try:
         grace = LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait
         if SPIN:
-            grace = _spin(done, grace)
+            grace = _spin(worker, grace)
             if grace == -2.0:
                 return len(pending)
         if done.acquire(True, grace):

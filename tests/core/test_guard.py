@@ -848,26 +848,82 @@ def test_an_async_dispatcher_keeps_a_deadline_shorter_than_the_polling(monkeypat
     assert out[1].failure is None and out[1].action is Action.ABSTAIN  # the next hook still ran
 
 
-def test_the_caller_polls_for_a_moment_then_sleeps(monkeypatch):
-    # while a slow hook runs the caller polls (yielding the CPU) for at most SPIN, then
-    # sleeps: it neither skips the polling nor burns its CPU for the hook's whole run
-    yields = []
-    real = guard._yield
-    monkeypatch.setattr(guard, "_yield", lambda: yields.append(1) or real())
+
+@pytest.fixture(params=["python", "compiled"])
+def polls(request, monkeypatch):
+    """The caller's two ways to poll: in Python (sched_yield between polls), and the
+    compiled ``failsecure._spin`` where it was built. -> the list each poll appends to."""
+    seen: list = []
+    if request.param == "python":
+        monkeypatch.setattr(guard, "_cwait", None)
+        real = guard._yield
+        monkeypatch.setattr(guard, "_yield", lambda: seen.append(1) or real())
+    else:
+        if guard._cwait is None:
+            pytest.skip("failsecure._spin is not built here")
+        real = guard._cwait
+        monkeypatch.setattr(guard, "_cwait", lambda flag, limit: seen.append(1) or real(flag, limit))
+    return seen
+
+
+def test_the_caller_polls_for_a_moment_then_sleeps(polls):
+    # while a slow hook runs the caller polls for at most SPIN, then sleeps: it neither
+    # skips the polling nor burns its CPU for the hook's whole run
     cpu = time.thread_time()
     out = guard.call_each([("t:slow", time.sleep, (0.3,), None, validate, 5.0)])
     spent = time.thread_time() - cpu
     assert out[0].failure is None and out[0].action is Action.ABSTAIN
-    assert yields, "the caller never polled"
+    assert polls, "the caller never polled"
     assert spent < 0.1, f"the caller spent {spent:.3f} s of CPU waiting for a 0.3 s hook"
 
 
-def test_an_async_dispatcher_polls_for_a_moment_then_sleeps(monkeypatch):
-    yields = []
-    real = guard._yield
-    monkeypatch.setattr(guard, "_yield", lambda: yields.append(1) or real())
+def test_an_async_dispatcher_polls_for_a_moment_then_sleeps(polls):
     cpu = time.thread_time()
     out = asyncio.run(guard.acall_each([("t:slow", time.sleep, (0.3,), None, validate, 5.0)]))
     spent = time.thread_time() - cpu
     assert out[0].failure is None and out[0].action is Action.ABSTAIN
-    assert yields and spent < 0.1
+    assert polls and spent < 0.1
+
+
+@pytest.mark.parametrize("spin", [guard.SPIN, 0.2])
+def test_a_quick_batch_ends_within_the_polling_either_way(polls, monkeypatch, spin):
+    # allow twin of the deadline tests, in both polling modes: quick gates are judged
+    monkeypatch.setattr(guard, "SPIN", spin)
+    out = guard.call_each([(f"t:{i}", lambda: None, (), None, validate, 5.0) for i in range(3)])
+    assert [o.action for o in out] == [Action.ABSTAIN] * 3 and [o.failure for o in out] == [None] * 3
+    hang = threading.Event()
+    try:
+        out = guard.call_each([("t:hang", hang.wait, (5,), None, validate, 0.00005)])
+    finally:
+        hang.set()
+    assert out[0].failure is Failure.TIMEOUT
+
+
+def test_the_compiled_poll_is_used_where_it_was_built():
+    try:
+        from failsecure import _spin
+    except ImportError:
+        pytest.skip("failsecure._spin is not built here")
+    assert guard._cwait is _spin.wait
+
+
+def test_the_compiled_poll_itself():
+    try:
+        from failsecure import _spin
+    except ImportError:
+        pytest.skip("failsecure._spin is not built here")
+    flag = bytearray(1)
+    start = time.perf_counter()
+    assert _spin.wait(flag, 0.002) is False  # not set: gives up at the limit
+    assert time.perf_counter() - start >= 0.002
+    flag[0] = 1
+    assert _spin.wait(flag, 5.0) is True  # set: at once
+    setter = threading.Timer(0.01, lambda: flag.__setitem__(0, 1))
+    flag[0] = 0
+    setter.start()
+    assert _spin.wait(flag, 5.0) is True  # set by another thread while it polls (the GIL is free)
+    setter.join()
+    with pytest.raises(ValueError):
+        _spin.wait(bytearray(), 0.001)
+    with pytest.raises(TypeError):
+        _spin.wait(b"\x00", 0.001)  # read-only
