@@ -77,6 +77,23 @@ STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests"
           24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
 
 
+def build_spin(pkg: Path) -> bool:
+    """failsecure._spin, as setup.py builds it, so the guard's compiled poll is tested
+    (and its Python branch too: the tests run both). Without a compiler the guard polls
+    in Python and the compiled cases are skipped."""
+    import sysconfig
+
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    out = pkg / f"_spin{sysconfig.get_config_var('EXT_SUFFIX')}"
+    cmd = cc + ["-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(pkg / "_spin.c"), "-o", str(out)]
+    try:
+        built = subprocess.run(cmd, capture_output=True).returncode == 0
+    except OSError:
+        built = False
+    print(f"failsecure._spin: {'built' if built else 'not built (no compiler): the guard polls in Python'}")
+    return built
+
+
 def lay_out(work: Path, modules: list[str], test_timeout: float = 5.0) -> None:
     if work.exists():
         shutil.rmtree(work)
@@ -86,6 +103,7 @@ def lay_out(work: Path, modules: list[str], test_timeout: float = 5.0) -> None:
     shutil.copytree(ROOT / "adapters", pkg / "adapters", ignore=ignore)
     shutil.copytree(ROOT / "tests" / "core", work / "tests" / "core", ignore=ignore)
     shutil.copy2(ROOT / "failsecure-auto.pth", work / "failsecure-auto.pth")
+    build_spin(pkg)
     (work / "conftest.py").write_text(WATCHDOG.format(limit=float(test_timeout), code=TIMEOUT_EXIT))
     tests = [f"tests/core/{t}" for t in TESTS if (ROOT / "tests" / "core" / t).exists()]
     (work / "pyproject.toml").write_text(
