@@ -75,17 +75,19 @@ def bench_guard(run, rounds=7):
     batch = [(f"bench:g{i}", hook, (), kwargs, validate, 30.0) for i in range(3)]
     inline = [c[:5] + (None,) for c in batch]
     floors, polled, deadline_us, inline_us, cpu = [], [], [], [], {"floor": [], "deadline": [], "inline": []}
+
+    def with_cpu(key: str, wall: list, measure) -> None:
+        """One measurement of 2000 calls: its wall figure into ``wall``, the CPU time of all
+        threads per call into ``cpu[key]``."""
+        c = time.process_time()
+        wall.append(measure())
+        cpu[key].append((time.process_time() - c) / 2000 * 1e6)
+
     for _ in range(rounds):
-        c = time.process_time()
-        floors.append(handoff_floor_us(n=2000, repeat=1))
-        cpu["floor"].append((time.process_time() - c) / 2000 * 1e6)
+        with_cpu("floor", floors, lambda: handoff_floor_us(n=2000, repeat=1))
         polled.append(handoff_floor_us(n=2000, repeat=1, poll=True))
-        c = time.process_time()
-        deadline_us.append(per_batch_us(lambda: guard.call_each(batch), n=2000, repeat=1))
-        cpu["deadline"].append((time.process_time() - c) / 2000 * 1e6)
-        c = time.process_time()
-        inline_us.append(per_batch_us(lambda: guard.call_each(inline), n=2000, repeat=1))
-        cpu["inline"].append((time.process_time() - c) / 2000 * 1e6)
+        with_cpu("deadline", deadline_us, lambda: per_batch_us(lambda: guard.call_each(batch), n=2000, repeat=1))
+        with_cpu("inline", inline_us, lambda: per_batch_us(lambda: guard.call_each(inline), n=2000, repeat=1))
     floor = statistics.median(floors)
     added = statistics.median(deadline_us) - statistics.median(inline_us)
     cpu_floor, cpu_deadline, cpu_inline = (statistics.median(cpu[k]) for k in ("floor", "deadline", "inline"))

@@ -113,15 +113,22 @@ def measure(rounds: int, report: Run) -> float:
     # GIL with the next call; in a real run an LLM turn lies between two tool calls and
     # the bus is idle. So each call is timed alone, the bus flushed (untimed) before it;
     # the back-to-back loop is printed beside it.
-    def dispatch(n: int) -> float:
+    def flushed(context, n: int, then=None) -> float:
+        """µs per dispatch of ``context`` (and ``then()``, the tool's body), each timed alone
+        with the bus flushed before it."""
         run, flush, total = tool_hooks.run_before_tool_call_hooks, crewai_event_bus.flush, 0.0
         for _ in range(n):
             flush()
             t = clock()
-            if run(ctx):
+            if run(context):
                 raise AssertionError("the allowed call was blocked")
+            if then is not None:
+                then()
             total += clock() - t
         return total / n * 1e6
+
+    def dispatch(n: int) -> float:
+        return flushed(ctx, n)
 
     def back_to_back(n: int) -> float:
         run = tool_hooks.run_before_tool_call_hooks
@@ -135,15 +142,7 @@ def measure(rounds: int, report: Run) -> float:
     read_ctx = tool_hooks.ToolCallHookContext(tool_name="read_file", tool_input={"path": notes}, tool=None)
 
     def dispatch_read(n: int) -> float:
-        run, flush, total = tool_hooks.run_before_tool_call_hooks, crewai_event_bus.flush, 0.0
-        for _ in range(n):
-            flush()
-            t = clock()
-            if run(read_ctx):
-                raise AssertionError("the allowed call was blocked")
-            read_small(notes)
-            total += clock() - t
-        return total / n * 1e6
+        return flushed(read_ctx, n, lambda: read_small(notes))
 
     def kickoff(n: int) -> float:
         crews = [make_crew() for _ in range(n)]
