@@ -63,6 +63,11 @@ TOOL_NODE = "google.adk.workflow._tool_node"
 TOOL_NODE_CALLER = "_run_tool_with_plugin_callbacks"
 PROPERTY = "canonical_before_tool_callbacks"
 CALLBACK = "before_tool_callback"
+#: the tools whose ``require_confirmation`` may be a user predicate, and the method that
+#: asks it (ADK calls it before the tool runs: from ``apply_confirmation_gate`` in 2.13,
+#: from the tool's own ``run_async`` before, and again when a confirmation comes back)
+CONFIRMING = (("google.adk.tools.function_tool", "FunctionTool"), ("google.adk.tools.mcp_tool.mcp_tool", "McpTool"))
+CONFIRM = "check_require_confirmation"
 #: the order ADK binds callback parameters positionally when the names do not match
 _POSITIONAL = ("tool", "args", "tool_context")
 
@@ -90,6 +95,8 @@ class ADKAdapter(Adapter):
         self._watching = False
         self._agent_lock = threading.Lock()
         self._shapes: dict[int, tuple[Any, tuple]] = {}  # id(function) -> (function, shape)
+        self._confirming: set = set()  # tool classes whose confirmation predicate is guarded
+        self._confirm_watch: set = set()  # their modules watched for import
 
     # ------------------------------------------------------------ patching
 
@@ -114,6 +121,8 @@ class ADKAdapter(Adapter):
         self._manager_wrapped = True
         self._active = True
         self._ensure_agent_patch()
+        for module_name, class_name in CONFIRMING:
+            self._ensure_confirmation_patch(module_name, class_name)
         if self._agent_class is None and not self._watching and LLM_AGENT not in sys.modules:
             from failsecure import _bootstrap
 
@@ -162,12 +171,41 @@ class ADKAdapter(Adapter):
             self._agent_property = replacement
             self._agent_class = agent_class
 
+    def _ensure_confirmation_patch(self, module_name: str, class_name: str) -> None:
+        """Guard ``<tool class>.check_require_confirmation`` once its module is imported
+        (now, or when it is: ``mcp_tool`` needs the optional ``mcp`` package)."""
+        if not self._active:
+            return
+        module = sys.modules.get(module_name)
+        tool_class = getattr(module, class_name, None) if module is not None else None
+        if not isinstance(tool_class, type):
+            if module_name not in self._confirm_watch:
+                from failsecure import _bootstrap
+
+                self._confirm_watch.add(module_name)
+                _bootstrap.when_imported(module_name, lambda _m: self._ensure_confirmation_patch(module_name, class_name))
+            return
+        with self._agent_lock:
+            if tool_class in self._confirming or not self._active:
+                return
+            if not inspect.iscoroutinefunction(vars(tool_class).get(CONFIRM)):
+                self.refuse(f"PatchError: {module_name}.{class_name}.{CONFIRM}")
+                return
+            adapter = self
+
+            async def check_require_confirmation(wrapped, instance, args, kwargs):
+                return await adapter._confirmation(wrapped, instance, args, kwargs)
+
+            self.wrap(tool_class, CONFIRM, check_require_confirmation)
+            self._confirming.add(tool_class)
+
     def _unpatch(self) -> None:
         self._active = False
         self.restore()
         self._manager_wrapped = False
         self._agent_class = self._agent_property = self._original_property = None
         self._shapes.clear()
+        self._confirming.clear()
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the plugin stage denies every tool call
@@ -245,6 +283,33 @@ class ADKAdapter(Adapter):
         if answer is None and judged and tool_context is not None:
             _judged.set(tool_context)
         return answer
+
+    async def _confirmation(self, wrapped: Any, tool: Any, args: tuple, kwargs: dict) -> bool:
+        """A tool's ``require_confirmation`` predicate as a gate -> ADK's answer (True:
+        confirmation required). The predicate runs under the guard (deadline, any
+        exception, an answer that is not a bool); its failure denies the call in ADK's
+        own shape, a rejected confirmation (ADK answers "This tool call is rejected.").
+        A human's rejection of this call stands whatever the predicate says on resume.
+        A static ``require_confirmation`` (a bool, no user code) is left to upstream."""
+        predicate = getattr(tool, "_require_confirmation", None)
+        if not callable(predicate):
+            return await wrapped(*args, **kwargs)
+        tool_context = kwargs.get("tool_context", args[1] if len(args) > 1 else None)
+        tool_args = kwargs.get("args", args[0] if args else None)
+        hook = self.callable_id(predicate)
+        try:
+            outcome = await self.ahook_call(hook, wrapped, *args, _validate=_confirmation_verdict, **kwargs)
+            decision = await self.adecide_stage(_tool_name(tool), [outcome], call_id=_call_id(tool_context))
+        except Exception as exc:
+            decision = self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=hook)
+        confirmation = getattr(tool_context, "tool_confirmation", None)
+        if decision.denied:
+            _reject(tool_context, decision.reason or f"failsecure: hook '{hook}' denied the call")
+            return True
+        if confirmation is not None and getattr(confirmation, "confirmed", None) is not True:
+            return True  # a human rejected this call: ADK answers it rejected
+        verdict = outcome.verdict
+        return bool(verdict is not None and verdict.data is True)
 
     def _plugin_calls_of(self, manager: Any, tool: Any, tool_args: Any, tool_context: Any) -> list:
         calls = []
@@ -375,6 +440,21 @@ class ADKAdapter(Adapter):
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _confirmation_verdict(answer: Any) -> Verdict:
+    """A confirmation predicate's answer: a bool (True: ask a human), no opinion on the
+    call itself; anything else is INVALID (upstream reads falsy junk as "run it")."""
+    if type(answer) is not bool:
+        raise Invalid()
+    return Verdict(action=Action.ABSTAIN, data=answer)
+
+
+def _reject(tool_context: Any, reason: str) -> None:
+    """Answer the call as rejected, in ADK's own shape: a confirmation that says no."""
+    from google.adk.tools.tool_confirmation import ToolConfirmation
+
+    tool_context.tool_confirmation = ToolConfirmation(hint=reason, confirmed=False)
 
 
 _overriding: dict = {}  # plugin class -> it overrides BasePlugin.before_tool_callback

@@ -436,9 +436,9 @@ class Adapter(abc.ABC):
             fixed.append(Outcome(hook="failsecure:config", failure=Failure.INVALID))
         return fixed
 
-    def _finish(self, config, outcomes: list[Outcome], tool, call_id, fail_closed=()) -> Decision:
+    def _finish(self, config, outcomes: list[Outcome], tool, call_id, fail_closed=(), required=None) -> Decision:
         decision = _reduce.reduce(
-            outcomes, config, config.required_for(self.name), ask=self.supports_ask,
+            outcomes, config, config.required_for(self.name) if required is None else required, ask=self.supports_ask,
             framework=self._framework(), fail_closed=fail_closed,
         )
         if _capture.decisions is not None:
@@ -504,6 +504,25 @@ class Adapter(abc.ABC):
             return self._finish(config, found, tool, call_id, fail_closed)
         except Exception as exc:
             return self.failed(exc, tool, call_id)
+
+    def decide_stage(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, fail_closed=()) -> Decision:
+        """A later decision point of a tool call whose gates were already decided (an
+        approval or confirmation predicate the framework asks after its before-tool
+        hooks): these outcomes with the config and the patch state, reduced and audited.
+        The plugin gates and the required hooks belong to the call's first decision and
+        are not consulted again. Never raises."""
+        try:
+            config = policy.current()
+            found = list(outcomes)
+            if config.error or self.state == "refused":
+                found = self._fixed(config) + found
+            return self._finish(config, found, tool, call_id, fail_closed, required=())
+        except Exception as exc:
+            return self.failed(exc, tool, call_id)
+
+    async def adecide_stage(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, fail_closed=()) -> Decision:
+        """``decide_stage`` from an async dispatcher (it awaits nothing: the outcomes are in)."""
+        return self.decide_stage(tool, outcomes, call_id=call_id, fail_closed=fail_closed)
 
     def inventory(self) -> list[str]:
         """The hook ids of the gates registered with the framework now (for ``doctor``).

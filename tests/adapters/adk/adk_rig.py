@@ -85,7 +85,7 @@ class Outcome:
         return "\n".join(parts)
 
 
-def make_tool(marker: Path, outcome: Outcome):
+def make_tool(marker: Path, outcome: Outcome, confirm: Any = None):
     _, _, _, _, _, FunctionTool, _ = _imports()
 
     def run_command(command: str) -> dict:
@@ -94,7 +94,9 @@ def make_tool(marker: Path, outcome: Outcome):
         outcome.ran.append({"command": command})
         return {"ok": True}
 
-    return FunctionTool(run_command)
+    if confirm is None:
+        return FunctionTool(run_command)
+    return FunctionTool(run_command, require_confirmation=confirm)
 
 
 def run_agent(
@@ -105,6 +107,7 @@ def run_agent(
     plugins: Optional[list] = None,
     after: Any = None,
     raise_errors: bool = False,
+    confirm: Any = None,
 ) -> Outcome:
     """One real agent run: the model calls ``run_command(**arguments)`` once."""
     LlmAgent, _, _, _, InMemoryRunner, _, types = _imports()
@@ -118,7 +121,7 @@ def run_agent(
         name="gated",
         model=model_class()(call_args=dict(arguments)),
         instruction="Call the tool.",
-        tools=[make_tool(marker, outcome)],
+        tools=[make_tool(marker, outcome, confirm)],
         **kwargs,
     )
     runner = InMemoryRunner(agent=agent, app_name=APP, plugins=list(plugins or []))
