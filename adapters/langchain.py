@@ -102,6 +102,11 @@ class LangChainAdapter(Adapter):
         self._late_done: set = set()
         self._hooks_registered = False
         self._handler_ids: dict = {}  # handler class -> hook id
+        #: (thread id, tool call id) of the HITL calls a ``when`` decided to review: on
+        #: resume the predicate is asked again, and that first answer must stick
+        self._reviewed: dict = {}
+        #: id(exception) -> (exception, deny text) of a middleware's own audited error
+        self._denied_errors: dict = {}
 
     def handler_id(self, handler: Any) -> str:
         """The hook id of a callback handler: ``langchain:<module>.<qualname>`` of its class."""
@@ -305,22 +310,34 @@ class LangChainAdapter(Adapter):
         return _GuardedWhen(self, when, tool if isinstance(tool, str) else None)
 
     def _judge_when(self, guarded: "_GuardedWhen", request: Any) -> Any:
+        key = _review_key(request)
+        if key is not None and key in self._reviewed:
+            return True  # asked for this call before: the review (and its answer) stands
+        review = self._ask_when(guarded, request)
+        if review and key is not None:
+            if len(self._reviewed) >= 4096:
+                self._reviewed.pop(next(iter(self._reviewed)))
+            self._reviewed[key] = True
+        return review
+
+    def _ask_when(self, guarded: "_GuardedWhen", request: Any) -> bool:
         hook_id = self.callable_id(guarded.original)
         outcome = self.hook_call(hook_id, guarded.original, request, _validate=_when_verdict)
         if outcome.failure is None:
             return outcome.verdict.action is Action.ASK  # type: ignore[union-attr]
         # a failed predicate: audited; a deny (the default policy) means "ask the human"
-        call_id = None
+        _, call_id = _request_ids(request)
         try:
-            call_id = request.tool_call.get("id")
-        except Exception:
-            pass
-        try:
-            config = policy.current()
-            decision = self._finish(config, self._fixed(config) + [outcome], guarded.tool, call_id)
+            decision = self.decide_stage(guarded.tool, [outcome], call_id=call_id)
         except Exception:
             return True
         return decision.action is not Action.ABSTAIN and decision.action is not Action.ALLOW
+
+    def _executed(self, request: Any) -> None:
+        """A tool call reached its tool: a review recorded for it is over."""
+        key = _review_key(request)
+        if key is not None:
+            self._reviewed.pop(key, None)
 
     # ------------------------------------------------------------ wrap_tool_call middleware
 
@@ -360,11 +377,7 @@ class LangChainAdapter(Adapter):
             elapsed_ms=(perf_counter() - start) * 1000.0,
         )
         tool, call_id = _request_ids(request)
-        try:
-            config = policy.current()
-            return self._finish(config, self._fixed(config) + [outcome], tool, call_id)
-        except Exception as err:
-            return self.failed(err, tool, call_id, hook=hook_id)
+        return self.decide_stage(tool, [outcome], call_id=call_id)
 
     def _run_middleware(self, hook_id: str, wrapper: Any, request: Any, handler: Any) -> Any:
         """One sync middleware under its deadline: it runs on its own thread (with this
@@ -442,7 +455,18 @@ class LangChainAdapter(Adapter):
             return
         if isinstance(exc, (ToolCallDenied, KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)):
             return
-        self._middleware_failed(hook_id, request, Failure.RAISED, exc, start)
+        decision = self._middleware_failed(hook_id, request, Failure.RAISED, exc, start)
+        if decision.denied:
+            # the exception propagates as upstream; if ToolNode turns it into the model's
+            # ToolMessage (``handle_tool_errors``), the model is told the deny, not its text
+            if len(self._denied_errors) >= 256:
+                self._denied_errors.pop(next(iter(self._denied_errors)))
+            self._denied_errors[id(exc)] = (exc, decision.reason or _failure_text(hook_id, Failure.RAISED))
+
+    def _error_text(self, exc: Any) -> Optional[str]:
+        """The deny text for a middleware's own audited error, or None for any other."""
+        known = self._denied_errors.get(id(exc))
+        return known[1] if known is not None and known[0] is exc else None
 
     async def _arun_middleware(self, hook_id: str, wrapper: Any, request: Any, handler: Any) -> Any:
         limit = policy.current().timeout_for(hook_id)
@@ -533,23 +557,48 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         if not callable(vars(node).get(attr)):
             raise PatchError(f"{TOOL_NODE}.ToolNode.{attr}")
 
+    if not callable(vars(node).get("__init__")) or not callable(vars(module).get("_handle_tool_error")):
+        raise PatchError(f"{TOOL_NODE}.ToolNode.__init__ / _handle_tool_error")
+
     def execute_sync(wrapped, instance, args, kwargs):
+        request = args[0] if args else kwargs.get("request")
+        adapter._executed(request)
         try:
             return wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
-            return _tool_message(args[0] if args else kwargs.get("request"), denied.reason)
+            return _tool_message(request, denied.reason)
 
     async def _execute_async(wrapped, args, kwargs):
+        request = args[0] if args else kwargs.get("request")
+        adapter._executed(request)
         try:
             return await wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
-            return _tool_message(args[0] if args else kwargs.get("request"), denied.reason)
+            return _tool_message(request, denied.reason)
 
     def execute_async(wrapped, instance, args, kwargs):
         return _execute_async(wrapped, args, kwargs)
 
+    def init(wrapped, instance, args, kwargs):
+        # ``wrap_tool_call`` / ``awrap_tool_call`` handed to a ToolNode directly (a custom
+        # graph, no ``create_agent``) get the same deadline as agent middleware
+        wrapped(*args, **kwargs)
+        if getattr(instance, "_wrap_tool_call", None) is not None:
+            instance._wrap_tool_call = adapter._guard_wrapper(instance._wrap_tool_call)
+        if getattr(instance, "_awrap_tool_call", None) is not None:
+            instance._awrap_tool_call = adapter._aguard_wrapper(instance._awrap_tool_call)
+
+    def handle_tool_error(wrapped, instance, args, kwargs):
+        # upstream decides whether the error becomes the model's message (it may raise
+        # it again); when it does, the message is the deny, not the error's text
+        content = wrapped(*args, **kwargs)
+        text = adapter._error_text(args[0] if args else kwargs.get("e"))
+        return text if text is not None else content
+
     adapter.wrap(node, "_execute_tool_sync", execute_sync)
     adapter.wrap(node, "_execute_tool_async", execute_async)
+    adapter.wrap(node, "__init__", init)
+    adapter.wrap(module, "_handle_tool_error", handle_tool_error)
 
 
 def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:
@@ -575,11 +624,11 @@ def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
 
     def chain(wrapped, instance, args, kwargs):
         wrappers = args[0] if args else kwargs.pop("wrappers")
-        return wrapped([adapter._guard_wrapper(w) for w in wrappers], *args[1:], **kwargs)
+        return _guarded(wrapped([adapter._guard_wrapper(w) for w in wrappers], *args[1:], **kwargs))
 
     def achain(wrapped, instance, args, kwargs):
         wrappers = args[0] if args else kwargs.pop("wrappers")
-        return wrapped([adapter._aguard_wrapper(w) for w in wrappers], *args[1:], **kwargs)
+        return _guarded(wrapped([adapter._aguard_wrapper(w) for w in wrappers], *args[1:], **kwargs))
 
     adapter.wrap(module, "_chain_tool_call_wrappers", chain)
     adapter.wrap(module, "_chain_async_tool_call_wrappers", achain)
@@ -681,6 +730,42 @@ def _error_kwargs(kwargs: dict) -> dict:
     if kwargs.get("tool_call_id") is not None:
         out["tool_call_id"] = kwargs["tool_call_id"]
     return out
+
+
+def _guarded(composed: Any) -> Any:
+    """Mark a chain of guarded middleware wrappers: the ToolNode it is handed to does
+    not guard it a second time as a whole."""
+    if composed is not None:
+        try:
+            composed._failsecure_guarded = True
+        except Exception:
+            pass
+    return composed
+
+
+def _review_key(request: Any) -> Optional[tuple]:
+    """(thread id, id of the model message that made the call, tool call id) of a HITL
+    request: what a resumed run shares with the run it resumes (the model message comes
+    back from the checkpoint). None when the run has no thread (only a run with a
+    checkpointer can be resumed) or the call no id."""
+    try:
+        _, call_id = _request_ids(request)
+        config = getattr(getattr(request, "runtime", None), "config", None)
+        configurable = config.get("configurable") if isinstance(config, dict) else None
+        thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
+        if call_id is None or thread is None or type(thread) not in (str, int):
+            return None
+        state = getattr(request, "state", None)
+        messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+        message_id = None
+        for message in reversed(list(messages or ())):
+            calls = getattr(message, "tool_calls", None)
+            if calls and any(isinstance(c, dict) and c.get("id") == call_id for c in calls):
+                message_id = getattr(message, "id", None)
+                break
+    except Exception:
+        return None
+    return (thread, message_id if isinstance(message_id, str) else None, call_id)
 
 
 def _request_ids(request: Any) -> tuple:
