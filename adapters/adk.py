@@ -295,7 +295,6 @@ class ADKAdapter(Adapter):
         if not callable(predicate):
             return await wrapped(*args, **kwargs)
         tool_context = kwargs.get("tool_context", args[1] if len(args) > 1 else None)
-        tool_args = kwargs.get("args", args[0] if args else None)
         hook = self.callable_id(predicate)
         try:
             outcome = await self.ahook_call(hook, wrapped, *args, _validate=_confirmation_verdict, **kwargs)
