@@ -105,6 +105,9 @@ class LangChainAdapter(Adapter):
         #: (thread id, tool call id) of the HITL calls a ``when`` decided to review: on
         #: resume the predicate is asked again, and that first answer must stick
         self._reviewed: dict = {}
+        #: (thread id, model message id, tool call id) -> (guarded ``when``, pictures of
+        #: the calls it judged): what a later rewrite is compared against
+        self._judged: dict = {}
         #: id(exception) -> (exception, deny text) of a middleware's own audited error
         self._denied_errors: dict = {}
 
@@ -310,7 +313,14 @@ class LangChainAdapter(Adapter):
         return _GuardedWhen(self, when, tool if isinstance(tool, str) else None)
 
     def _judge_when(self, guarded: "_GuardedWhen", request: Any) -> Any:
-        key = _review_key(request)
+        call_key = _call_key(request)
+        if call_key is not None:
+            if len(self._judged) >= 4096 and call_key not in self._judged:
+                self._judged.pop(next(iter(self._judged)))
+            seen = self._judged.setdefault(call_key, (guarded, []))[1]
+            if len(seen) < 8:
+                seen.append(_call_picture(request))
+        key = call_key if call_key is not None and call_key[0] is not None else None
         if key is not None and key in self._reviewed:
             return True  # asked for this call before: the review (and its answer) stands
         review = self._ask_when(guarded, request)
@@ -333,11 +343,35 @@ class LangChainAdapter(Adapter):
             return True
         return decision.action is not Action.ABSTAIN and decision.action is not Action.ALLOW
 
-    def _executed(self, request: Any) -> None:
-        """A tool call reached its tool: a review recorded for it is over."""
-        key = _review_key(request)
-        if key is not None:
-            self._reviewed.pop(key, None)
+    def _at_tool(self, request: Any) -> Optional[str]:
+        """A tool call has reached its tool (every ``wrap_tool_call`` middleware has had
+        it). When a HITL ``when`` predicate judged this call and the call that runs now
+        is not one it judged, nor the model's call a human reviewed, nor the reviewer's
+        edit, a middleware rewrote it (or swapped the tool) after the review: the
+        predicate judges the final call again, and a call it wants reviewed is denied
+        (nobody can be asked here). Returns the deny text, or None to run."""
+        key = _call_key(request)
+        known = self._judged.pop(key, None) if key is not None else None
+        reviewed = self._reviewed.pop(key, None) if key is not None else None
+        if known is None or self.state != "patched":
+            return None
+        guarded, seen = known
+        final = _call_picture(request)
+        allowed = list(seen)
+        allowed.append(_edited_picture(request))
+        if reviewed:
+            allowed.append(_state_picture(request))
+        if any(_same_picture(final, p) for p in allowed if p is not None):
+            return None
+        try:
+            review = self._ask_when(guarded, request)
+        except Exception as exc:
+            return self.failed(exc, guarded.tool, key[2], hook=self.callable_id(guarded.original)).reason
+        if not review:
+            return None
+        hook = self.callable_id(guarded.original)
+        decision = self.decide_stage(guarded.tool, [Outcome(hook=hook, verdict=_REVIEW)], call_id=key[2])
+        return decision.reason or f"failsecure: hook '{hook}' asks for a review of a rewritten call"
 
     # ------------------------------------------------------------ wrap_tool_call middleware
 
@@ -562,7 +596,9 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
 
     def execute_sync(wrapped, instance, args, kwargs):
         request = args[0] if args else kwargs.get("request")
-        adapter._executed(request)
+        reason = adapter._at_tool(request)
+        if reason is not None:
+            return _tool_message(request, reason)
         try:
             return wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
@@ -570,7 +606,9 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
 
     async def _execute_async(wrapped, args, kwargs):
         request = args[0] if args else kwargs.get("request")
-        adapter._executed(request)
+        reason = adapter._at_tool(request)
+        if reason is not None:
+            return _tool_message(request, reason)
         try:
             return await wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
@@ -743,29 +781,86 @@ def _guarded(composed: Any) -> Any:
     return composed
 
 
-def _review_key(request: Any) -> Optional[tuple]:
-    """(thread id, id of the model message that made the call, tool call id) of a HITL
-    request: what a resumed run shares with the run it resumes (the model message comes
-    back from the checkpoint). None when the run has no thread (only a run with a
-    checkpointer can be resumed) or the call no id."""
+def _call_key(request: Any) -> Optional[tuple]:
+    """(thread id or None, id of the model message that made the call, tool call id) of
+    a request: what a resumed run shares with the run it resumes (the model message
+    comes back from the checkpoint). None when the call has no id."""
     try:
         _, call_id = _request_ids(request)
+        if call_id is None:
+            return None
         config = getattr(getattr(request, "runtime", None), "config", None)
         configurable = config.get("configurable") if isinstance(config, dict) else None
         thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
-        if call_id is None or thread is None or type(thread) not in (str, int):
-            return None
-        state = getattr(request, "state", None)
-        messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
-        message_id = None
-        for message in reversed(list(messages or ())):
-            calls = getattr(message, "tool_calls", None)
-            if calls and any(isinstance(c, dict) and c.get("id") == call_id for c in calls):
-                message_id = getattr(message, "id", None)
-                break
+        message = _model_call(request, call_id)[0]
+        message_id = getattr(message, "id", None) if message is not None else None
     except Exception:
         return None
-    return (thread, message_id if isinstance(message_id, str) else None, call_id)
+    return (
+        thread if type(thread) in (str, int) else None,
+        message_id if isinstance(message_id, str) else None,
+        call_id,
+    )
+
+
+def _model_call(request: Any, call_id: str) -> tuple:
+    """(the model message in the request's state that made the call, that tool call)."""
+    state = getattr(request, "state", None)
+    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+    for message in reversed(list(messages or ())):
+        for call in getattr(message, "tool_calls", None) or ():
+            if isinstance(call, dict) and call.get("id") == call_id:
+                return message, call
+    return None, None
+
+
+def _picture(name: Any, args: Any, tool: Any = None) -> Any:
+    return integrity.fingerprint((name, args, tool))
+
+
+def _call_picture(request: Any) -> Any:
+    """The call as it would run: the call's name and arguments and the tool's name."""
+    try:
+        call = request.tool_call
+        tool = getattr(request, "tool", None)
+        return _picture(call.get("name"), call.get("args"), getattr(tool, "name", None) if tool is not None else call.get("name"))
+    except Exception:
+        return integrity.CHANGED
+
+
+def _state_picture(request: Any) -> Any:
+    """The call as the model message in the state has it (a 1.3 reviewer's edit lands there)."""
+    try:
+        _, call_id = _request_ids(request)
+        call = _model_call(request, call_id)[1]
+        return None if call is None else _picture(call.get("name"), call.get("args"), call.get("name"))
+    except Exception:
+        return None
+
+
+def _edited_picture(request: Any) -> Any:
+    """The reviewer's edit of the call, where HITL keeps it (``hitl_edited_tool_calls``)."""
+    try:
+        _, call_id = _request_ids(request)
+        state = getattr(request, "state", None)
+        edits = state.get("hitl_edited_tool_calls") if isinstance(state, dict) else None
+        edit = edits.get(call_id) if isinstance(edits, dict) else None
+        if edit is None:
+            return None
+        name = edit.get("name") if isinstance(edit, dict) else getattr(edit, "name", None)
+        args = edit.get("args") if isinstance(edit, dict) else getattr(edit, "args", None)
+        return _picture(name, args, name)
+    except Exception:
+        return None
+
+
+def _same_picture(a: Any, b: Any) -> bool:
+    if a is integrity.CHANGED or b is integrity.CHANGED:
+        return False
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 def _request_ids(request: Any) -> tuple:
