@@ -103,6 +103,32 @@ def _interactive() -> bool:
     return answer
 
 
+_asking: dict = {}  # id(user function) -> (function, it calls request_human_input)
+
+
+def _asks_human(hook: Any) -> bool:
+    """The hook's own code asks a person (``context.request_human_input``): read from
+    its code's names (and its nested functions'), once per hook. A hook that asks only
+    through a helper keeps the default deadline (a slow answer then denies, never runs)."""
+    fn = _user_function(hook)
+    known = _asking.get(id(fn))
+    if known is not None and known[0] is fn:
+        return known[1]
+    answer = False
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        code = getattr(vars(type(fn)).get("__call__"), "__code__", None)
+    pending = [code] if code is not None else []
+    while pending and not answer:
+        current = pending.pop()
+        answer = "request_human_input" in getattr(current, "co_names", ())
+        pending += [c for c in getattr(current, "co_consts", ()) if hasattr(c, "co_names")]
+    if len(_asking) > 4096:
+        _asking.clear()
+    _asking[id(fn)] = (fn, answer)
+    return answer
+
+
 def _cell(fn: Any, name: str) -> Any:
     """The value a closure ``fn`` holds for the free variable ``name`` (or None)."""
     try:
@@ -140,21 +166,24 @@ def _user_function(hook: Any) -> Any:
     return hook
 
 
-def _run_hook(hook: Any, ctx: Any, original: tuple, state: _Round) -> Any:
-    """One hook, the way upstream's ``_invoke_hook`` calls it, inside the guard."""
+def _run_hook(hook: Any, ctx: Any, original: tuple, state: _Round, stops: tuple) -> Any:
+    """One hook, the way upstream's ``_invoke_hook`` calls it, inside the guard. As
+    upstream, a block ends the round (the hooks after it are not run); but only a block
+    that counts: ``stops`` is (its deny counts, its failure counts) under the config, so
+    an observer's or an ``on_error = "allow"`` hook's failure never hides a later gate."""
     if state.stopped:
         return _SKIPPED
     ctx.tool_input, ctx.tool_name, ctx.tool = original
     try:
         result = hook(ctx)
     except _HookAborted.cls:
-        state.stopped = True
+        state.stopped = stops[0]
         return _ABORTED
     except BaseException:
-        state.stopped = True
+        state.stopped = stops[1]
         raise
     if result is False:
-        state.stopped = True
+        state.stopped = stops[0]
     return result
 
 
@@ -287,16 +316,31 @@ class CrewAIAdapter(Adapter):
             original = (ctx.tool_input, ctx.tool_name, ctx.tool)
             outcomes: list = []
             if hooks:
-                interactive = _interactive()
+                tty = _interactive()
                 ids = [self.hook_name(h) for h in hooks]
+                stops = [(self.would_deny(hid, False), self.would_deny(hid, True)) for hid in ids]
+                # only a hook that asks a person (``context.request_human_input``) waits
+                # for one without the default deadline, and only when stdin is a terminal
+                asks = [tty and _asks_human(h) for h in hooks]
 
                 def run_round() -> list:
                     state = _Round()
+                    outcomes: list = []
                     try:
-                        return self.hook_calls(
-                            [(hid, _run_hook, (h, ctx, original, state), None, None) for hid, h in zip(ids, hooks)],
-                            _interactive=interactive,
-                        )
+                        start_at = 0
+                        while start_at < len(hooks):  # consecutive hooks alike share one hand-off
+                            end = start_at
+                            while end < len(hooks) and asks[end] == asks[start_at]:
+                                end += 1
+                            outcomes += self.hook_calls(
+                                [
+                                    (ids[i], _run_hook, (hooks[i], ctx, original, state, stops[i]), None, None)
+                                    for i in range(start_at, end)
+                                ],
+                                _interactive=asks[start_at],
+                            )
+                            start_at = end
+                        return outcomes
                     finally:
                         ctx.tool_input, ctx.tool_name, ctx.tool = original
 

@@ -21,7 +21,9 @@ from typing import Any, Callable, ClassVar, Iterable, Optional
 
 from . import audit, guard, hookid, policy, reduce as _reduce
 from .report import problem, type_name
-from .verdict import Decision, Failure, Outcome, Verdict
+from .verdict import Action, Decision, Failure, Outcome, Verdict
+
+_DENY = Verdict(action=Action.DENY)
 
 _ABSENT = object()
 
@@ -504,6 +506,14 @@ class Adapter(abc.ABC):
             return self._finish(config, found, tool, call_id, fail_closed)
         except Exception as exc:
             return self.failed(exc, tool, call_id)
+
+    def would_deny(self, hook_id: str, failed: bool) -> bool:
+        """Whether a deny answer (``failed=False``) or a failure (``failed=True``) of this
+        hook would deny the call under the config in force: an observer's never does, a
+        failure of an ``on_error = "allow"`` hook does not. For frameworks that stop a
+        round at the first block: a hook whose block does not count must not stop it."""
+        outcome = Outcome(hook=hook_id, failure=Failure.RAISED) if failed else Outcome(hook=hook_id, verdict=_DENY)
+        return _reduce.effective(outcome, policy.current()) is Action.DENY
 
     def decide_stage(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, fail_closed=()) -> Decision:
         """A later decision point of a tool call whose gates were already decided (an

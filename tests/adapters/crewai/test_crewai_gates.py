@@ -235,20 +235,23 @@ def test_every_call_path_allow_twin(rig, mode, native):
 
 
 class FakeTTY:
+    """A terminal whose person takes 0.5 s to press Enter."""
+
     def isatty(self):
         return True
 
     def readline(self):
+        threading.Event().wait(0.5)  # a person thinking
         return "\n"
 
 
 def test_a_human_may_answer_no_default_deadline(rig, monkeypatch):
-    """stdin is a TTY (``context.request_human_input`` asks there): the global deadline
-    does not cut a hook off; a per-hook timeout in the config still does."""
+    """stdin is a TTY and the hook asks there (``context.request_human_input``): the
+    global deadline does not cut it off; a per-hook timeout in the config still does."""
     monkeypatch.setattr("sys.stdin", FakeTTY())
 
     def asking(context):
-        threading.Event().wait(0.5)  # a person thinking
+        context.request_human_input(prompt="Allow?")
         return True
 
     register_before_tool_call_hook(asking)
@@ -256,6 +259,82 @@ def test_a_human_may_answer_no_default_deadline(rig, monkeypatch):
     rig.config(tables=f'[hooks."{rig.hook_id(asking)}"]\ntimeout = 0.2\n')
     run = rig.run()
     _assert_denied(rig, run, rig.hook_id(asking), "timeout")
+
+
+def test_a_terminal_keeps_the_deadline_of_a_hook_that_asks_nobody(rig, monkeypatch):
+    """stdin is a TTY, but this hook never asks the person: it keeps the default
+    deadline (upstream and the old adapter waited for it for ever)."""
+    monkeypatch.setattr("sys.stdin", FakeTTY())
+    release = threading.Event()
+
+    def hung(context):
+        release.wait(5)
+        return True
+
+    register_before_tool_call_hook(hung)
+    run = rig.run()
+    release.set()
+    _assert_denied(rig, run, rig.hook_id(hung), "timeout")
+
+
+def test_a_terminal_and_a_hook_asking_through_a_method_is_interactive(rig, monkeypatch):
+    """The allow twin with the asking call inside a nested function of the hook."""
+    monkeypatch.setattr("sys.stdin", FakeTTY())
+
+    def asking(context):
+        def ask():
+            return context.request_human_input(prompt="Allow?")
+
+        ask()
+        return True
+
+    register_before_tool_call_hook(asking)
+    assert rig.run().ran
+
+
+@pytest.mark.parametrize("tolerated", ['on_error = "allow"', 'role = "observer"'])
+@pytest.mark.parametrize("kind", ["raise", "abort", "false"])
+def test_a_tolerated_hook_does_not_hide_a_later_deny(rig, tolerated, kind):
+    """A hook whose failure (or block) the trusted config tolerates does not stop the
+    round: a later policy hook still runs, and its deny stands."""
+
+    def tolerated_hook(context):
+        if kind == "raise":
+            raise RuntimeError("SECRET-1")
+        if kind == "abort":
+            raise HookAborted("no")
+        return False
+
+    def policy(context):
+        return False
+
+    register_before_tool_call_hook(tolerated_hook)
+    register_before_tool_call_hook(policy)
+    if kind != "raise" and "on_error" in tolerated:
+        pytest.skip("on_error tolerates failures, not a deliberate block")
+    rig.config(tables=f'[hooks."{rig.hook_id(tolerated_hook)}"]\n{tolerated}\n')
+    run = rig.run()
+    _assert_denied(rig, run, rig.hook_id(policy), None)
+
+
+@pytest.mark.parametrize("tolerated", ['on_error = "allow"', 'role = "observer"'])
+def test_a_tolerated_hook_that_raises_lets_the_call_run(rig, tolerated):
+    """The allow twin: the tolerated hook raises, the later hook allows: the tool runs."""
+
+    def tolerated_hook(context):
+        raise RuntimeError("SECRET-1")
+
+    seen = []
+
+    def policy(context):
+        seen.append(1)
+        return None
+
+    register_before_tool_call_hook(tolerated_hook)
+    register_before_tool_call_hook(policy)
+    rig.config(tables=f'[hooks."{rig.hook_id(tolerated_hook)}"]\n{tolerated}\n')
+    run = rig.run()
+    assert run.ran and seen
 
 
 def _crewbase(rig, gate_answer):
