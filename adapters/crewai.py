@@ -50,6 +50,8 @@ from failsecure.verdict import Action, Invalid, Verdict
 log = logging.getLogger("failsecure")
 
 TOOL_HOOKS = "crewai.hooks.tool_hooks"
+#: a flow's declarative tool actions run their tool without the before-tool-call hooks
+FLOW_ACTIONS = "crewai.flow.runtime._actions"
 DISPATCH = "crewai.hooks.dispatch"
 #: CrewAI's own text for a blocked tool call (every call site starts with it)
 BLOCKED = "Tool execution blocked by hook."
@@ -187,6 +189,40 @@ def _run_hook(hook: Any, ctx: Any, original: tuple, state: _Round, stops: tuple)
     return result
 
 
+class _GatedTool:
+    """A flow tool action's tool behind the before-tool-call hooks: ``run`` asks them
+    first (CrewAI's own ``run_before_tool_call_hooks``, which failsecure gates) and
+    answers CrewAI's block text instead of running the tool. Everything else is the
+    tool's. (Built once per action, so parallel runs share no state.)"""
+
+    __slots__ = ("_tool", "_adapter")
+
+    def __init__(self, tool: Any, adapter: "CrewAIAdapter") -> None:
+        object.__setattr__(self, "_tool", tool)
+        object.__setattr__(self, "_adapter", adapter)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_tool"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(object.__getattribute__(self, "_tool"), name, value)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        tool = object.__getattribute__(self, "_tool")
+        adapter = object.__getattribute__(self, "_adapter")
+        if adapter.state != "patched":
+            return tool.run(*args, **kwargs)
+        tool_hooks = sys.modules[TOOL_HOOKS]
+        name = getattr(tool, "name", None)
+        ctx = tool_hooks.ToolCallHookContext(tool_name=name if isinstance(name, str) else "", tool_input=kwargs, tool=tool)
+        if tool_hooks.run_before_tool_call_hooks(ctx):
+            pending = _denied.get()
+            _denied.set(None)
+            reason = pending[1] if pending is not None else "failsecure: denied"
+            return f"{BLOCKED} Tool: {ctx.tool_name}. {reason}"
+        return tool.run(*args, **ctx.tool_input)
+
+
 class _HookAborted:
     """CrewAI's ``HookAborted`` class, set by ``_patch`` (the shim catches it)."""
 
@@ -209,6 +245,8 @@ class CrewAIAdapter(Adapter):
         self._pre: Any = None
         self._resolve: Any = None
         self._locked: list = []  # (hook list, lockdown hook) inserted by _lockdown
+        self._flow_watch = False
+        self._flow_patched = False
 
     # ------------------------------------------------------------ patching
 
@@ -255,9 +293,43 @@ class CrewAIAdapter(Adapter):
             return wrapped(*args, **kwargs)
 
         self.wrap(tool_hooks, "dispatch", dispatch_wrapper)
+        if FLOW_ACTIONS in sys.modules:
+            self._patch_flow_actions(sys.modules[FLOW_ACTIONS])
+        elif not self._flow_watch:
+            from failsecure import _bootstrap
+
+            self._flow_watch = True
+            _bootstrap.when_imported(FLOW_ACTIONS, self._late_flow_actions)
+
+    def _late_flow_actions(self, module: Any) -> None:
+        if self.state != "patched" or self._flow_patched:
+            return
+        try:
+            self._patch_flow_actions(module)
+        except Exception as exc:
+            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+
+    def _patch_flow_actions(self, module: Any) -> None:
+        """A flow's tool action (``do: {tool: ...}``) calls ``self.tool.run(**args)`` with
+        no before-tool-call hook: each ToolAction's tool is put behind the hooks (CrewAI's
+        own ``run_before_tool_call_hooks``, so the same gates judge it as an agent's call)."""
+        action = getattr(module, "ToolAction", None)
+        if not isinstance(action, type) or not callable(vars(action).get("__init__")):
+            raise PatchError(f"{FLOW_ACTIONS}.ToolAction.__init__")
+        adapter = self
+
+        def init(wrapped, instance, args, kwargs):
+            wrapped(*args, **kwargs)
+            tool = getattr(instance, "tool", None)
+            if tool is not None and not isinstance(tool, _GatedTool):
+                instance.tool = _GatedTool(tool, adapter)
+
+        self.wrap(action, "__init__", init)
+        self._flow_patched = True
 
     def _unpatch(self) -> None:
         self.restore()
+        self._flow_patched = False
         for hooks, hook in self._locked:
             try:
                 while hook in hooks:
