@@ -75,7 +75,7 @@ _ABSTAIN = Verdict(action=Action.ABSTAIN)
 _MARK = "_failsecure_session"
 #: the fields of a hook input the CLI sends for every event (kept from the latest
 #: request, for a PermissionRequest decision the permission callback has to start)
-_BASE_FIELDS = ("session_id", "transcript_path", "cwd", "permission_mode")
+_BASE_FIELDS = ("session_id", "transcript_path", "cwd", "permission_mode", "prompt_id")
 
 
 def _hook_output(decision: str, reason: Optional[str], updated: Any = None) -> dict:
