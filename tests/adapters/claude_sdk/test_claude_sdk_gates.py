@@ -527,3 +527,25 @@ def test_a_query_that_never_sends_its_hooks_refuses_to_start(rig):
     assert rig.last()["failure"] == "missing"
     # allow twin: nothing to gate
     assert asyncio.run(Query(transport=sdk_rig.CaptureTransport(), is_streaming_mode=False, hooks={}).initialize()) is None
+
+
+# ---------------------------------------------------------------- required gates across gate kinds
+
+
+def test_a_required_pretooluse_callback_is_present_for_the_permission_decisions(rig):
+    """A ``required`` callback registered with the session counts as present in the
+    ``PermissionRequest`` and ``can_use_tool`` decisions too (it was consulted at the
+    PreToolUse stage, or does not select the tool)."""
+    policy_gate = gate("policy_gate", out("allow"))
+    policy_gate.__module__, policy_gate.__qualname__ = "policy", "gate"
+    rig.config(top='required = ["claude-agent-sdk:policy.gate"]')
+    _, hooks, permission = ask_path({PRE: pre(policy_gate), PERM: pre(gate("perm_silent", {}))}, allowing_permission())
+    assert behaviors(hooks) == [None] and permission["response"]["behavior"] == "allow"
+    assert all(e["failure"] is None for e in rig.events())
+
+
+def test_deny_twin_a_required_callback_registered_nowhere_denies_the_permission_decisions(rig):
+    rig.config(top='required = ["claude-agent-sdk:policy.absent"]')
+    _, hooks, permission = ask_path({PERM: pre(gate("perm_silent", {}))}, allowing_permission())
+    assert behaviors(hooks) == ["deny"] and permission["response"]["behavior"] == "deny"
+    assert rig.last()["failure"] == "missing" and rig.last()["hook"] == "claude-agent-sdk:policy.absent"
