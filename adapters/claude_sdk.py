@@ -279,7 +279,7 @@ class _Session:
             if other != event:
                 gates += [i for i in self._selected(other, tool, ()) if self.entries[i].callback is not None]
         original = data.get("tool_input") if arguments is None else arguments
-        state = {"args": original, "judged": original, "gates": gates}
+        state: dict[str, Any] = {"args": original, "judged": original, "gates": gates}
         started = perf_counter()
         last: dict = {}
         rounds: list = []
