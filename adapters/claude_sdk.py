@@ -1,4 +1,5 @@
-"""claude-agent-sdk: Python ``PreToolUse`` hook callbacks and ``can_use_tool`` fail closed.
+"""claude-agent-sdk: the Python gates of a session fail closed: ``PreToolUse`` and
+``PermissionRequest`` hook callbacks and ``can_use_tool``.
 
 The SDK runs Python hook callbacks in its own process and answers the Claude Code CLI
 over the control protocol (``_internal/query.py::Query._handle_control_request``). Upstream,
@@ -9,24 +10,33 @@ rules allow it (``allowed_tools``, acceptEdits, bypass), exactly when the hook i
 gate. ``HookMatcher(on_failure="block")`` (0.2.177+) is opt-in.
 
 The patch is one wrapper on ``Query.initialize``: before the SDK registers the callbacks
-with the CLI, each ``PreToolUse`` callback is swapped (in the Query's own copy of the
-hooks) for a failsecure trigger, and ``can_use_tool`` for a guarded twin. So the upstream
-dispatcher (``_handle_control_request``) stays as it is and only ever sees answers that
-are valid and never raise:
+with the CLI, each ``PreToolUse`` and ``PermissionRequest`` callback is swapped (in the
+Query's own copy of the hooks) for a failsecure trigger, and ``can_use_tool`` for a
+guarded twin. So the upstream dispatcher (``_handle_control_request``) stays as it is and
+only ever sees answers that are valid and never raise:
 
-- the first trigger request of a tool call (keyed by ``tool_use_id``) runs every
-  ``PreToolUse`` callback whose matcher selects the tool, concurrently, each under the
-  guard; ``adecide`` reduces them with the cross-framework gates, ``required`` and the
-  config; every trigger of that call answers the same Decision: an explicit
-  ``permissionDecision: "deny"`` (works with every CLI), ``"ask"``, or the callback's own
-  valid answer;
+- the first trigger request of a tool call (keyed by event and ``tool_use_id``) runs every
+  callback of that event whose matcher selects the tool, concurrently, each through
+  ``Adapter.ahook_call`` (the core's deadline and late-answer rule; bounded by the CLI's
+  own deadline for the matcher); ``adecide`` reduces them with the cross-framework gates,
+  ``required`` and the config; every trigger of that call answers the same Decision in the
+  shape the CLI honours: ``permissionDecision: "deny"`` (also for a callback's own
+  ``continue_: False`` or ``decision: "block"``, which the CLI does not read as a deny),
+  ``"defer"`` (deny > defer > ask > allow, as the CLI ranks them), ``"ask"``, or the
+  callback's own valid answer; a ``PermissionRequest`` deny as ``decision.behavior: "deny"``;
 - argument integrity: a callback's ``updatedInput`` is shown to every callback again
-  (``integrity.auntil_stable``) and every answer carries the final input;
-- ``can_use_tool``: raise, hang, junk -> ``PermissionResultDeny``; an allow that rewrites
-  the input has the ``PreToolUse`` gates judge the rewritten input;
-- 0.2.177+: a second small wrapper on ``Query._send_control_request`` sends every
-  ``PreToolUse`` matcher with ``onFailure: "block"`` on the wire (so a CLI-side timeout
-  or a lost answer blocks too) without the SDK's refusal to talk to an older CLI.
+  (``integrity.auntil_stable``), a deny or failure of any round stands, and every answer
+  carries the final input; a ``PermissionRequest`` or ``can_use_tool`` rewrite is judged by
+  the ``PreToolUse`` and ``PermissionRequest`` callbacks before it is allowed;
+- ``can_use_tool``: the CLI races it against the ``PermissionRequest`` hooks and takes the
+  first answer; the guarded twin waits for (or runs) their shared decision first, so their
+  deny or failure outranks its allow; raise, hang, junk -> ``PermissionResultDeny``;
+- a session whose initialize answer says the CLI did not register the hooks
+  (``hooks_applied: false``: a client joining a session another client configured), or
+  a Query that never sends them (not streaming), refuses to start;
+- 0.2.177+: a second small wrapper on ``Query._send_control_request`` sends every gating
+  matcher with ``onFailure: "block"`` on the wire (so a CLI-side timeout or a lost answer
+  blocks too) without the SDK's refusal to talk to an older CLI.
 
 Other hook events are observers: untouched. Hook ids: ``claude-agent-sdk:<module>.<qualname>``
 of the callback (``can_use_tool`` likewise).
@@ -42,13 +52,16 @@ from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure import guard, integrity, policy
+from failsecure import integrity, policy
 from failsecure.adapter import Adapter, PatchError
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 QUERY = "claude_agent_sdk._internal.query"
 TYPES = "claude_agent_sdk.types"
 EVENT = "PreToolUse"
+PERMISSION = "PermissionRequest"
+#: the hook events whose callbacks decide whether, and with what, a tool runs
+GATED = (EVENT, PERMISSION)
 #: the CLI's own deadline for a hook callback when the matcher sets none (seconds)
 CLI_DEFAULT_TIMEOUT = 60.0
 #: share of the CLI's deadline failsecure's own deadlines may use: the answer must reach
@@ -56,9 +69,13 @@ CLI_DEFAULT_TIMEOUT = 60.0
 CLI_DEADLINE_SHARE = 0.8
 #: tool calls whose shared decision is kept for the triggers still to answer
 MAX_PENDING = 256
-_DECISIONS = frozenset({"allow", "deny", "ask"})
+_DECISIONS = {"allow": Action.ALLOW, "deny": Action.DENY, "ask": Action.ASK, "defer": Action.ASK}
+DEFER = "defer"
 _ABSTAIN = Verdict(action=Action.ABSTAIN)
 _MARK = "_failsecure_session"
+#: the fields of a hook input the CLI sends for every event (kept from the latest
+#: request, for a PermissionRequest decision the permission callback has to start)
+_BASE_FIELDS = ("session_id", "transcript_path", "cwd", "permission_mode", "prompt_id")
 
 
 def _hook_output(decision: str, reason: Optional[str], updated: Any = None) -> dict:
@@ -68,6 +85,13 @@ def _hook_output(decision: str, reason: Optional[str], updated: Any = None) -> d
     if updated is not None:
         out["updatedInput"] = updated
     return {"hookSpecificOutput": out}
+
+
+def _permission_output(reason: Optional[str]) -> dict:
+    decision: dict = {"behavior": "deny"}
+    if reason:
+        decision["message"] = reason
+    return {"hookSpecificOutput": {"hookEventName": PERMISSION, "decision": decision}}
 
 
 def _matches(matcher: Any, tool: Any) -> bool:
@@ -86,29 +110,46 @@ def _matches(matcher: Any, tool: Any) -> bool:
         return False
 
 
-class _Entry:
-    __slots__ = ("callback", "hook_id", "matcher", "cli_timeout", "trigger")
+def _kind(verdict: Optional[Verdict]) -> Optional[str]:
+    """The decision word a callback's answer gave (``"defer"``...), from its verdict."""
+    data = verdict.data if verdict is not None else None
+    return data[2] if type(data) is tuple and len(data) == 3 else None
 
-    def __init__(self, callback, hook_id, matcher, cli_timeout):
-        self.callback, self.hook_id, self.matcher, self.cli_timeout = callback, hook_id, matcher, cli_timeout
-        self.trigger = None  # None: failsecure's own catch-all (no user callback)
+
+def _stands(outcome: Outcome) -> bool:
+    """An outcome an earlier round of a rewritten call produced that must count in the
+    decision whatever later rounds say: a failure, a deny, an ask or defer."""
+    if outcome.failure is not None:
+        return True
+    verdict = outcome.verdict
+    return verdict is not None and (verdict.action is Action.DENY or verdict.action is Action.ASK)
+
+
+class _Entry:
+    __slots__ = ("callback", "hook_id", "matcher", "cli_timeout", "event")
+
+    def __init__(self, callback, hook_id, matcher, cli_timeout, event=EVENT):
+        self.callback, self.hook_id, self.matcher, self.cli_timeout, self.event = callback, hook_id, matcher, cli_timeout, event
 
 
 class _Result:
-    __slots__ = ("decision", "indices", "outcomes", "final", "changed")
+    __slots__ = ("decision", "indices", "outcomes", "final", "changed", "served")
 
     def __init__(self, decision, indices, outcomes, final, changed):
         self.decision, self.indices, self.outcomes, self.final, self.changed = decision, indices, outcomes, final, changed
+        self.served: set = set()  # the triggers (and the permission callback) answered from it
 
 
 class _Session:
-    """The PreToolUse callbacks of one Query, and the decisions of its tool calls."""
+    """The gating callbacks of one Query, and the decisions of its tool calls."""
 
     def __init__(self, adapter: "ClaudeSDKAdapter", entries: list):
         self.adapter = adapter
         self.entries = entries
-        self.pending: "OrderedDict[str, asyncio.Future]" = OrderedDict()
-        self._selection: dict = {}  # tool name -> indices of the entries its matchers select
+        self.pending: "OrderedDict[tuple, asyncio.Future]" = OrderedDict()
+        self._selection: dict = {}  # (event, tool name) -> indices of the entries its matchers select
+        self.registered = {e.hook_id for e in entries if e.callback is not None}
+        self.base: dict = {}  # the latest hook input's session fields
 
     # -------------------------------------------------------------- the trigger
 
@@ -118,75 +159,130 @@ class _Session:
         async def failsecure_pre_tool_use(input_data, tool_use_id, context):
             return await session.answer(index, input_data, tool_use_id, context)
 
+        if self.entries[index].event == PERMISSION:
+            failsecure_pre_tool_use.__name__ = failsecure_pre_tool_use.__qualname__ = "failsecure_permission_request"
         return failsecure_pre_tool_use
 
     async def answer(self, index: int, input_data: Any, tool_use_id: Any, context: Any) -> dict:
         """The answer of trigger ``index``; never raises (but for cancellation)."""
         adapter = self.adapter
+        event = self.entries[index].event
         tool = input_data.get("tool_name") if isinstance(input_data, dict) else None
         try:
-            result = await self._result(index, input_data, tool_use_id, context)
+            if isinstance(input_data, dict):
+                for name in _BASE_FIELDS:
+                    if name in input_data:
+                        self.base[name] = input_data[name]
+            result = await self.shared(event, index, input_data, tool_use_id, context)
+            if event == PERMISSION:
+                return self._render_permission(index, result)
             return self._render(index, result)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            decision = adapter.failed(exc, tool, tool_use_id, hook=adapter.hook_id(EVENT))
+            decision = adapter.failed(exc, tool, tool_use_id, hook=adapter.hook_id(event))
+            if event == PERMISSION:
+                return _permission_output(decision.reason)
             return _hook_output("deny", decision.reason)
 
-    async def _result(self, index, input_data, tool_use_id, context) -> _Result:
+    async def shared(self, event: str, index: Optional[int], input_data: Any, tool_use_id: Any, context: Any) -> _Result:
+        """The decision of ``event`` for one tool call, made once for every request that
+        asks for it (the triggers of that event, the permission callback: ``index`` None);
+        a request served from a decision before asks again and gets a fresh one."""
         key = tool_use_id if type(tool_use_id) is str and tool_use_id else None
-        if key is not None and isinstance(input_data, dict) and self._selected(input_data.get("tool_name"), ()) == [index]:
+        me = index if index is not None else "can_use_tool"
+        also: tuple = () if index is None else (index,)
+        if key is not None and event == EVENT and isinstance(input_data, dict) and self._selected(event, input_data.get("tool_name"), ()) == [index]:
             key = None  # the only callback of this tool call: no other request shares it
-        extra: tuple = ()
-        if key is not None:
-            shared = self.pending.get(key)
-            if shared is not None:
-                result = await asyncio.shield(shared)
-                if result is not None and index in result.indices:
-                    return result
-                if result is not None:  # the CLI selected a callback our matcher rule did not
-                    extra = tuple(result.indices)
-            future = asyncio.get_running_loop().create_future()
-            self.pending[key] = future
-            while len(self.pending) > MAX_PENDING:
-                self.pending.popitem(last=False)
+        if key is None:
+            return await self.evaluate(event, input_data, tool_use_id, context, also)
+        slot = (event, key)
+        shared = self.pending.get(slot)
+        if shared is not None:
+            result = await asyncio.shield(shared)
+            if result is not None and me not in result.served and (index is None or index in result.indices):
+                result.served.add(me)
+                return result
+            if result is not None and index is not None and me not in result.served:
+                also = also + tuple(result.indices)  # the CLI selected a callback our matcher rule did not
+        future = asyncio.get_running_loop().create_future()
+        self.pending[slot] = future
+        while len(self.pending) > MAX_PENDING:
+            self.pending.popitem(last=False)
+        try:
+            result = await self.evaluate(event, input_data, tool_use_id, context, also)
+        except BaseException:
+            if not future.done():
+                future.set_result(None)  # the waiters evaluate on their own
+            if self.pending.get(slot) is future:
+                del self.pending[slot]
+            raise
+        result.served.add(me)
+        future.set_result(result)
+        return result
+
+    def selects(self, event: str, tool: Any) -> bool:
+        return any(self.entries[i].callback is not None for i in self._selected(event, tool, ()))
+
+    def permission_input(self, tool_name: Any, tool_input: Any, context: Any) -> dict:
+        """The PermissionRequest hook input for a permission callback's request, as the CLI
+        builds it (the session fields from the latest hook request of this session)."""
+        data = {name: self.base.get(name, "") for name in _BASE_FIELDS}
+        data.update(hook_event_name=PERMISSION, tool_name=tool_name, tool_input=tool_input)
+        suggestions = []
+        for suggestion in getattr(context, "suggestions", None) or ():
             try:
-                result = await self.evaluate(input_data, tool_use_id, context, (index,) + extra)
-            except BaseException:
-                if not future.done():
-                    future.set_result(None)  # the waiters evaluate on their own
-                if self.pending.get(key) is future:
-                    del self.pending[key]
-                raise
-            future.set_result(result)
-            return result
-        return await self.evaluate(input_data, tool_use_id, context, (index,))
+                suggestions.append(suggestion.to_dict())
+            except Exception:
+                continue
+        data["permission_suggestions"] = suggestions
+        agent = getattr(context, "agent_id", None)
+        if type(agent) is str and agent:
+            data["agent_id"] = agent
+        return data
 
     # -------------------------------------------------------------- deciding
 
-    def _selected(self, tool: Any, also: tuple) -> list:
-        key = tool if type(tool) is str else None
+    def _selected(self, event: str, tool: Any, also: tuple) -> list:
+        key = (event, tool if type(tool) is str else None)
         chosen = self._selection.get(key)
         if chosen is None:
-            chosen = self._selection[key] = tuple(i for i, e in enumerate(self.entries) if _matches(e.matcher, key))
+            chosen = self._selection[key] = tuple(
+                i for i, e in enumerate(self.entries) if e.event == event and _matches(e.matcher, key[1])
+            )
         if also and not set(also) <= set(chosen):
-            return sorted(set(chosen) | {i for i in also if 0 <= i < len(self.entries)})
+            return sorted(set(chosen) | {i for i in also if 0 <= i < len(self.entries) and self.entries[i].event == event})
         return list(chosen)
 
-    async def evaluate(self, input_data, tool_use_id, context, also=(), arguments=None) -> _Result:
-        """Every callback whose matcher selects the tool (and ``also``), under the guard,
-        again on each rewrite until the input settles; then the core decides."""
+    def _payload(self, data: dict, event: str, args: Any) -> dict:
+        """What a callback of ``event`` is handed for a call first seen as ``data``."""
+        if data.get("hook_event_name", event) == event:
+            return dict(data, tool_input=args)
+        payload = {k: v for k, v in data.items() if k != "permission_suggestions"}
+        payload.update(hook_event_name=event, tool_input=args)
+        if event == PERMISSION:
+            payload["permission_suggestions"] = []
+        return payload
+
+    async def evaluate(self, event, input_data, tool_use_id, context, also=(), arguments=None, judges=None) -> _Result:
+        """Every callback of ``event`` whose matcher selects the tool (and ``also``), each
+        under the contract, again on each rewrite until the input settles; then the core
+        decides. ``judges``: the events whose callbacks judge from the first round (default
+        ``event`` alone); a rewrite of a permission answer is judged by the ``PreToolUse``
+        callbacks too, since the tool runs with it."""
         adapter = self.adapter
         data = input_data if isinstance(input_data, dict) else {}
         tool = data.get("tool_name")
-        indices = self._selected(tool, also)
+        indices = self._selected(event, tool, also)
         gates = [i for i in indices if self.entries[i].callback is not None]
+        for other in judges or ():
+            if other != event:
+                gates += [i for i in self._selected(other, tool, ()) if self.entries[i].callback is not None]
         original = data.get("tool_input") if arguments is None else arguments
-        state = {"args": original, "judged": original}
+        state: dict[str, Any] = {"args": original, "judged": original, "gates": gates}
         started = perf_counter()
         last: dict = {}
-        timeouts: dict = {}
-        config = policy.current()
+        rounds: list = []
 
         async def one_round() -> list:
             args = state["args"]
@@ -196,51 +292,67 @@ class _Session:
                     args = state["args"]
             state["judged"] = args
             payloads = []
-            for n, _ in enumerate(gates):
-                if n == 0 and args is original and arguments is None:
+            round_gates = state["gates"]
+            for n, i in enumerate(round_gates):
+                entry_event = self.entries[i].event
+                if n == 0 and args is original and arguments is None and entry_event == data.get("hook_event_name", event):
                     payloads.append(data)  # upstream hands each callback the request's own input
                 else:
                     own = integrity.snapshot(args)
-                    payloads.append(dict(data, tool_input=args if own is integrity.CHANGED else own))
-            calls = [self._call(i, payload, tool_use_id, context, started, config, timeouts) for i, payload in zip(gates, payloads)]
+                    payloads.append(self._payload(data, entry_event, args if own is integrity.CHANGED else own))
+            calls = [self._call(i, payload, tool_use_id, context, started) for i, payload in zip(round_gates, payloads)]
             if len(calls) == 1:
                 outcomes = [await calls[0]]
             else:
                 outcomes = list(await asyncio.gather(*calls))
-            for i, outcome in zip(gates, outcomes):
+            for i, outcome in zip(round_gates, outcomes):
                 last[i] = outcome
                 verdict = outcome.verdict
                 if verdict is not None and verdict.data is not None and verdict.data[1] is not None:
                     state["args"] = verdict.data[1]  # the last rewrite in order wins
+            if state["args"] is not original and event == PERMISSION:
+                # the tool will run with a permission answer's rewrite: the PreToolUse
+                # callbacks judge it as well
+                extra = [i for i in self._selected(EVENT, tool, ()) if self.entries[i].callback is not None]
+                state["gates"] = list(dict.fromkeys(state["gates"] + extra))
+            rounds.append(outcomes)
             return outcomes
 
         outcomes = await one_round()
         if state["args"] is not original:  # rewritten: every gate judges the new input, until it settles
             outcomes = await integrity.auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"))
+        outcomes = list(outcomes)
+        for earlier in rounds[:-1]:  # a deny, failure or ask of any round stands
+            outcomes += [o for o in earlier if _stands(o)]
+        config = policy.current()
         required = config.required_for(adapter.name)
         if required:
             seen = {o.hook for o in outcomes}
-            for i, entry in enumerate(self.entries):  # registered, not selected for this tool: present
-                if entry.callback is not None and i not in gates and entry.hook_id in required and entry.hook_id not in seen:
-                    outcomes.append(Outcome(hook=entry.hook_id, verdict=_ABSTAIN))
-                    seen.add(entry.hook_id)
+            for hook in required:  # registered with this session, not consulted for this call: present
+                if hook in self.registered and hook not in seen:
+                    outcomes.append(Outcome(hook=hook, verdict=_ABSTAIN))
+                    seen.add(hook)
         call_id = tool_use_id if type(tool_use_id) is str and tool_use_id else None
         final = state["judged"]
         decision = await adapter.adecide(tool if type(tool) is str else None, outcomes, call_id=call_id, arguments=final)
         return _Result(decision, frozenset(indices), last, final, final is not original)
 
-    async def _call(self, index, payload, tool_use_id, context, started, config, timeouts) -> Outcome:
+    async def _call(self, index, payload, tool_use_id, context, started) -> Outcome:
         entry = self.entries[index]
-        timeout = timeouts.get(index, 0.0)
-        if timeout == 0.0:
-            timeout = timeouts[index] = config.timeout_for(entry.hook_id)
-        budget = entry.cli_timeout * CLI_DEADLINE_SHARE - (perf_counter() - started)
-        if budget <= 0:
-            return Outcome(hook=entry.hook_id, failure=Failure.TIMEOUT)
-        timeout = min(timeout, budget) if timeout else budget
-        return await guard.acall(
-            entry.hook_id, entry.callback, (payload, tool_use_id, context), validate=self.adapter.to_verdict, timeout=timeout
-        )
+        adapter = self.adapter
+        validate = adapter.to_verdict if entry.event == EVENT else adapter.permission_request_verdict
+        # the CLI stops waiting at its own deadline for the matcher, counted from its request
+        left = entry.cli_timeout * CLI_DEADLINE_SHARE - (perf_counter() - started)
+        return await adapter.ahook_call(entry.hook_id, entry.callback, payload, tool_use_id, context, _validate=validate, _within=left)
+
+    def present(self, outcomes: list) -> list:
+        """``outcomes`` with every ``required`` callback of this session that was not
+        consulted for the decision counted as present (no opinion)."""
+        required = policy.current().required_for(self.adapter.name)
+        if not required:
+            return outcomes
+        seen = {o.hook for o in outcomes}
+        return outcomes + [Outcome(hook=h, verdict=_ABSTAIN) for h in required if h in self.registered and h not in seen]
 
     # -------------------------------------------------------------- rendering
 
@@ -252,10 +364,22 @@ class _Session:
         updated = result.final if result.changed else None
         action = decision.action
         if action is Action.DENY:
-            if verdict is not None and verdict.action is Action.DENY:
-                return native  # type: ignore[return-value]  # the callback's own deny, untouched
-            return _hook_output("deny", decision.reason or _denied_by(decision))
+            reason = decision.reason or _denied_by(decision)
+            if verdict is not None and verdict.action is Action.DENY and _kind(verdict) == "deny":
+                return native  # type: ignore[return-value]  # the callback's own explicit deny, untouched
+            if verdict is not None and verdict.action is Action.DENY and isinstance(native, dict):
+                # the callback's own deny by continue_: False or decision: "block": the CLI
+                # reads neither as a deny of the tool, so the deny goes beside them
+                answer = dict(native)
+                answer.update(_hook_output("deny", reason))
+                return answer
+            return _hook_output("deny", reason)
         if action is Action.ASK:
+            deferred = [o for o in decision.deciding if _kind(o.verdict) == DEFER]
+            if deferred:  # the CLI ranks defer above ask: the call pauses for approval
+                if verdict is not None and _kind(verdict) == DEFER:
+                    return native  # type: ignore[return-value]
+                return _hook_output(DEFER, deferred[0].verdict.reason or _denied_by(decision, "deferred"))
             if verdict is not None and verdict.action is Action.ASK and updated is None:
                 return native  # type: ignore[return-value]
             return _hook_output("ask", decision.reason or _denied_by(decision, "asked about"), updated)
@@ -266,6 +390,26 @@ class _Session:
             specific = answer.get("hookSpecificOutput")
             specific = dict(specific) if isinstance(specific, dict) else {"hookEventName": EVENT}
             specific["updatedInput"] = updated
+            answer["hookSpecificOutput"] = specific
+        return answer
+
+    def _render_permission(self, index: int, result: _Result) -> dict:
+        decision = result.decision
+        own = result.outcomes.get(index)
+        verdict = own.verdict if own is not None else None
+        native = verdict.data[0] if verdict is not None and verdict.data is not None else None
+        action = decision.action
+        if action is Action.DENY:
+            if verdict is not None and verdict.action is Action.DENY and _kind(verdict) == "deny":
+                return native  # type: ignore[return-value]
+            return _permission_output(decision.reason or _denied_by(decision))
+        if action is Action.ASK:
+            return {}  # no decision from the hooks: the host's permission callback asks
+        answer = native if native is not None else {}
+        if action is Action.ALLOW and verdict is not None and verdict.action is Action.ALLOW and result.changed:
+            answer = dict(answer)
+            specific = dict(answer["hookSpecificOutput"])
+            specific["decision"] = dict(specific["decision"], updatedInput=result.final)
             answer["hookSpecificOutput"] = specific
         return answer
 
@@ -317,7 +461,10 @@ class ClaudeSDKAdapter(Adapter):
 
         async def initialize(wrapped, instance, args, kwargs):
             adapter._prepare(instance)
-            return await wrapped(*args, **kwargs)
+            adapter._check_sent(instance)
+            response = await wrapped(*args, **kwargs)
+            adapter._check_applied(instance, response)
+            return response
 
         self.wrap(query, "initialize", initialize)
         if self._on_failure:
@@ -335,7 +482,7 @@ class ClaudeSDKAdapter(Adapter):
             self.wrap(query, "_send_control_request", send_control_request)
 
     def _lockdown(self) -> None:
-        """The targets are not where expected: a session that has PreToolUse callbacks or
+        """The targets are not where expected: a session that has gating callbacks or
         ``can_use_tool`` (or would need failsecure's own gate) refuses to start."""
         module = sys.modules.get(QUERY)
         query = getattr(module, "Query", None) if module is not None else None
@@ -345,7 +492,8 @@ class ClaudeSDKAdapter(Adapter):
 
         async def locked(wrapped, instance, args, kwargs):
             hooks = getattr(instance, "hooks", None) or {}
-            if (isinstance(hooks, dict) and hooks.get(EVENT)) or getattr(instance, "can_use_tool", None) is not None or adapter._needs_own_gate():
+            gated = isinstance(hooks, dict) and any(hooks.get(event) for event in GATED)
+            if gated or getattr(instance, "can_use_tool", None) is not None or adapter._needs_own_gate():
                 decision = adapter.decide(None, ())
                 raise RuntimeError(decision.reason or "failsecure: claude-agent-sdk is not patched")
             return await wrapped(*args, **kwargs)
@@ -366,39 +514,72 @@ class ClaudeSDKAdapter(Adapter):
             return True
 
     def _prepare(self, query: Any) -> None:
-        """Swap the Query's PreToolUse callbacks and ``can_use_tool`` for guarded ones
-        (in the Query's own copy of the hooks; the user's options are not touched)."""
+        """Swap the Query's gating callbacks and ``can_use_tool`` for guarded ones (in the
+        Query's own copy of the hooks; the user's options are not touched)."""
         if getattr(query, _MARK, None) is not None:
             return
         hooks = query.hooks if isinstance(query.hooks, dict) else {}
         entries: list = []
-        new_matchers: list = []
-        for matcher in list(hooks.get(EVENT) or ()):
-            if not isinstance(matcher, dict):
-                new_matchers.append(matcher)
-                continue
-            cli_timeout: Any = matcher.get("timeout")
-            if type(cli_timeout) not in (int, float) or cli_timeout <= 0:
-                cli_timeout = CLI_DEFAULT_TIMEOUT
-            triggers = []
-            for callback in list(matcher.get("hooks") or ()):
-                entry = _Entry(callback, self.callable_id(callback), matcher.get("matcher"), float(cli_timeout))
-                entries.append(entry)
-                triggers.append(len(entries) - 1)
-            new_matchers.append(dict(matcher, hooks=triggers))
-        if self._needs_own_gate():
-            entries.append(_Entry(None, self.hook_id("failsecure"), None, CLI_DEFAULT_TIMEOUT))
-            new_matchers.append({"matcher": None, "hooks": [len(entries) - 1]})
+        replaced: dict = {}
+        for event in GATED:
+            new_matchers: list = []
+            for matcher in list(hooks.get(event) or ()):
+                if not isinstance(matcher, dict):
+                    new_matchers.append(matcher)
+                    continue
+                cli_timeout: Any = matcher.get("timeout")
+                if type(cli_timeout) not in (int, float) or cli_timeout <= 0:
+                    cli_timeout = CLI_DEFAULT_TIMEOUT
+                triggers = []
+                for callback in list(matcher.get("hooks") or ()):
+                    entry = _Entry(callback, self.callable_id(callback), matcher.get("matcher"), float(cli_timeout), event)
+                    entries.append(entry)
+                    triggers.append(len(entries) - 1)
+                new_matchers.append(dict(matcher, hooks=triggers))
+            if event == EVENT and self._needs_own_gate():
+                entries.append(_Entry(None, self.hook_id("failsecure"), None, CLI_DEFAULT_TIMEOUT))
+                new_matchers.append({"matcher": None, "hooks": [len(entries) - 1]})
+            if new_matchers:
+                replaced[event] = new_matchers
         session = _Session(self, entries)
-        for matcher in new_matchers:
-            if isinstance(matcher, dict) and isinstance(matcher.get("hooks"), list):
-                matcher["hooks"] = [session.trigger_for(i) if type(i) is int else i for i in matcher["hooks"]]
-        if new_matchers:
-            query.hooks = dict(hooks, **{EVENT: new_matchers})
+        for new_matchers in replaced.values():
+            for matcher in new_matchers:
+                if isinstance(matcher, dict) and isinstance(matcher.get("hooks"), list):
+                    matcher["hooks"] = [session.trigger_for(i) if type(i) is int else i for i in matcher["hooks"]]
+        if replaced:
+            query.hooks = dict(hooks, **replaced)
         setattr(query, _MARK, session)
         user = getattr(query, "can_use_tool", None)
         if user is not None and getattr(user, _MARK, None) is None:
+            session.registered.add(self.callable_id(user))
             query.can_use_tool = self._guarded_permission(user, session)
+
+    def _gates_of(self, query: Any) -> list:
+        """The hook ids of the gates a Query would leave ungated if its hooks never reached
+        the CLI (its own catch-all included)."""
+        session = getattr(query, _MARK, None)
+        if session is None:
+            return []
+        return [e.hook_id for e in session.entries]
+
+    def _refuse_session(self, query: Any, why: str) -> None:
+        """The session would run its tools without the gates: audited as a deny of each
+        gate (``missing``), and the session does not start."""
+        outcomes = [Outcome(hook=h, failure=Failure.MISSING) for h in self._gates_of(query)]
+        decision = self.decide(None, outcomes)
+        error = getattr(importlib.import_module("claude_agent_sdk._errors"), "CLIConnectionError", RuntimeError)
+        raise error(f"{decision.reason or _denied_by(decision)}: {why}")
+
+    def _check_sent(self, query: Any) -> None:
+        """A Query that is not streaming never sends its hooks to the CLI."""
+        if getattr(query, "is_streaming_mode", True) is False and self._gates_of(query):
+            self._refuse_session(query, "this session does not send its hooks to Claude Code (not streaming)")
+
+    def _check_applied(self, query: Any, response: Any) -> None:
+        """The CLI says it did not register this client's hooks (a client joining a
+        session another client configured): its tools would run ungated."""
+        if isinstance(response, dict) and response.get("hooks_applied") is False and self._gates_of(query):
+            self._refuse_session(query, "Claude Code did not apply this client's hooks to the session (it was already running)")
 
     # ------------------------------------------------------------ can_use_tool
 
@@ -406,22 +587,31 @@ class ClaudeSDKAdapter(Adapter):
         adapter = self
         hook_id = self.callable_id(user)
         types = importlib.import_module(TYPES)
-        deny_type = types.PermissionResultDeny
+        deny_type, allow_type = types.PermissionResultDeny, types.PermissionResultAllow
+        validate = self._permission_verdict
 
         async def can_use_tool(tool_name, input_data, context):
+            tool = tool_name if type(tool_name) is str else None
+            call_id = getattr(context, "tool_use_id", None)
+            call_id = call_id if type(call_id) is str and call_id else None
             try:
-                timeout = policy.current().timeout_for(hook_id, True)
-                outcome = await guard.acall(
-                    hook_id, user, (tool_name, input_data, context), validate=adapter._permission_verdict, timeout=timeout
-                )
-                call_id = getattr(context, "tool_use_id", None)
-                call_id = call_id if type(call_id) is str and call_id else None
+                if session.selects(PERMISSION, tool):
+                    # the CLI takes whichever answers first, the PermissionRequest hooks or
+                    # this callback: their decision comes first
+                    data = session.permission_input(tool_name, input_data, context)
+                    hooks = await session.shared(PERMISSION, None, data, call_id, None)
+                    said = hooks.decision.action
+                    if said is Action.DENY:
+                        return deny_type(message=hooks.decision.reason or _denied_by(hooks.decision))
+                    if said is Action.ALLOW:  # the CLI applies the hooks' allow and drops this request
+                        return allow_type(updated_input=hooks.final if hooks.changed else None)
+                outcome = await adapter.ahook_call(hook_id, user, tool_name, input_data, context, _validate=validate, _interactive=True)
                 verdict = outcome.verdict
                 native = verdict.data if verdict is not None else None
                 final = input_data
                 if verdict is not None and verdict.action is Action.ALLOW and native.updated_input is not None:
                     final = native.updated_input
-                decision = await adapter.adecide(tool_name if type(tool_name) is str else None, [outcome], call_id=call_id, arguments=final)
+                decision = await adapter.adecide(tool, session.present([outcome]), call_id=call_id, arguments=final)
                 action = decision.action
                 if action is Action.ASK and verdict is not None and verdict.action is Action.ALLOW:
                     action = Action.ALLOW  # the permission callback is the human being asked
@@ -430,9 +620,11 @@ class ClaudeSDKAdapter(Adapter):
                         return native
                     return deny_type(message=decision.reason or _denied_by(decision))
                 if final is not input_data and not integrity.same(integrity.snapshot(input_data), final):
-                    # the permission callback rewrote the input the PreToolUse gates approved
+                    # the permission callback rewrote the input the gates approved: the
+                    # PreToolUse and PermissionRequest callbacks judge what will run
                     data = {"hook_event_name": EVENT, "tool_name": tool_name, "tool_input": input_data}
-                    again = await session.evaluate(data, call_id, None, arguments=final)
+                    data.update({k: v for k, v in session.base.items() if k not in data})
+                    again = await session.evaluate(EVENT, data, call_id, None, arguments=final, judges=GATED)
                     if again.decision.action is not Action.ALLOW and again.decision.action is not Action.ABSTAIN:
                         return deny_type(message=again.decision.reason or _denied_by(again.decision))
                 return native
@@ -467,22 +659,18 @@ class ClaudeSDKAdapter(Adapter):
             return Verdict(action=Action.DENY, reason=message or None, data=native)
         raise Invalid()
 
-    # ------------------------------------------------------------ PreToolUse answers
+    # ------------------------------------------------------------ hook answers
 
-    def to_verdict(self, native: Any) -> Verdict:
-        """A PreToolUse callback's answer (the SDK's hook output dict). ``{}`` or an
-        answer without a decision: no opinion. ``permissionDecision`` allow/deny/ask,
-        ``decision`` approve/block, ``continue: False`` (stops the run: counts as a deny)
-        are honoured; ``None``, a non-dict, an unknown or wrong-case decision, a
-        ``hookEventName`` other than PreToolUse, a non-dict ``updatedInput`` or
-        ``async: True`` (the CLI would not wait for it) are INVALID. ``data`` keeps the
-        native answer and its ``updatedInput``."""
+    @staticmethod
+    def _common(native: Any) -> tuple:
+        """The fields every hook answer shares: -> (action, reason) from ``decision``
+        (approve/block) and ``continue_`` (False stops the run: counts as a deny)."""
         if type(native) is not dict:
             raise Invalid()
+        if native.get("async_") is True or native.get("async") is True:
+            raise Invalid()  # the CLI would not wait for it
         action = Action.ABSTAIN
         reason = None
-        if native.get("async_") is True or native.get("async") is True:
-            raise Invalid()
         old = native.get("decision")
         if old is not None:
             if old == "block":
@@ -498,25 +686,91 @@ class ClaudeSDKAdapter(Adapter):
         if go_on is False:
             action = Action.DENY
             reason = reason or native.get("stopReason")
+        return action, reason
+
+    def to_verdict(self, native: Any) -> Verdict:
+        """A PreToolUse callback's answer (the SDK's hook output dict). ``{}`` or an
+        answer without a decision: no opinion. ``permissionDecision`` allow/deny/ask/defer
+        (defer: an ask that pauses the run until the call is approved and resumed),
+        ``decision`` approve/block, ``continue: False`` (stops the run: counts as a deny)
+        are honoured; ``None``, a non-dict, an unknown or wrong-case decision, a
+        ``hookEventName`` other than PreToolUse, a non-dict ``updatedInput`` or
+        ``async: True`` (the CLI would not wait for it) are INVALID. ``data`` keeps the
+        native answer, its ``updatedInput`` (where the CLI applies one: allow, ask, no
+        decision) and its ``permissionDecision``."""
+        action, reason = self._common(native)
         updated = None
+        kind = None
         specific = native.get("hookSpecificOutput")
         if specific is not None:
             if type(specific) is not dict or specific.get("hookEventName") != EVENT:
                 raise Invalid()
             decision = specific.get("permissionDecision")
             if decision is not None:
-                if type(decision) is not str or decision not in _DECISIONS:
+                mapped = _DECISIONS.get(decision) if type(decision) is str else None
+                if mapped is None:
                     raise Invalid()
-                mapped = {"allow": Action.ALLOW, "deny": Action.DENY, "ask": Action.ASK}[decision]
-                if _RANK[mapped] > _RANK[action]:
+                kind = decision
+                if _RANK[mapped] > _RANK[action] or (mapped is action and decision == "deny"):
                     action = mapped
                     reason = specific.get("permissionDecisionReason") or native.get("reason")
             updated = specific.get("updatedInput")
             if updated is not None and type(updated) is not dict:
                 raise Invalid()
+            if kind == "deny" or kind == DEFER:
+                updated = None  # the CLI applies no rewrite with a deny or a defer
         if type(reason) is not str or not reason:
             reason = None
-        return Verdict(action=action, reason=reason, data=(native, updated))
+        return Verdict(action=action, reason=reason, data=(native, updated, kind))
+
+    def permission_request_verdict(self, native: Any) -> Verdict:
+        """A PermissionRequest callback's answer: ``hookSpecificOutput.decision`` with
+        ``behavior`` allow (``updatedInput`` dict, ``updatedPermissions`` list) or deny
+        (``message`` str, ``interrupt`` bool); ``{}`` or no decision: no opinion (the host
+        asks); ``decision: "block"`` and ``continue: False`` deny. Anything the CLI would
+        not read as one of those is INVALID."""
+        action, reason = self._common(native)
+        if action is Action.ALLOW:
+            action = Action.ABSTAIN  # ``approve`` is no PermissionRequest allow
+        updated = None
+        kind = None
+        specific = native.get("hookSpecificOutput")
+        if specific is not None:
+            if type(specific) is not dict or specific.get("hookEventName") != PERMISSION:
+                raise Invalid()
+            decision = specific.get("decision")
+            if decision is not None:
+                if type(decision) is not dict:
+                    raise Invalid()
+                behavior = decision.get("behavior")
+                if behavior == "allow":
+                    updated = decision.get("updatedInput")
+                    if updated is not None and type(updated) is not dict:
+                        raise Invalid()
+                    permissions = decision.get("updatedPermissions")
+                    if permissions is not None and type(permissions) is not list:
+                        raise Invalid()
+                    mapped = Action.ALLOW
+                elif behavior == "deny":
+                    message = decision.get("message")
+                    if message is not None and type(message) is not str:
+                        raise Invalid()
+                    interrupt = decision.get("interrupt")
+                    if interrupt is not None and type(interrupt) is not bool:
+                        raise Invalid()
+                    mapped = Action.DENY
+                else:
+                    raise Invalid()
+                kind = behavior
+                if _RANK[mapped] >= _RANK[action]:
+                    action = mapped
+                    if mapped is Action.DENY:
+                        reason = decision.get("message") or reason
+                if action is not Action.ALLOW:
+                    updated = None
+        if type(reason) is not str or not reason:
+            reason = None
+        return Verdict(action=action, reason=reason, data=(native, updated, kind))
 
     # ------------------------------------------------------------ doctor
 
@@ -565,12 +819,16 @@ _RANK = {Action.ABSTAIN: 0, Action.ALLOW: 1, Action.ASK: 2, Action.DENY: 3}
 
 
 def _block_on_failure(request: dict) -> dict:
-    """The initialize request with ``onFailure: "block"`` on every PreToolUse matcher."""
+    """The initialize request with ``onFailure: "block"`` on every gating matcher
+    (PreToolUse, PermissionRequest)."""
     hooks = request.get("hooks")
-    if not isinstance(hooks, dict) or not isinstance(hooks.get(EVENT), list):
+    if not isinstance(hooks, dict):
         return request
-    matchers = [dict(m, onFailure="block") if isinstance(m, dict) else m for m in hooks[EVENT]]
-    return dict(request, hooks=dict(hooks, **{EVENT: matchers}))
+    blocked = {}
+    for event in GATED:
+        if isinstance(hooks.get(event), list):
+            blocked[event] = [dict(m, onFailure="block") if isinstance(m, dict) else m for m in hooks[event]]
+    return dict(request, hooks=dict(hooks, **blocked)) if blocked else request
 
 
 class _CaptureTransport:

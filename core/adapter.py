@@ -423,8 +423,15 @@ class Adapter(abc.ABC):
             outcomes += await guard.acall_each(run)
         return outcomes
 
-    async def ahook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, **kwargs) -> Outcome:
+    async def ahook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, _within=None, **kwargs) -> Outcome:
+        """``_within``: the deadline the framework itself holds for this call (seconds
+        left before the host stops waiting for the answer); the shorter of it and the
+        configured one applies, and none left is a timeout at once."""
         timeout = policy.current().timeout_for(hook_id, _interactive)
+        if _within is not None:
+            if _within <= 0:
+                return Outcome(hook=hook_id, failure=Failure.TIMEOUT)
+            timeout = min(timeout, _within) if timeout else _within
         return await guard.acall(hook_id, fn, args, kwargs, validate=_validate or self.to_verdict, timeout=timeout)
 
     # ------------------------------------------------------------ deciding

@@ -58,6 +58,12 @@ class Run:
         return self.api.model.tool_results()
 
     @property
+    def result(self):
+        """The session's last ResultMessage (None if it ended without one)."""
+        found = [m for m in self.messages if type(m).__name__ == "ResultMessage"]
+        return found[-1] if found else None
+
+    @property
     def told(self) -> str:
         parts = []
         for block in self.tool_results:
@@ -76,14 +82,20 @@ class Rig(AuditRig):
     def touch(self, marker: str) -> str:
         return "run: touch %s" % (self.dir / marker)
 
-    def run(self, *prompts: str, hooks: Optional[list] = None, can_use_tool=None, allowed=("Bash",), **kwargs) -> Run:
-        """One SDK session, one turn per prompt. ``hooks``: PreToolUse HookMatchers."""
+    def run(self, *prompts: str, hooks: Optional[list] = None, can_use_tool=None, allowed=("Bash",), events: Optional[dict] = None,
+            stderr: Optional[list] = None, **kwargs) -> Run:
+        """One SDK session, one turn per prompt. ``hooks``: PreToolUse HookMatchers;
+        ``events``: HookMatchers of other events; ``stderr``: collects the CLI's stderr."""
         api = sdk_rig.ScriptedAPI()
         options = dict(kwargs)
         if hooks is not None:
             options.setdefault("hooks", {}).setdefault("PreToolUse", list(hooks))
+        for event, matchers in (events or {}).items():
+            options.setdefault("hooks", {})[event] = list(matchers)
         if can_use_tool is not None:
             options["can_use_tool"] = can_use_tool
+        if stderr is not None:
+            options["stderr"] = stderr.append
         opts = sdk_rig.options(api, str(self.home), str(self.dir), allowed_tools=list(allowed), **options)
         error = None
         messages: list = []

@@ -253,3 +253,71 @@ def named(fn, name: str):
     fn.__name__ = name
     fn.__qualname__ = name
     return fn
+
+
+def build(hooks: dict, can_use_tool: Any = None, prepare: bool = True):
+    """A real ``Query`` with its callbacks registered as ``initialize`` registers them
+    (through the patched preparation when failsecure is active). Returns (query,
+    {event: [(callback id, matcher)]})."""
+    from claude_agent_sdk._internal.query import Query
+
+    query = Query(transport=CaptureTransport(), is_streaming_mode=True, hooks=hooks, can_use_tool=can_use_tool)
+    if prepare:
+        from failsecure import activation
+
+        adapter = activation.get("claude-agent-sdk")
+        if adapter.state == "patched":
+            adapter._prepare(query)
+    ids: dict = {}
+    for event, matchers in query.hooks.items():
+        for matcher in matchers:
+            for cb in matcher.get("hooks", []):
+                callback_id = "hook_%d" % query.next_callback_id
+                query.next_callback_id += 1
+                query.hook_callbacks[callback_id] = cb
+                ids.setdefault(event, []).append((callback_id, matcher.get("matcher")))
+    return query, ids
+
+
+def hook_request(request_id: str, callback_id: str, event: str, tool: str, tool_input: Any, call_id: str) -> dict:
+    data = {"hook_event_name": event, "tool_name": tool, "tool_input": json.loads(json.dumps(tool_input)),
+            "session_id": "unit", "transcript_path": "", "cwd": "", "permission_mode": "default", "tool_use_id": call_id}
+    if event == "PermissionRequest":
+        data["permission_suggestions"] = []
+    return {"type": "control_request", "request_id": request_id, "request": {
+        "subtype": "hook_callback", "callback_id": callback_id, "tool_use_id": call_id, "input": data}}
+
+
+def permission_request(tool: str, tool_input: Any, call_id: str) -> dict:
+    return {"type": "control_request", "request_id": "req_perm", "request": {
+        "subtype": "can_use_tool", "tool_name": tool, "input": json.loads(json.dumps(tool_input)),
+        "permission_suggestions": [], "tool_use_id": call_id}}
+
+
+async def ask_path(hooks: dict, can_use_tool: Any = None, tool: str = "Bash", tool_input: Any = None,
+                   call_id: str = "toolu_unit_1", prepare: bool = True) -> tuple:
+    """What the CLI does on the permission (ask) path of one tool call: every selected
+    ``PermissionRequest`` callback's ``hook_callback`` request and the ``can_use_tool``
+    request, sent at once (the CLI takes whichever decides first), answered by the real
+    ``_handle_control_request``. Returns (query, [PermissionRequest answers], the
+    can_use_tool answer or None)."""
+    import asyncio
+
+    query, ids = build(hooks, can_use_tool, prepare)
+    tool_input = {"command": "true"} if tool_input is None else tool_input
+    requests = [hook_request("req_%d" % n, cid, "PermissionRequest", tool, tool_input, call_id)
+                for n, (cid, matcher) in enumerate(ids.get("PermissionRequest", [])) if cli_matches(matcher, tool)]
+    if can_use_tool is not None:
+        requests.append(permission_request(tool, tool_input, call_id))
+    await asyncio.gather(*(query._handle_control_request(r) for r in requests))
+    by_id = {a["response"]["request_id"]: a["response"] for a in query.transport.written}
+    hooks_answers = [by_id.get(r["request_id"]) for r in requests if r["request_id"] != "req_perm"]
+    return query, hooks_answers, by_id.get("req_perm")
+
+
+def permission_decision_of(answer: dict) -> Any:
+    """The behavior a PermissionRequest hook answer gives the CLI (None: no decision)."""
+    if answer is None or answer.get("subtype") != "success":
+        return "error"
+    specific = (answer.get("response") or {}).get("hookSpecificOutput") or {}
+    return (specific.get("decision") or {}).get("behavior")

@@ -70,7 +70,7 @@ def outcome(event, name):
         ("exiting", {"raises": SystemExit(3)}, "raised", "SystemExit"),
         ("returns_none", {"answer": None}, "invalid", None),
         ("wrong_case", {"answer": out("Deny")}, "invalid", None),
-        ("unknown_decision", {"answer": out("defer")}, "invalid", None),
+        ("unknown_decision", {"answer": out("maybe")}, "invalid", None),
         ("not_a_dict", {"answer": "deny"}, "invalid", None),
         ("wrong_event", {"answer": {"hookSpecificOutput": {"hookEventName": "PostToolUse", "permissionDecision": "deny"}}}, "invalid", None),
         ("backgrounded", {"answer": {"async_": True}}, "invalid", None),
