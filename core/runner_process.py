@@ -156,8 +156,13 @@ def _unblock_signals(state):
     _signal.pthread_sigmask(_signal.SIG_UNBLOCK, state.signals)
 
 
-def execute(argv, payload, timeout):
-    """Run argv with payload on stdin in a new session under a deadline -> Result."""
+def execute(argv, payload, timeout, env=None):
+    """Run argv with payload on stdin in a new session under a deadline -> Result.
+
+    The one implementation of running a command hook: the runner's, and the command
+    hooks code-puppy and hermes-agent run themselves (their adapters call this). A hook
+    that answered and exited is judged by its answer even when a background process it
+    left keeps the pipes open (its group is killed, the pipes drained for DRAIN_GRACE)."""
     import select
 
     result = Result()
@@ -179,7 +184,7 @@ def execute(argv, payload, timeout):
         pid = os.posix_spawnp(
             argv[0],
             argv,
-            os.environ,
+            os.environ if env is None else env,
             file_actions=actions,
             setsid=True,
             setsigdef=(_SIGPIPE, _SIGXFSZ),
