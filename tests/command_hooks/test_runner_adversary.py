@@ -438,3 +438,22 @@ def test_install_keeps_a_symlinked_settings_file_a_symlink(tmp_path):
     plain = claude_file(tmp_path, "guard.sh", name="plain.json")
     settings.wrap_settings(str(plain), "claude", on_failure="omit", environ=clean_env())
     assert not os.path.islink(plain) and settings._is_wrapped(handler_of(plain))
+
+
+def test_doctor_flags_a_projects_disable_all_hooks(tmp_path):
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    user = home / ".claude" / "settings.json"
+    user.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "guard.sh"}]}]}}))
+    settings.wrap_settings(str(user), "claude", on_failure="omit", environ=clean_env())
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".claude" / "settings.json").write_text(json.dumps({"disableAllHooks": True}))
+    env = dict(clean_env(), HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    doctor = [sys.executable, "-m", "failsecure", "doctor", "--no-self-test"]
+    out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
+    assert out.returncode == 1
+    assert '"disableAllHooks": true switches every hook off' in out.stdout
+    (project / ".claude" / "settings.json").write_text(json.dumps({"disableAllHooks": False}))  # twin
+    out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
+    assert "disableAllHooks" not in out.stdout and out.returncode == 0, out.stdout
