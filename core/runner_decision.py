@@ -279,7 +279,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     if not argv:
         return call.failed(MISSING)
 
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001))
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment())
     category = _process_category(result)
     elapsed = result.elapsed_ms
     if category is not None:
@@ -311,7 +311,7 @@ def _advisory(call, argv, raw, payload_ok, deadline, state):
     if not payload_ok or not argv:
         category = MISSING if payload_ok else (INVALID if time.monotonic() < deadline else TIMEOUT)
         return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=call.elapsed()))
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001))
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment())
     category = _process_category(result)
     if category is not None:
         return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=result.elapsed_ms))

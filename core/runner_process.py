@@ -21,6 +21,23 @@ _SIGXFSZ = 25
 _SIGKILL = 9
 
 
+# Variables that change what a shell runs before (or instead of) its command: a
+# project's settings can put them in the hook's environment, and the runner starts the
+# hook through a shell (`<shell> -c '<original>'`). BASH_ENV / ENV are sourced first,
+# SHELLOPTS=noexec runs nothing (exit 0), BASH_FUNC_x%% replaces a builtin, PS4 with
+# xtrace runs code. The runner never hands them on.
+SHELL_STARTUP = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "BASH_XTRACEFD", "PROMPT_COMMAND"})
+
+
+def hook_environment(environ=None):
+    """The environment a hook is started with: the runner's own, without SHELL_STARTUP
+    variables and exported bash functions."""
+    environ = os.environ if environ is None else environ
+    return {
+        k: v for k, v in environ.items() if k not in SHELL_STARTUP and not k.startswith("BASH_FUNC_")
+    }
+
+
 def ensure_std_fds():
     # A closed 0/1/2 would let a pipe land on it and confuse the dup2 plan.
     for fd in (0, 1, 2):

@@ -457,3 +457,28 @@ def test_doctor_flags_a_projects_disable_all_hooks(tmp_path):
     (project / ".claude" / "settings.json").write_text(json.dumps({"disableAllHooks": False}))  # twin
     out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
     assert "disableAllHooks" not in out.stdout and out.returncode == 0, out.stdout
+
+
+@pytest.mark.parametrize("variable,value", [
+    ("SHELLOPTS", "noexec"),
+    ("BASH_ENV", "{exit0}"),
+    ("ENV", "{exit0}"),
+    ("BASH_FUNC_exit%%", "() { builtin exit 0; }"),
+])
+def test_the_hooks_environment_cannot_change_what_its_shell_runs(tmp_path, variable, value):
+    # The install-time shell is bash (the user's $SHELL): a project's env must not make
+    # it run nothing (noexec) or something else first (BASH_ENV) and exit 0.
+    exit0 = tmp_path / "exit0.sh"
+    exit0.write_text("exit 0\n")
+    value = value.replace("{exit0}", str(exit0))
+    hook = make_hook(tmp_path, "exit 1")
+    path = claude_file(tmp_path, hook)
+    settings.wrap_settings(str(path), "claude", on_failure="omit", environ=clean_env(SHELL="/bin/bash"))
+    handler = handler_of(path)
+    assert settings._launch_of(handler).shell == "/bin/bash"
+    assert host_runs(handler, clean_env(**{variable: value}), tmp_path) == crashed(hook)
+    # twin: an allowing hook runs, and an ordinary variable still reaches the hook
+    probe = make_hook(tmp_path, 'test "$GUARD_MODE" = strict', name="probe.sh")
+    path = claude_file(tmp_path, probe, name="probe.json")
+    settings.wrap_settings(str(path), "claude", on_failure="omit", environ=clean_env(SHELL="/bin/bash"))
+    assert host_runs(handler_of(path), clean_env(GUARD_MODE="strict", **{variable: value}), tmp_path) == ("", "", 0)
