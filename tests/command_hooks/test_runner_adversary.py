@@ -350,6 +350,8 @@ def test_claude_keys_of_the_pinned_release_and_inert_unknown_keys_pass(run_hook,
     {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "PermissionDecision": "deny"}},
     {"verdict": "deny"},
     {"terminalSequence": 5},
+    {"hookspecificoutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"}},
+    {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedinput": {"command": "ls"}}},
 ])
 def test_claude_unknown_decision_keys_and_wrong_types_deny(run_hook, answer):
     run = run_hook("claude", ["/bin/sh", "-c", "cat >/dev/null; echo '%s'" % json.dumps(answer)])
