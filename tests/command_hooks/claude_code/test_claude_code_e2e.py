@@ -273,3 +273,16 @@ def test_the_runners_claude_schema_is_the_pinned_releases(claude_cli):
     for event, keys in CLAUDE_SPECIFIC_KEYS.items():
         found = _schema_keys(data, 'u({hookEventName:P("%s"),permissionDecision:' % event)
         assert found == set(keys), event
+
+
+@pytest.mark.parametrize("body,stopped", [("exit 1", True), ("exit 0", False)], ids=["crash", "allow-twin"])
+def test_a_settings_file_of_the_previous_install_ignores_a_projects_bash(tmp_path, run_claude, scripted_api, body, stopped):
+    # Not re-installed since: the previous launch line, `"${BASH:-/bin/sh}" -c <hook>`.
+    hook = hook_script(tmp_path, "guard.sh", body)
+    record = settings._b64encode(json.dumps({"keys": {"command": hook, "timeout": 5}}, separators=(",", ":")).encode())
+    line = settings.prelude(sys.executable, settings.runner_path(), "claude", settings._derive_hook_id(hook), 5, record, hook, _legacy=True)
+    assert '"${BASH:-/bin/sh}"' in line
+    settings_with(run_claude.settings, line, timeout=10)
+    project_settings(run_claude, {"env": {"BASH": "/bin/true"}})
+    run_claude()
+    assert os.path.exists(scripted_api.marker) is not stopped
