@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import importlib
 import logging
 import sys
@@ -252,10 +251,16 @@ class CodePuppyAdapter(Adapter):
     def _patch_command_hooks(self) -> None:
         """code-puppy runs Claude-style command hooks itself (``code_puppy.hook_engine``,
         used by core-plugins' ``claude_code_hooks``): its executor reads a missing binary,
-        death by a signal and any exit status but 1 as "not blocked". Each hook process
-        is judged by its raw result with the same rules as failsecure's command runner
-        (``failsecure.failures.process_failure``): exit 0 runs, exit 1 (code-puppy) and
-        2 (Claude Code) block, anything else denies with its category."""
+        death by a signal and any exit status but 1 as "not blocked", and an exit-0
+        answer it cannot parse or does not know (``permissionDecision: "ask"`` with nobody
+        to ask, a block followed by more text, a wrong-case ``Block``) as "not blocked"
+        too. With failsecure, a command hook runs through the command runner's process
+        supervision (``failsecure.runner_process.execute``: new session, deadline, group
+        kill, capped pipes; a hook that answered and exited is not a timeout because a
+        background process it left holds the pipes) and is judged by its raw result
+        (``_judge_command``): exit 0 with an answer code-puppy honours runs, exit 1
+        (code-puppy) and 2 (Claude Code) block, anything else denies with its category.
+        The deny text names the hook id, never the hook's command line."""
         executor = sys.modules.get(EXECUTOR)
         if executor is None:
             from importlib.util import find_spec
@@ -268,40 +273,58 @@ class CodePuppyAdapter(Adapter):
             executor = importlib.import_module(EXECUTOR)
         if not callable(getattr(executor, "execute_hook", None)):
             raise PatchError(f"{EXECUTOR}.execute_hook")
+        for helper in ("_substitute_variables", "_build_stdin_payload", "_build_environment", "_interpret_control_payload"):
+            if not callable(getattr(executor, helper, None)):
+                raise PatchError(f"{EXECUTOR}.{helper}")
         adapter = self
 
         def execute_hook(wrapped, instance, args, kwargs):
-            hook = args[0] if args else kwargs.get("hook")
-            return adapter._judged_process(wrapped(*args, **kwargs), hook)
+            bound = dict(zip(("hook", "event_data", "env_vars"), args))
+            bound.update(kwargs)
+            hook = bound.get("hook")
+            if getattr(hook, "type", "command") != "command":
+                return wrapped(*args, **kwargs)  # a prompt hook: code-puppy's own answer
+            return adapter._run_command_hook(executor, hook, bound.get("event_data"), bound.get("env_vars"))
 
         self.wrap(executor, "execute_hook", execute_hook)
 
-    async def _judged_process(self, running: Any, hook: Any) -> Any:
-        result = await running
+    async def _run_command_hook(self, executor: Any, hook: Any, event_data: Any, env_vars: Any) -> Any:
+        from failsecure import runner_process
+
+        command = getattr(hook, "command", None)
+        hook_id = self.hook_id(f"command:{command_name(command if isinstance(command, str) else '?')}")
+        result_type = executor.ExecutionResult
         try:
-            command = getattr(hook, "command", None)
-            hook_id = self.hook_id(f"command:{command_name(command if isinstance(command, str) else '?')}")
-            code = result.exit_code
-            if getattr(hook, "type", "command") == "prompt" or result.blocked and code == 1:
-                return result  # a prompt hook, or code-puppy's own block
-            if code == -1:  # the executor's timeout (blocked) or exception (could not start)
-                category = process_failure(not result.blocked, bool(result.blocked), None)
-            elif code == 2:
-                category = None  # Claude Code's block
-            else:
-                category = process_failure(False, False, code) if code != 1 else None
-            if category is None and code not in (1, 2):
-                return result
-            text = failure_reason(hook_id, category) if category else f"failsecure: hook '{hook_id}' blocked (exit {code})"
-            found = _processes.get()
-            if found is not None:
-                failure = Failure(category) if category else None
-                verdict = None if category else Verdict(action=Action.DENY, reason=text)
-                found.append(Outcome(hook=hook_id, verdict=verdict, failure=failure))
-            return dataclasses.replace(result, blocked=True, error=text, stderr="")
+            line = executor._substitute_variables(command, event_data, env_vars or {})
+            payload = executor._build_stdin_payload(event_data)
+            env = executor._build_environment(event_data, env_vars)
+            timeout = max(float(hook.timeout) / 1000.0, 0.001)
+            ran = await asyncio.to_thread(runner_process.execute, ["/bin/sh", "-c", line], payload, timeout, env)
+            category, blocked_by, reason, stdout = _judge_command(executor, ran)
         except Exception as exc:  # judging must not reopen what it judges
             decision = self.failed(exc, hook=self.hook_id("command"))
-            return dataclasses.replace(result, blocked=True, error=decision.reason or "failsecure: denied", stderr="")
+            return result_type(blocked=True, hook_command=hook_id, error=decision.reason or "failsecure: denied", exit_code=-1, hook_id=getattr(hook, "id", None))
+        code = ran.status if ran.status is not None else -1
+        if category is None and blocked_by is None:
+            return result_type(
+                blocked=False, hook_command=hook_id, stdout=stdout, stderr=ran.stderr.decode("utf-8", "replace"),
+                exit_code=code, duration_ms=ran.elapsed_ms, hook_id=getattr(hook, "id", None),
+            )
+        if category is not None:
+            text = failure_reason(hook_id, category)
+        else:
+            text = reason or f"failsecure: hook '{hook_id}' blocked" + (f" (exit {code})" if code else "")
+        found = _processes.get()
+        if code == 1 and category is None:
+            found = None  # code-puppy's own block: the callback's result says it, as upstream
+        if found is not None:
+            failure = Failure(category) if category else None
+            verdict = None if category else Verdict(action=Action.DENY, reason=text)
+            found.append(Outcome(hook=hook_id, verdict=verdict, failure=failure, elapsed_ms=ran.elapsed_ms))
+        return result_type(
+            blocked=True, hook_command=hook_id, stdout="", stderr="", exit_code=code, duration_ms=ran.elapsed_ms,
+            error=text, hook_id=getattr(hook, "id", None),
+        )
 
     def _unpatch(self) -> None:
         self._active = False
@@ -589,6 +612,90 @@ class CodePuppyAdapter(Adapter):
         finally:
             registry[:] = saved
         return any(isinstance(r, dict) and r.get("blocked") for r in results or ())
+
+
+_CONTROL_KEYS = frozenset({"result", "decision", "reason", "hookSpecificOutput", "continue", "stopReason"})
+
+
+def _judge_command(executor: Any, ran: Any) -> tuple:
+    """One command hook's raw run -> (failure category or None, "block" or None, the
+    hook's own reason or None, stdout for code-puppy). code-puppy's exit codes: 0 runs,
+    1 blocks (stderr is the reason), 2 is Claude Code's block. An exit-0 answer that
+    looks like a control payload (stdout starting with ``{``, as code-puppy tests it)
+    must be exactly one JSON object code-puppy honours as a decision, else INVALID:
+    trailing text or a second document, an unknown or wrong-case value (``Block``),
+    ``permissionDecision: "ask"`` or ``"defer"`` (nobody is asked) are all denies."""
+    from failsecure.failures import INVALID
+
+    own_block = ran.status in (1, 2) and not ran.timed_out and ran.spawn_errno is None
+    category = None if own_block else process_failure(ran.spawn_errno is not None, ran.timed_out, ran.status)
+    if ran.oversized and category is None:
+        category = INVALID
+    if category is not None:
+        return category, None, None, ""
+    stderr = ran.stderr.decode("utf-8", "replace")
+    if own_block:
+        return None, "block", stderr.strip()[:2000] or None, ""
+    try:
+        text = ran.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return INVALID, None, None, ""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None, None, None, text  # plain output: code-puppy shows it, no decision
+    import json
+
+    try:
+        payload = json.loads(stripped)
+    except ValueError:
+        return INVALID, None, None, ""  # a second document, trailing text, broken JSON
+    if not isinstance(payload, dict):
+        return INVALID, None, None, ""
+    if not (_CONTROL_KEYS & payload.keys()):
+        return None, None, None, text  # ordinary JSON output
+    verdict = _control_verdict(payload)
+    if verdict is None:
+        return INVALID, None, None, ""
+    if verdict == "block":
+        specific = payload.get("hookSpecificOutput") or {}
+        reason = payload.get("reason") or specific.get("permissionDecisionReason") or payload.get("stopReason")
+        return None, "block", reason if isinstance(reason, str) else None, ""
+    new_stdout, _blocked, _error = executor._interpret_control_payload(text, False, None)
+    return None, None, None, new_stdout
+
+
+def _control_verdict(payload: dict) -> Optional[str]:
+    """"block", "allow" or None (not a decision code-puppy can honour)."""
+    for key in ("reason", "stopReason"):
+        if key in payload and not isinstance(payload[key], str):
+            return None
+    block = False
+    result = payload.get("result", "allow")
+    if result == "block":
+        block = True
+    elif result not in ("allow", "approve", "continue"):
+        return None
+    decision = payload.get("decision", "approve")
+    if decision == "block":
+        block = True
+    elif decision != "approve":
+        return None
+    go_on = payload.get("continue", True)
+    if not isinstance(go_on, bool):
+        return None
+    block = block or go_on is False
+    specific = payload.get("hookSpecificOutput", {})
+    if not isinstance(specific, dict):
+        return None
+    permission = specific.get("permissionDecision", "allow")
+    if permission in ("deny", "ask", "defer"):
+        block = True  # ask / defer: nobody is asked here, the call must not run
+    elif permission != "allow":
+        return None
+    for key in ("permissionDecisionReason", "additionalContext"):
+        if key in specific and not isinstance(specific[key], str):
+            return None
+    return "block" if block else "allow"
 
 
 def _activate_as_code_puppy_plugin() -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import os
 import importlib
 import json
 import sys
@@ -482,14 +483,51 @@ def _plugin_key(manager: Any, module: Optional[str]) -> Optional[str]:
 
 
 def _run_shell(spec: Any, kwargs: dict, limit: Optional[float]) -> Optional[dict]:
-    """Run one shell hook the way hermes does, its own timeout bounded by ours."""
+    """Run one shell hook as hermes does (its argv, its payload), its own timeout
+    bounded by ours, through the command runner's process supervision."""
     if not spec.matches_tool(kwargs.get("tool_name")):
         return None
     shell = sys.modules[SHELL]
     if limit and limit < spec.timeout:
         spec = copy.copy(spec)
         spec.timeout = limit
-    return shell._spawn(spec, shell._serialize_payload(spec.event, kwargs))
+    return _spawn(spec, shell._serialize_payload(spec.event, kwargs))
+
+
+def _spawn(spec: Any, stdin_json: str) -> dict:
+    """hermes' ``_spawn`` (same argv: ``shlex.split`` of the expanded command, no shell;
+    same result keys), run by ``failsecure.runner_process.execute``, the one
+    implementation every command hook runs under: a new session, the deadline, the
+    group killed, capped pipes, and a hook that answered and exited is judged by its
+    answer even when a background process it left keeps the pipes open (hermes'
+    ``subprocess.run`` waits for the pipes and calls that a timeout)."""
+    import errno
+    import shlex
+
+    from failsecure import runner_process
+
+    result: dict = {"returncode": None, "stdout": "", "stderr": "", "timed_out": False, "elapsed_seconds": 0.0, "error": None}
+    try:
+        argv = shlex.split(os.path.expanduser(spec.command))
+    except ValueError:
+        result["error"] = "command cannot be parsed"
+        return result
+    if not argv:
+        result["error"] = "empty command"
+        return result
+    ran = runner_process.execute(argv, stdin_json.encode("utf-8"), max(float(spec.timeout), 0.001))
+    result["elapsed_seconds"] = round(ran.elapsed_ms / 1000.0, 3)
+    if ran.spawn_errno is not None:
+        result["error"] = "command not executable" if ran.spawn_errno == errno.EACCES else "command not found"
+        return result
+    if ran.timed_out:
+        result["timed_out"] = True
+        return result
+    result["returncode"] = ran.status
+    result["stdout"] = ran.stdout.decode("utf-8", "replace")
+    result["stderr"] = ran.stderr.decode("utf-8", "replace")
+    result["oversized"] = ran.oversized
+    return result
 
 
 def _shell_verdict(run: Optional[dict]) -> Verdict:
@@ -503,6 +541,8 @@ def _shell_verdict(run: Optional[dict]) -> Verdict:
         return _ABSTAIN
     code = run.get("returncode")
     category = process_failure(bool(run.get("error")), bool(run.get("timed_out")), code)
+    if run.get("oversized"):
+        raise Invalid(Failure.INVALID)  # the runner stopped reading an answer over its cap
     ran_to_exit = type(code) is int and code >= 0 and not run.get("timed_out")
     kind, message = _shell_directive(run.get("stdout")) if ran_to_exit else ("none", None)
     if kind == "block":

@@ -115,8 +115,9 @@ def main(argv=None):
         results["audited"] = side_by_side(
             "runner with a config file and an audit file (tomllib + one JSON line)",
             hook,
-            launch + ["run", "--protocol", "claude", "--timeout", "5", "--hook-id", "bench", "--"] + hook,
-            dict(env, FAILSECURE_CONFIG=config),
+            # the trusted config is a launch-line option (the runner reads no FAILSECURE_CONFIG)
+            launch + ["run", "--protocol", "claude", "--timeout", "5", "--hook-id", "bench", "--config", config, "--"] + hook,
+            env,
             cwd,
             args.n,
         )

@@ -64,7 +64,7 @@ def _doctor(args) -> int:
         "frameworks": rows,
         "hosts": _host_settings(),
     }
-    failed = bool(config.error) or bool(plugins.load_failures) or any(h["bare"] for h in report["hosts"]) or any(
+    failed = bool(config.error) or bool(plugins.load_failures) or any(h["bare"] or h.get("disable_all_hooks") for h in report["hosts"]) or any(
         (r.get("state") == "refused" and r.get("version") is not None)
         or r.get("patch_lost")
         or any(not c["ok"] for c in r.get("self_test", ()))
@@ -101,6 +101,9 @@ def _doctor(args) -> int:
         advice = f"; run `failsecure hook install --host {h['host']} {h['path']}`" if h["bare"] else ""
         lines.append(f"host {h['host']} {h['path']}: {h['wrapped']} PreToolUse hook(s) wrapped, {h['bare']} bare{advice}"
                      + (f" ({h['error']})" if h.get("error") else ""))
+        if h.get("disable_all_hooks"):
+            lines.append(f"WARNING: host {h['host']} {h['path']}: \"disableAllHooks\": true switches every hook off, "
+                         "the wrapped guards included (a repository can ship this in .claude/settings.json)")
     _out("\n".join(lines))
     return 1 if failed else 0
 
@@ -131,6 +134,8 @@ def _host_settings() -> list[dict]:
                 _, document = settings._read_document(path)
                 for handler in settings._handlers(document, settings.HOSTS[host]):
                     row["wrapped" if settings._is_wrapped(handler) else "bare"] += 1
+                if host == "claude" and document.get("disableAllHooks") is True:
+                    row["disable_all_hooks"] = True  # Claude Code then runs no hook, wrapped guards included
             except Exception as exc:
                 row["error"] = str(exc)[:200] if type(exc).__name__ == "InstallError" else type_name(exc)
             rows.append(row)

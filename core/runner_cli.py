@@ -12,12 +12,31 @@ from failsecure.runner_protocols import PROTOCOLS, universal_deny
 
 _USAGE = (
     "usage: failsecure hook run --protocol {claude,gemini,codex,kiro} "
-    "[--timeout S] [--hook-id ID] -- CMD [ARGS...]"
+    "[--timeout S] [--hook-id ID] [--config FILE] [--config-home DIR] [--cache-home DIR] "
+    "[--on-error allow|deny] -- CMD [ARGS...]"
 )
+# Options only the launch line sets: the trusted inputs `hook install` chose (absolute paths).
+_PATH_OPTIONS = ("--config", "--config-home", "--cache-home")
+_OPTIONS = ("--protocol", "--timeout", "--hook-id", "--record", "--on-error") + _PATH_OPTIONS
+
+
+class RunArgs:
+    """`hook run`'s command line, parsed."""
+
+    __slots__ = ("protocol", "timeout", "hook_id", "argv", "config", "config_home", "cache_home", "on_error", "record")
+
+    def __init__(self):
+        self.protocol = self.timeout = self.hook_id = None
+        self.config = self.config_home = self.cache_home = self.on_error = self.record = None
+        self.argv = []
+
+    def __iter__(self):  # (protocol, timeout, hook_id, argv), as before
+        return iter((self.protocol, self.timeout, self.hook_id, self.argv))
 
 
 def parse_run_args(args):
-    """-> (protocol, timeout, hook_id, argv); raises ValueError on a usage error."""
+    """-> RunArgs (unpacks as (protocol, timeout, hook_id, argv)); raises ValueError on a usage error."""
+    parsed = RunArgs()
     protocol = timeout = hook_id = None
     argv = []
     index = 0
@@ -32,7 +51,7 @@ def parse_run_args(args):
             argv = list(args[index:])
             break
         name, eq, value = arg.partition("=")
-        if name not in ("--protocol", "--timeout", "--hook-id", "--record"):
+        if name not in _OPTIONS:
             raise ValueError("unknown option " + name)
         if not eq:
             index += 1
@@ -47,11 +66,51 @@ def parse_run_args(args):
                 raise ValueError("--timeout must be a positive number of seconds")
         elif name == "--hook-id":
             hook_id = value
-        # --record carries the original settings for `hook uninstall`; ignored here.
+        elif name in _PATH_OPTIONS:
+            if not value.startswith("/"):
+                raise ValueError("%s must be an absolute path" % name)
+            setattr(parsed, name[2:].replace("-", "_"), value)
+        elif name == "--on-error":
+            if value not in ("allow", "deny"):
+                raise ValueError("--on-error must be allow or deny")
+            parsed.on_error = value
+        else:  # --record carries the original settings for `hook uninstall`
+            parsed.record = value
         index += 1
     if protocol not in PROTOCOLS:
         raise ValueError("--protocol must be one of " + ", ".join(sorted(PROTOCOLS)))
-    return protocol, timeout, hook_id, argv
+    parsed.protocol, parsed.timeout, parsed.hook_id, parsed.argv = protocol, timeout, hook_id, argv
+    return parsed
+
+
+_SHELLS = ("sh", "bash", "dash", "ash", "ksh", "mksh", "zsh", "yash", "posh")
+
+
+def _system_shell(path):
+    """True when `path` is a shell installed by the system: a known shell's name after
+    symlinks, owned by root and writable by nobody else (a project cannot plant one)."""
+    try:
+        real = os.path.realpath(path)
+        if os.path.basename(real) not in _SHELLS:
+            return False
+        st = os.stat(real)
+    except (OSError, ValueError):
+        return False
+    return st.st_uid == 0 and not st.st_mode & 0o022
+
+
+def legacy_argv(parsed, environ=os.environ):
+    """The previous `hook install` wrote ``-- "${BASH:-/bin/sh}" -c '<original>'``: the
+    program running the hook came from the hook's environment, which hosts build from
+    the project's settings. For such a line (a --record, and argv[0] is what $BASH
+    holds), anything but a system shell is replaced by /bin/sh, the line's own default."""
+    argv = parsed.argv
+    if parsed.record is None or len(argv) != 3 or argv[1] != "-c":
+        return argv
+    bash = environ.get("BASH")
+    if bash is None or argv[0] != bash or _system_shell(bash):
+        return argv
+    return ["/bin/sh"] + argv[1:]
 
 
 class _Help(Exception):
@@ -80,18 +139,22 @@ def _usage_deny(args, message):
 
 def _run_from_args(args):
     try:
-        protocol, timeout, hook_id, argv = parse_run_args(args)
+        parsed = parse_run_args(args)
     except _Help:
         os.write(1, (_USAGE + "\n").encode())
         return 0
     except ValueError as exc:
         return _usage_deny(args, exc)
-    if not argv:
+    if not parsed.argv:
         return _usage_deny(args, "no command")
     from failsecure import runner_decision as decision
+    from failsecure.runner_config import Trusted
 
     decision.last_words = True  # a process of its own: terminating it must deny
-    return decision.run(protocol, argv, timeout, hook_id)
+    trusted = Trusted(parsed.config, parsed.config_home, parsed.cache_home)
+    return decision.run(
+        parsed.protocol, legacy_argv(parsed), parsed.timeout, parsed.hook_id, trusted=trusted, on_error=parsed.on_error
+    )
 
 
 def _cmd_run(args):
@@ -117,7 +180,7 @@ def _cmd_install(args):
     if report.wrapped:
         print("failsecure: %s: wrapped %d hook(s), left %d alone" % (args.file, len(report.wrapped), len(report.left)))
     else:
-        print("failsecure: %s: nothing to wrap (no unwrapped %s PreToolUse command hooks), left %d alone" % (args.file, args.host, len(report.left)))
+        print("failsecure: %s: nothing to wrap (no unwrapped %s gating command hooks), left %d alone" % (args.file, args.host, len(report.left)))
     for line in report.lines():
         print(line)
     return 0
@@ -132,6 +195,8 @@ def _cmd_uninstall(args):
         sys.stderr.write("failsecure: error: %s\n" % exc)
         return 1
     print("failsecure: %s: restored %d hook(s)" % (args.file, restored))
+    for line in getattr(restored, "lines", lambda: [])():
+        print(line)
     return 0
 
 

@@ -7,8 +7,11 @@ config as JSON (read with ``failsecure._fastjson``, which the runner imports any
 keyed by the stat (path, size, mtime, inode, ctime) and the bytes of every file the
 policy read (reading a small file costs microseconds; importing tomllib milliseconds).
 
-- Stored per user: ``$XDG_CACHE_HOME/failsecure`` (default ``~/.cache/failsecure``),
-  directory 0700 owned by the user, file 0600, written atomically (temp + rename).
+- Stored per user: ``<cache home>/failsecure``, the cache home being ``--cache-home``
+  on the launch line (what ``$XDG_CACHE_HOME`` was when ``hook install`` ran) or
+  ``~/.cache`` of the user's home in the password database, never a variable of the
+  runner's own environment (a host builds it from the project's settings). Directory
+  0700 owned by the user, file 0600, written atomically (temp + rename).
   A directory or file with other owners or looser modes is never read.
 - A changed, added or removed config file changes the key: the next call loads and
   validates it (an invalid config denies at once, as without the cache).
@@ -16,43 +19,149 @@ policy read (reading a small file costs microseconds; importing tomllib millisec
   loading the config directly: the cache can cost a call time, never its decision.
 
 Which files decide the config: ``policy.sources()`` (a list of paths) when the policy
-offers it, else every candidate of the trust model (the system and user files,
-``$FAILSECURE_CONFIG``, the trust store, the project file found from the working
+offers it, else every candidate of the trust model (the system and user files, the
+launch line's ``--config``, the trust store, the project file found from the working
 directory upward), whose absence is part of the key too.
+
+**Trusted inputs** (``Trusted``): which config files are trusted is decided by the
+launch line (``--config FILE``, ``--config-home DIR``: what ``$FAILSECURE_CONFIG`` and
+``$XDG_CONFIG_HOME`` were when the user ran ``hook install``) and the user's real home
+(``pwd``), never by ``FAILSECURE_CONFIG`` / ``XDG_CONFIG_HOME`` / ``HOME`` in the
+runner's environment: hosts build that environment from the untrusted project's own
+settings (a cloned repository's ``.claude/settings.json`` ``env``). The policy is handed
+that environment through ``policy.set_trusted_environment`` when it offers it; until
+then, the three variables are set to the trusted values around the load and put back.
+
+**No read blocks before the deadline**: every config candidate is opened with
+``O_NONBLOCK``, checked with ``fstat`` to be a regular file and read up to a cap. A
+project candidate that is not a regular file (a FIFO, a device, ``/dev/fd/N``) is
+never read (the policy skips it too); an explicit ``--config`` that is not one, or a
+candidate over ``READ_CAP``, is a config error (deny) and never reaches the loader.
 """
 
 import os
 
 from failsecure._fastjson import dumps, loads
 
-FORMAT = 1
+FORMAT = 2
 _CONTENT_CAP = 256 * 1024  # a larger config file is loaded directly, never cached
+READ_CAP = 4 * 1024 * 1024  # a larger config candidate is an error, never read
 _POLICY_FIELDS = ("on_error", "timeout", "role")
+_TRUST_VARS = ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME")
 
 
-def load():
-    """-> the policy's Config for this call (from the cache when nothing changed)."""
+def real_home():
+    """The user's home from the password database (not ``$HOME``), or None."""
+    try:
+        import pwd
+
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError, OSError):
+        return None
+    return home if home and os.path.isabs(home) else None
+
+
+class Trusted:
+    """The runner's trusted inputs: the launch line's options and the real home."""
+
+    __slots__ = ("config", "config_home", "cache_home", "home")
+
+    def __init__(self, config=None, config_home=None, cache_home=None, home=None):
+        self.config = config  # an explicit trusted config file (FAILSECURE_CONFIG at install)
+        self.config_home = config_home  # XDG_CONFIG_HOME at install
+        self.cache_home = cache_home  # XDG_CACHE_HOME at install
+        self.home = home if home is not None else real_home()
+
+    def environment(self):
+        """-> the trust model's environment (FAILSECURE_CONFIG, XDG_CONFIG_HOME, HOME)."""
+        env = {}
+        if self.home:
+            env["HOME"] = self.home
+        if self.config_home:
+            env["XDG_CONFIG_HOME"] = self.config_home
+        if self.config:
+            env["FAILSECURE_CONFIG"] = self.config
+        return env
+
+    def cache_dir(self):
+        base = self.cache_home
+        if not base or not os.path.isabs(base):
+            if not self.home:
+                return None
+            base = os.path.join(self.home, ".cache")
+        return os.path.join(base, "failsecure")
+
+
+class _TrustedEnvironment:
+    """``with``: the policy reads the trusted environment, not the process's."""
+
+    def __init__(self, policy, trusted):
+        self.policy = policy
+        self.env = trusted.environment()
+
+    def __enter__(self):
+        setter = getattr(self.policy, "set_trusted_environment", None)
+        if callable(setter):
+            getter = getattr(self.policy, "trusted_environment", None)
+            self.previous = getter() if callable(getter) else None
+            self.saved = None
+            setter(self.env)
+            return self
+        # No policy API: set the three variables for the load, put them back after.
+        self.saved = {name: os.environ.get(name) for name in _TRUST_VARS}
+        for name in _TRUST_VARS:
+            if name in self.env:
+                os.environ[name] = self.env[name]
+            else:
+                os.environ.pop(name, None)
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is None:
+            self.policy.set_trusted_environment(self.previous)
+            return
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class Unsafe(Exception):
+    """A config candidate the runner will not read (not a regular file, too large)."""
+
+
+def load(trusted=None):
+    """-> the policy's Config for this call (from the cache when nothing changed).
+
+    ``trusted``: the runner's trusted inputs (default: no launch-line options, the
+    user's real home)."""
     from failsecure import policy
 
-    try:
-        key = _key(policy)
-        path = _cache_path(key)
-    except Exception:
-        return policy.load_light()
-    if path is not None:
-        cached = _read(path, key)
-        if cached is not None:
+    if trusted is None:
+        trusted = Trusted()
+    with _TrustedEnvironment(policy, trusted):
+        try:
+            key = _key(policy, trusted)
+            path = _cache_path(key, trusted)
+        except Unsafe as exc:
+            return policy.Config(error="failsecure: %s" % (exc,), source=None)
+        except Exception:
+            return policy.load_light()
+        if path is not None:
+            cached = _read(path, key)
+            if cached is not None:
+                try:
+                    return _config_from(policy, cached)
+                except Exception:
+                    pass
+        config = policy.load_light()
+        if path is not None and key is not None:
             try:
-                return _config_from(policy, cached)
+                _write(path, key, _config_to(config))
             except Exception:
                 pass
-    config = policy.load_light()
-    if path is not None and key is not None:
-        try:
-            _write(path, key, _config_to(config))
-        except Exception:
-            pass
-    return config
+        return config
 
 
 def _sources(policy):
@@ -75,7 +184,7 @@ def _sources(policy):
         candidates.append(os.path.abspath("failsecure.toml"))
         candidates.append(os.path.abspath("pyproject.toml"))
     else:
-        env = os.environ.get("FAILSECURE_CONFIG")
+        env = os.environ.get("FAILSECURE_CONFIG")  # set from the trusted inputs by load()
         candidates = [env] if env else [os.path.abspath("failsecure.toml"), os.path.abspath("pyproject.toml")]
         candidates.append(policy.find()[0])
     for path in candidates:
@@ -84,17 +193,66 @@ def _sources(policy):
     return paths
 
 
-def _key(policy):
-    """-> a JSON-able key: each source with its stat, or None when nothing to cache."""
-    entries = []
-    for path in _sources(policy):
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _project_candidates():
+    """Every project config candidate from the working directory upward (what the
+    policy's search may open): checked before the policy reads any of them."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        return []
+    found = []
+    while True:
+        found.append(os.path.join(here, "failsecure.toml"))
+        found.append(os.path.join(here, "pyproject.toml"))
+        parent = os.path.dirname(here)
+        if parent == here:
+            return found
+        here = parent
+
+
+def _check_project_candidates(sources):
+    """A regular project candidate over READ_CAP is an error (the loader would read it
+    all); one that is not a regular file is skipped by the loader and never opened."""
+    import stat as _stat
+
+    for path in _project_candidates():
+        if path in sources:
+            continue  # read (safely) for the key
         try:
-            fd = os.open(path, os.O_RDONLY)
+            st = os.stat(path)
+        except OSError:
+            continue
+        if _stat.S_ISREG(st.st_mode) and st.st_size > READ_CAP:
+            raise Unsafe("config candidate %s is over %d bytes" % (path, READ_CAP))
+
+
+def _key(policy, trusted=None):
+    """-> a JSON-able key: each source with its stat, or None when nothing to cache.
+    Raises Unsafe for a candidate the loader must not read."""
+    import stat as _stat
+
+    entries = []
+    explicit = trusted.config if trusted is not None else None
+    sources = _sources(policy)
+    _check_project_candidates(sources)
+    for path in sources:
+        try:
+            fd = os.open(path, _OPEN_FLAGS)  # a FIFO or a device never blocks the open
         except FileNotFoundError:
             entries.append([path, None])
             continue
         try:
             st = os.fstat(fd)
+            if not _stat.S_ISREG(st.st_mode):
+                if explicit and os.path.abspath(explicit) == path:
+                    raise Unsafe("--config %s is not a regular file" % (path,))
+                entries.append([path, "not a regular file"])  # never read; the loader skips it
+                continue
+            if st.st_size > READ_CAP:
+                raise Unsafe("config candidate %s is over %d bytes" % (path, READ_CAP))
             if st.st_size > _CONTENT_CAP:
                 raise OSError("config file too large to cache")
             # The bytes too: two edits within one timestamp tick keep size and mtime.
@@ -102,25 +260,20 @@ def _key(policy):
         finally:
             os.close(fd)
         entries.append([path, [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns, content]])
-    if all(stat is None for _path, stat in entries):
+    if all(stat is None or isinstance(stat, str) for _path, stat in entries):
         return None  # no config file: defaults cost nothing to build
-    return [FORMAT, os.environ.get("FAILSECURE_CONFIG") or "", entries]
+    env = trusted.environment() if trusted is not None else {}
+    return [FORMAT, [env.get(name) or "" for name in _TRUST_VARS], entries]
 
 
-def _cache_dir():
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base or not os.path.isabs(base):
-        home = os.environ.get("HOME")
-        if not home or not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "failsecure")
+def _cache_dir(trusted=None):
+    return (trusted if trusted is not None else Trusted()).cache_dir()
 
 
-def _cache_path(key):
+def _cache_path(key, trusted=None):
     if key is None:
         return None
-    directory = _cache_dir()
+    directory = _cache_dir(trusted)
     if directory is None:
         return None
     # one file per (working directory, FAILSECURE_CONFIG): FNV-1a of the key's paths

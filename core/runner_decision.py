@@ -9,6 +9,7 @@ hook's answer passes through), and the hook's own allow / ask / no-opinion bytes
 passed on unchanged when the policy lets its answer stand.
 """
 
+import os
 import time
 
 from failsecure.failures import CRASHED, INVALID, MISSING, RAISED, TIMEOUT, failure_reason, process_failure
@@ -19,6 +20,7 @@ from failsecure.verdict import Action, Failure, Outcome, Verdict
 
 CONFIG_HOOK = "failsecure:config"  # the hook id the core blames for an invalid config
 REASON_CAP = 2000  # characters of a hook's own deny reason passed on
+AUDIT_BOUND = 1.0  # seconds the audit append may take after the answer is out
 
 # In-process callers (tests) run with the host's signals as they are; the `hook run`
 # entry point sets this: it is a process of its own, and terminating it must deny.
@@ -43,12 +45,12 @@ def hook_id_for(hook_id, argv):
     return hook_id if hook_id.startswith("command:") else "command:" + hook_id
 
 
-def load_config():
+def load_config(trusted=None):
     """-> (config or None, error type name or None). Never raises."""
     try:
         from failsecure.runner_config import load
 
-        config = load()
+        config = load(trusted)
     except Exception as exc:  # a broken install or config: deny
         return None, type(exc).__name__
     if getattr(config, "error", None):
@@ -71,8 +73,38 @@ def _deadline_policy(config, hook_id):
     return explicit, default
 
 
-def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, stderr_fd=2):
-    """Run one hook under the contract and write the host's answer. -> exit code."""
+def _with_declared_on_error(config, hid, on_error):
+    """The host's own per-hook failure policy (Pool ``failure_policy``, kiro_crew
+    ``on_error``), carried by the launch line only when `hook install` read it from a
+    trusted (user-level) settings file: the hook's on_error unless the config sets one."""
+    if not on_error or config is None or getattr(config, "error", None):
+        return config
+    try:
+        own = config.hooks.get(hid)
+        if own is not None and own.on_error:
+            return config  # the failsecure config says it explicitly
+        from failsecure.policy import HookPolicy
+
+        hooks = dict(config.hooks)
+        hooks[hid] = HookPolicy(
+            on_error,
+            own.timeout if own is not None else None,
+            own.role if own is not None else None,
+            getattr(own, "interactive_timeout", None),
+        )
+        config.hooks = hooks
+        config._resolved.pop(hid, None)
+    except Exception:
+        pass  # the config's own policy stands
+    return config
+
+
+def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, stderr_fd=2, trusted=None, on_error=None):
+    """Run one hook under the contract and write the host's answer. -> exit code.
+
+    ``trusted``: the runner's trusted inputs (``failsecure.runner_config.Trusted``: the
+    launch line's config options and the user's real home); ``on_error``: the failure
+    policy the launch line declares for this hook (see ``_with_declared_on_error``)."""
     proto = PROTOCOLS[protocol]
     hid = hook_id_for(hook_id, argv)
     start = time.monotonic()
@@ -84,7 +116,7 @@ def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, 
 
     state = process.arm_last_words(lambda: deny_plainly(CRASHED)) if last_words else None
     try:
-        return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state)
+        return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state, trusted, on_error)
     except BaseException:  # the runner itself failed: deny, never say why
         if state is not None and state.done is not None:
             return state.done  # the answer is out already
@@ -108,31 +140,36 @@ class _Call:
         return (time.monotonic() - self.start) * 1000.0
 
     def answer(self, out, err, code, action, outcome):
-        """Audit (best effort), then write the host's answer. -> exit code."""
+        """Write the host's answer, then audit it (bounded, best effort). -> exit code.
+
+        The answer never waits on the audit file: it is written first, and the audit
+        append that follows opens without blocking (a FIFO or device is never
+        written), takes the lock with LOCK_NB for at most AUDIT_BOUND seconds, and is
+        dropped past that, so the exit status the host waits for comes in bounded time."""
+        if self.state is not None:
+            self.state.done = code
+        process.emit(self.stdout_fd, self.stderr_fd, out, err)
         audit_path = getattr(self.config, "audit_path", None) if outcome is not None else None
         if audit_path:
             try:
                 from failsecure import audit
 
                 entry = audit.outcome_fields(outcome)
-                audit.write_jsonl(
-                    audit_path,
-                    audit.event(
-                        framework=self.proto.framework,
-                        framework_version=None,
-                        tool=self.tool,
-                        call_id=self.call_id,
-                        outcome=action,
-                        primary=entry,
-                        elapsed_ms=outcome.elapsed_ms,
-                        outcomes=[entry],
-                    ),
+                event = audit.event(
+                    framework=self.proto.framework,
+                    framework_version=None,
+                    tool=self.tool,
+                    call_id=self.call_id,
+                    outcome=action,
+                    primary=entry,
+                    elapsed_ms=outcome.elapsed_ms,
+                    outcomes=[entry],
                 )
+                from failsecure._fastjson import dumps
+
+                append_bounded(audit_path, (dumps(event) + "\n").encode("utf-8"), AUDIT_BOUND)
             except Exception:
                 pass  # audit must never flip or lose the answer
-        if self.state is not None:
-            self.state.done = code
-        process.emit(self.stdout_fd, self.stderr_fd, out, err)
         return code
 
     def decide(self, outcome, passthrough=(b"", b"")):
@@ -150,13 +187,53 @@ class _Call:
         return self.decide(Outcome(self.hid, failure=Failure(category), elapsed_ms=self.elapsed() if elapsed is None else elapsed))
 
 
+def append_bounded(path, data, bound):
+    """Append `data` to the regular file `path` under an exclusive flock, never
+    blocking: O_NONBLOCK open (a FIFO or device is refused by fstat), LOCK_NB retried
+    until `bound` seconds passed. -> True when written."""
+    import stat as _stat
+
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError:
+        return False
+    try:
+        if not _stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover
+            fcntl = None
+        if fcntl is not None:
+            until = time.monotonic() + bound
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= until:
+                        return False
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.02)
+                except OSError:
+                    break  # no locking here (some file systems): write unlocked
+        os.write(fd, data)
+        return True
+    finally:
+        os.close(fd)
+
+
 def _own_deny(hid, reason):
     reason = (reason or "").strip()[:REASON_CAP]
     return Verdict(Action.DENY, reason or "failsecure: hook '%s' denied" % (hid,))
 
 
-def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state=None):
-    config, config_error = load_config()
+def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state=None, trusted=None, on_error=None):
+    config, config_error = load_config(trusted)
+    if config_error is None:
+        config = _with_declared_on_error(config, hid, on_error)
     explicit, default = _deadline_policy(config, hid)
     if timeout is not None and timeout > 0:
         if explicit is not None and 0 < explicit < timeout:
@@ -202,7 +279,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     if not argv:
         return call.failed(MISSING)
 
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001))
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment())
     category = _process_category(result)
     elapsed = result.elapsed_ms
     if category is not None:
@@ -234,7 +311,7 @@ def _advisory(call, argv, raw, payload_ok, deadline, state):
     if not payload_ok or not argv:
         category = MISSING if payload_ok else (INVALID if time.monotonic() < deadline else TIMEOUT)
         return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=call.elapsed()))
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001))
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment())
     category = _process_category(result)
     if category is not None:
         return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=result.elapsed_ms))

@@ -21,6 +21,23 @@ _SIGXFSZ = 25
 _SIGKILL = 9
 
 
+# Variables that change what a shell runs before (or instead of) its command: a
+# project's settings can put them in the hook's environment, and the runner starts the
+# hook through a shell (`<shell> -c '<original>'`). BASH_ENV / ENV are sourced first,
+# SHELLOPTS=noexec runs nothing (exit 0), BASH_FUNC_x%% replaces a builtin, PS4 with
+# xtrace runs code. The runner never hands them on.
+SHELL_STARTUP = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "BASH_XTRACEFD", "PROMPT_COMMAND"})
+
+
+def hook_environment(environ=None):
+    """The environment a hook is started with: the runner's own, without SHELL_STARTUP
+    variables and exported bash functions."""
+    environ = os.environ if environ is None else environ
+    return {
+        k: v for k, v in environ.items() if k not in SHELL_STARTUP and not k.startswith("BASH_FUNC_")
+    }
+
+
 def ensure_std_fds():
     # A closed 0/1/2 would let a pipe land on it and confuse the dup2 plan.
     for fd in (0, 1, 2):
@@ -156,8 +173,13 @@ def _unblock_signals(state):
     _signal.pthread_sigmask(_signal.SIG_UNBLOCK, state.signals)
 
 
-def execute(argv, payload, timeout):
-    """Run argv with payload on stdin in a new session under a deadline -> Result."""
+def execute(argv, payload, timeout, env=None):
+    """Run argv with payload on stdin in a new session under a deadline -> Result.
+
+    The one implementation of running a command hook: the runner's, and the command
+    hooks code-puppy and hermes-agent run themselves (their adapters call this). A hook
+    that answered and exited is judged by its answer even when a background process it
+    left keeps the pipes open (its group is killed, the pipes drained for DRAIN_GRACE)."""
     import select
 
     result = Result()
@@ -179,7 +201,7 @@ def execute(argv, payload, timeout):
         pid = os.posix_spawnp(
             argv[0],
             argv,
-            os.environ,
+            os.environ if env is None else env,
             file_actions=actions,
             setsid=True,
             setsigdef=(_SIGPIPE, _SIGXFSZ),

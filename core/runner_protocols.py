@@ -11,15 +11,70 @@ from failsecure._fastjson import loads as _loads
 ALLOW, DENY, ASK, ABSTAIN = "allow", "deny", "ask", "abstain"
 _JSON_WS = " \t\n\r"
 
+# Every event that gates a tool call (or a command), per host, with the host release it
+# was read from. The ONE table: `hook install` wraps handlers of exactly these events
+# and the runner treats exactly these as gating (everything else is advisory). Matched
+# case-insensitively (Kiro CLI writes ``preToolUse``).
+GATING_EVENTS = {
+    # Claude Code 2.1.332 (claude-agent-sdk 0.2.189): PreSkillShellCommand gates the
+    # shell command a skill or slash command embeds (its schema: tool_name Bash or
+    # PowerShell, tool_input.command); PermissionRequest only answers a permission
+    # prompt (a failure shows the prompt as usual), so it does not gate.
+    "claude": (("PreToolUse", "2.1.100"), ("PreSkillShellCommand", "2.1.332")),
+    "codex": (("PreToolUse", "0.169.0"),),
+    "gemini": (("BeforeTool", "0.61.0"),),
+    "kiro": (("PreToolUse", "kiro_crew"),),
+    "pool": (("PreToolUse", "seed"),),
+}
+
+
+def gating_events(*hosts):
+    """-> frozenset of the lower-cased gating event names of `hosts` (the table above)."""
+    return frozenset(name.lower() for host in hosts for name, _since in GATING_EVENTS[host])
+
+
+# Claude Code's hook answer schema, read from the pinned release's own zod schema
+# (2.1.332; tests/command_hooks/claude_code checks it against the binary): the
+# top-level keys and, per gating event, the hookSpecificOutput keys.
+CLAUDE_TOP_KEYS = frozenset(
+    {"continue", "suppressOutput", "stopReason", "decision", "reason", "systemMessage", "terminalSequence",
+     "hookSpecificOutput"}
+)
+CLAUDE_SPECIFIC_KEYS = {
+    "PreToolUse": frozenset(
+        {"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext",
+         "permissionDisplay"}
+    ),
+    "PreSkillShellCommand": frozenset(
+        {"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput"}
+    ),
+}
+# Unknown keys, per family (Claude's schema strips keys it does not define, so the
+# answer the host acts on is the known keys alone):
+# - keys the host acts on outside the schema (``async``: the hook goes to the
+#   background, a success) and keys named like a decision (a known decision key in
+#   another case, or a verdict word): the hook meant to decide and the host will not
+#   read it -> invalid (deny);
+# - any other unknown key: dropped by the host, so it changes nothing -> ignored, the
+#   answer is judged on its known keys and passed on byte for byte.
+_DECISION_KEYS = frozenset(
+    {"decision", "continue", "permissiondecision", "result", "action", "verdict", "permission", "block", "allow",
+     "deny", "approve", "ask", "async", "asynctimeout", "asyncrewake"}
+)
+
 
 class Invalid(Exception):
     """The hook answered something the host would not honour (category ``invalid``)."""
 
 
-def _check_keys(obj, allowed, what):
+def _check_keys(obj, allowed, what, unknown="invalid"):
     for key in obj:
         if key not in allowed:
-            raise Invalid("unknown key in %s" % what)
+            lowered = key.lower()
+            if unknown == "invalid" or lowered in _DECISION_KEYS or any(lowered == k.lower() for k in allowed):
+                # a known key in another case (``hookspecificoutput``) is one the host
+                # will not read either: the hook meant it
+                raise Invalid("unknown key in %s" % what)
 
 
 def _check_type(obj, key, kind):
@@ -74,35 +129,43 @@ class JsonProtocol(Protocol):
     )
     specific_keys: frozenset = frozenset()
     event_required = True  # hookSpecificOutput must name the event
+    # An unknown key: "invalid" (the host rejects the answer, so the runner denies) or
+    # "ignore" (the host drops the key; only a decision key in another case is invalid).
+    unknown_keys = "invalid"
+
+    def specific_keys_for(self, event):
+        return self.specific_keys
+
+    def event_names(self, event):
+        """The hookEventName values hookSpecificOutput may carry for `event`."""
+        return (event or self.default_event,)
 
     def judge(self, stdout, event):
         obj = parse_answer(stdout)
         if obj is None:
             return ABSTAIN, None
-        _check_keys(obj, self.top_keys, "answer")
+        _check_keys(obj, self.top_keys, "answer", self.unknown_keys)
         _check_type(obj, "continue", bool)
         _check_type(obj, "suppressOutput", bool)
-        for key in ("stopReason", "reason", "systemMessage"):
+        for key in ("stopReason", "reason", "systemMessage", "terminalSequence"):
             _check_type(obj, key, str)
         specific = None
         if "hookSpecificOutput" in obj:
             specific = obj["hookSpecificOutput"]
             if not isinstance(specific, dict):
                 raise Invalid("hookSpecificOutput is not an object")
-            _check_keys(specific, self.specific_keys, "hookSpecificOutput")
-            if (self.event_required or "hookEventName" in specific) and specific.get("hookEventName") != (
-                event or self.default_event
-            ):
+            _check_keys(specific, self.specific_keys_for(event), "hookSpecificOutput", self.unknown_keys)
+            if (self.event_required or "hookEventName" in specific) and specific.get("hookEventName") not in self.event_names(event):
                 raise Invalid("wrong hookEventName")
             _check_type(specific, "additionalContext", str)
-        action, reason = self.own_decision(obj, specific or {})
+        action, reason = self.own_decision(obj, specific or {}, event)
         if action != DENY and obj.get("continue") is False:
             # "stop": the tool does not run. Said in the canonical deny shape, never
             # passed on raw (Codex, for one, does not honour it).
             return DENY, obj.get("stopReason")
         return action, reason
 
-    def own_decision(self, obj, specific):
+    def own_decision(self, obj, specific, event=None):
         raise NotImplementedError
 
 
@@ -111,25 +174,33 @@ class ClaudeProtocol(JsonProtocol):
 
     name = "claude"
     framework = "claude-code"
-    gating_events = frozenset({"pretooluse"})
+    gating_events = gating_events("claude", "pool")
     default_event = "PreToolUse"
-    specific_keys = frozenset(
-        {"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext"}
-    )
+    top_keys = CLAUDE_TOP_KEYS
+    specific_keys = CLAUDE_SPECIFIC_KEYS["PreToolUse"]
+    unknown_keys = "ignore"
     decisions = ("approve", "block")
     permission_decisions: tuple = ("allow", "deny", "ask", "defer")
 
+    def specific_keys_for(self, event):
+        return CLAUDE_SPECIFIC_KEYS.get(event, self.specific_keys)
+
+    def event_names(self, event):
+        if event == "PreSkillShellCommand":  # the CLI reads a PreToolUse answer there too
+            return ("PreSkillShellCommand", "PreToolUse")
+        return (event or self.default_event,)
+
     def deny(self, reason, event):
         answer = {"decision": "block", "reason": reason}
-        if event == "PreToolUse":
+        if event in CLAUDE_SPECIFIC_KEYS:
             answer["hookSpecificOutput"] = {
-                "hookEventName": "PreToolUse",
+                "hookEventName": event,
                 "permissionDecision": "deny",
                 "permissionDecisionReason": reason,
             }
         return (_dumps(answer) + "\n").encode(), (reason + "\n").encode(), 2
 
-    def own_decision(self, obj, specific):
+    def own_decision(self, obj, specific, event=None):
         decision = obj.get("decision")
         if "decision" in obj and decision not in self.decisions:
             raise Invalid("unknown decision")
@@ -140,6 +211,10 @@ class ClaudeProtocol(JsonProtocol):
         _check_type(specific, "updatedInput", dict)
         if decision == "block" or permission == "deny":
             return DENY, specific.get("permissionDecisionReason") or obj.get("reason")
+        if event == "PreSkillShellCommand" and (permission in ("ask", "defer") or "updatedInput" in specific):
+            # Nobody can be asked there: the CLI blocks ask, defer and any updatedInput.
+            # Said as the deny it is, so the audit records what the host does.
+            return DENY, specific.get("permissionDecisionReason") or obj.get("reason")
         if permission == "ask":
             return ASK, None
         if decision == "approve" or permission == "allow":
@@ -147,13 +222,23 @@ class ClaudeProtocol(JsonProtocol):
         return ABSTAIN, None
 
 
+
 class CodexProtocol(ClaudeProtocol):
     """Codex CLI: Claude-compatible wire types; a deny is exit 2 + non-empty stderr."""
 
     name = "codex"
     framework = "codex"
+    gating_events = gating_events("codex")
+    top_keys = JsonProtocol.top_keys
     specific_keys = frozenset({"hookEventName", "permissionDecision", "permissionDecisionReason"})
+    unknown_keys = "invalid"  # Codex rejects an answer with a key it does not know
     permission_decisions = ("allow", "deny", "ask")
+
+    def specific_keys_for(self, event):
+        return self.specific_keys
+
+    def event_names(self, event):
+        return (event or self.default_event,)
 
     def deny(self, reason, event):
         # JSON is read only on exit 0, and a JSON deny carrying a key Codex does
@@ -164,7 +249,7 @@ class CodexProtocol(ClaudeProtocol):
 class GeminiProtocol(JsonProtocol):
     name = "gemini"
     framework = "gemini-cli"
-    gating_events = frozenset({"beforetool"})
+    gating_events = gating_events("gemini")
     default_event = "BeforeTool"
     specific_keys = frozenset({"hookEventName", "tool_input", "additionalContext"})
     event_required = False
@@ -173,7 +258,7 @@ class GeminiProtocol(JsonProtocol):
         answer = _dumps({"decision": "deny", "reason": reason})
         return (answer + "\n").encode(), (reason + "\n").encode(), 2
 
-    def own_decision(self, obj, specific):
+    def own_decision(self, obj, specific, event=None):
         _check_type(specific, "tool_input", dict)
         decision = obj.get("decision")
         if "decision" in obj and decision not in ("allow", "ask", "deny", "block"):
@@ -192,7 +277,7 @@ class KiroProtocol(Protocol):
 
     name = "kiro"
     framework = "kiro_crew"
-    gating_events = frozenset({"pretooluse"})
+    gating_events = gating_events("kiro")
     default_event = "PreToolUse"
 
 

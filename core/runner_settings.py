@@ -11,9 +11,12 @@ import sys
 
 from failsecure.failures import CRASHED, MISSING, failure_reason
 from failsecure.runner_decision import hook_id_for, sanitize_id
-from failsecure.runner_protocols import PROTOCOLS
+from failsecure.runner_protocols import GATING_EVENTS, PROTOCOLS, gating_events
 
-__all__ = ("HOSTS", "InstallError", "WrapReport", "wrap_settings", "unwrap_settings", "launch_argv", "runner_path", "prelude")
+__all__ = (
+    "HOSTS", "InstallError", "WrapReport", "UnwrapReport", "wrap_settings", "unwrap_settings", "launch_argv",
+    "runner_path", "prelude", "host_shell", "trusted_options",
+)
 
 HEADROOM = 5.0  # seconds the host's own timeout exceeds the runner's
 DEFAULT_RUNNER_TIMEOUT = 30.0
@@ -27,21 +30,44 @@ class InstallError(Exception):
 
 
 class _Host:
-    def __init__(self, name, protocol, events, timeout_key, timeout_unit, flat):
+    def __init__(self, name, protocol, events, timeout_key, timeout_unit, flat, shell="sh", failure_policy=None):
         self.name = name
         self.protocol = protocol
-        self.events = events  # lower-cased gating event keys under "hooks"
+        self.events = events  # lower-cased gating event keys under "hooks" (runner_protocols.GATING_EVENTS)
         self.timeout_key = timeout_key  # key the host reads its own timeout from
         self.timeout_unit = timeout_unit  # 1 (seconds) or 1000 (milliseconds)
         self.flat = flat  # entries are handlers themselves ({command, ...})
+        # the shell the host runs a hook's command with: "sh" (/bin/sh), "bash" (bash
+        # from PATH), "user" ($SHELL, bash/zsh/sh): resolved to an absolute path when
+        # `hook install` runs, never left to the hook's environment
+        self.shell = shell
+        # the host's own per-hook failure policy field: (key, {value: "allow"|"deny"})
+        self.failure_policy = failure_policy
 
 
 HOSTS = {
-    "claude": _Host("claude", "claude", ("pretooluse",), "timeout", 1, False),
-    "gemini": _Host("gemini", "gemini", ("beforetool",), "timeout", 1000, False),
-    "codex": _Host("codex", "codex", ("pretooluse",), "timeout", 1, False),
-    "kiro": _Host("kiro", "kiro", ("pretooluse",), None, 1, True),
-    "pool": _Host("pool", "claude", ("pretooluse",), "timeout_ms", 1000, True),
+    "claude": _Host("claude", "claude", gating_events("claude"), "timeout", 1, False, shell="user"),
+    "gemini": _Host("gemini", "gemini", gating_events("gemini"), "timeout", 1000, False, shell="bash"),
+    "codex": _Host("codex", "codex", gating_events("codex"), "timeout", 1, False, shell="user"),
+    "kiro": _Host(
+        "kiro", "kiro", gating_events("kiro"), None, 1, True,
+        failure_policy=("on_error", {"fail_open": "allow", "fail_closed": "deny"}),
+    ),
+    "pool": _Host(
+        "pool", "claude", gating_events("pool"), "timeout_ms", 1000, True,
+        failure_policy=("failure_policy", {"allow": "allow", "deny": "deny"}),
+    ),
+}
+assert set(HOSTS) == set(GATING_EVENTS)
+
+# Where each host keeps its USER-level settings (relative to the real home): a host's
+# own per-hook failure policy is honoured only from these (a project file never opens a gate).
+USER_SETTINGS = {
+    "claude": (".claude/settings.json",),
+    "gemini": (".gemini/settings.json",),
+    "codex": (".codex/hooks.json",),
+    "kiro": (".kiro",),
+    "pool": (".pool", ".config/pool"),
 }
 
 
@@ -134,19 +160,29 @@ def _prelude_head(python, runner):
     )
 
 
-def prelude(python, runner, protocol, hook_id, timeout, record, command):
-    """The sh command that runs `command` under the runner and denies if the runner is missing or crashes."""
+_LEGACY_SHELL = '"${BASH:-/bin/sh}"'  # what the previous `hook install` wrote (the environment chose)
+_OPTION_NAMES = ("--config", "--config-home", "--cache-home", "--on-error")
+
+
+def prelude(python, runner, protocol, hook_id, timeout, record, command, *, shell="/bin/sh", options=(), _legacy=False):
+    """The sh command that runs `command` under the runner and denies if the runner is
+    missing or crashes. Every path in it is absolute and chosen now: `shell` runs the
+    original command, `options` (pairs for --config, --config-home, --cache-home,
+    --on-error) are the runner's trusted inputs; nothing comes from the hook's environment."""
     import shlex
 
     proto = PROTOCOLS[protocol]
     hid = hook_id_for(hook_id, [])
-    call = '%s %s --timeout %s --hook-id %s %s %s -- "${BASH:-/bin/sh}" -c %s' % (
+    extra = "".join(" %s %s" % (name, shlex.quote(value)) for name, value in options)
+    call = "%s %s --timeout %s --hook-id %s%s %s %s -- %s -c %s" % (
         _prelude_head(python, runner),
         protocol,
         _format_number(timeout),
         shlex.quote(hid[len("command:") :]),
+        extra,
         _RECORD_FLAG,
         record,
+        _LEGACY_SHELL if _legacy else shlex.quote(shell),
         shlex.quote(command),
     )
     return (
@@ -158,6 +194,44 @@ def prelude(python, runner, protocol, hook_id, timeout, record, command):
         + _shell_deny_lines(proto, failure_reason(hid, MISSING))
         + "; fi; exit 2"
     )
+
+
+_SHELL_NAMES = ("sh", "bash", "dash", "ash", "ksh", "mksh", "zsh")
+
+
+def host_shell(spec, handler=None, environ=None):
+    """The absolute shell the host would run this hook's command with, chosen now
+    (install time, the user's own environment): the runner runs the original command
+    with it, so no variable of the hook's environment picks the program."""
+    import shutil
+
+    environ = os.environ if environ is None else environ
+    kind = spec.shell
+    if handler is not None and handler.get("shell") == "bash" and kind == "sh":
+        kind = "bash"
+    if kind == "user":
+        user = environ.get("SHELL") or ""
+        if os.path.isabs(user) and os.path.basename(user) in _SHELL_NAMES and os.access(user, os.X_OK):
+            return user
+        kind = "sh"
+    if kind == "bash":
+        found = shutil.which("bash", path=environ.get("PATH") or os.defpath)
+        if found and os.path.isabs(found):
+            return found
+    return "/bin/sh"
+
+
+def trusted_options(environ=None):
+    """The runner's trusted inputs as launch-line options: what $FAILSECURE_CONFIG,
+    $XDG_CONFIG_HOME and $XDG_CACHE_HOME are now (the user running `hook install`), as
+    absolute paths; at run time the runner reads none of them from its environment."""
+    environ = os.environ if environ is None else environ
+    options = []
+    for name, variable in (("--config", "FAILSECURE_CONFIG"), ("--config-home", "XDG_CONFIG_HOME"), ("--cache-home", "XDG_CACHE_HOME")):
+        value = environ.get(variable)
+        if value and os.path.isabs(value):
+            options.append((name, os.path.abspath(value)))
+    return options
 
 
 def _format_number(value):
@@ -194,10 +268,50 @@ def claude_cli_version(claude_bin=None):
 _QUOTED = r"(?:'[^']*'(?:\"'\"'[^']*')*|[^\s;'\"$`\\]+)"  # what shlex.quote writes
 
 
+class _Launch:
+    """failsecure's own launch line in a handler, parsed."""
+
+    __slots__ = ("token", "legacy", "exec_form", "python", "runner", "protocol", "timeout", "hook_id", "options", "shell", "original")
+
+    def __init__(self, **fields):
+        for name in self.__slots__:
+            setattr(self, name, fields.get(name))
+
+    def regenerate(self, original=None):
+        """-> what `hook install` writes for these fields (with `original` as the
+        wrapped command): {key: value} of the handler's command (and args)."""
+        original = self.original if original is None else original
+        if self.exec_form:
+            opts = [word for pair in self.options for word in pair]
+            args = launch_argv(self.python, self.runner)[1:] + [
+                "run", "--protocol", self.protocol, "--timeout", self.timeout, "--hook-id", self.hook_id,
+            ] + opts + [_RECORD_FLAG, self.token, "--"] + list(original)
+            return {"command": self.python, "args": args}
+        return {
+            "command": prelude(
+                self.python, self.runner, self.protocol, self.hook_id, float(self.timeout), self.token, original,
+                shell=self.shell or "/bin/sh", options=self.options, _legacy=self.legacy,
+            )
+        }
+
+
+def _parse_options(words):
+    """[--name value ...] -> list of (name, value) pairs, or None if anything else."""
+    if len(words) % 2:
+        return None
+    pairs = []
+    for i in range(0, len(words), 2):
+        if words[i] not in _OPTION_NAMES:
+            return None
+        pairs.append((words[i], words[i + 1]))
+    return pairs
+
+
 def _launch_of(handler):
-    """-> the record token when `handler` is failsecure's own launch line (what `hook
-    install` writes, recognised by its exact prefix), else None. A hook whose own
-    arguments merely contain `--record` or `run --protocol` is not wrapped."""
+    """-> _Launch when `handler` is failsecure's own launch line (what `hook install`
+    writes, this release's or the previous one's, recognised by its exact prefix), else
+    None. A hook whose own arguments merely contain `--record` or `run --protocol` is
+    not wrapped."""
     import re
     import shlex
 
@@ -218,17 +332,19 @@ def _launch_of(handler):
         rest = args[len(launch) :]
         if args[: len(launch)] != launch or len(rest) < 10:
             return None
-        if (
-            rest[0] != "run"
-            or rest[1] != "--protocol"
-            or rest[2] not in PROTOCOLS
-            or rest[3] != "--timeout"
-            or rest[5] != "--hook-id"
-            or rest[7] != _RECORD_FLAG
-            or rest[9] != "--"
-        ):
+        if rest[0] != "run" or rest[1] != "--protocol" or rest[2] not in PROTOCOLS or rest[3] != "--timeout" or rest[5] != "--hook-id":
             return None
-        return rest[8]
+        try:
+            record_at = rest.index(_RECORD_FLAG, 7)
+        except ValueError:
+            return None
+        options = _parse_options(rest[7:record_at])
+        if options is None or len(rest) < record_at + 3 or rest[record_at + 2] != "--":
+            return None
+        return _Launch(
+            token=rest[record_at + 1], legacy=False, exec_form=True, python=command, runner=runner, protocol=rest[2],
+            timeout=rest[4], hook_id=rest[6], options=options, shell=None, original=rest[record_at + 3 :],
+        )
     match = re.match(r"R=(%s); F=(%s); " % (_QUOTED, _QUOTED), command)
     if match is None:
         return None
@@ -240,11 +356,27 @@ def _launch_of(handler):
     if not command.startswith(head):
         return None
     tail = re.match(
-        r" (?:%s) --timeout [0-9.e+-]+ --hook-id %s %s ([A-Za-z0-9_-]+) -- \"\$\{BASH:-/bin/sh\}\" -c "
-        % ("|".join(PROTOCOLS), _QUOTED, _RECORD_FLAG),
+        r" (%s) --timeout ([0-9.e+-]+) --hook-id (%s)((?: --[a-z-]+ %s)*) %s ([A-Za-z0-9_-]+) -- "
+        r"(\"\$\{BASH:-/bin/sh\}\"|%s) -c (%s) 2>&1 "
+        % ("|".join(PROTOCOLS), _QUOTED, _QUOTED, _RECORD_FLAG, _QUOTED, _QUOTED),
         command[len(head) :],
     )
-    return tail.group(1) if tail else None
+    if tail is None:
+        return None
+    try:
+        hook_id = shlex.split(tail.group(3))[0]
+        options = _parse_options(shlex.split(tail.group(4)))
+        legacy = tail.group(6) == _LEGACY_SHELL
+        shell = None if legacy else shlex.split(tail.group(6))[0]
+        original = shlex.split(tail.group(7))[0]
+    except (ValueError, IndexError):
+        return None
+    if options is None:
+        return None
+    return _Launch(
+        token=tail.group(5), legacy=legacy, exec_form=False, python=python, runner=runner, protocol=tail.group(1),
+        timeout=tail.group(2), hook_id=hook_id, options=options, shell=shell, original=original,
+    )
 
 
 def _is_wrapped(handler):
@@ -254,7 +386,8 @@ def _is_wrapped(handler):
 def _record_of(handler):
     import json
 
-    token = _launch_of(handler) or ""
+    launch = _launch_of(handler)
+    token = launch.token if launch is not None else ""
     try:
         record = json.loads(_b64decode(token).decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
@@ -262,6 +395,34 @@ def _record_of(handler):
     if not isinstance(record, dict) or not isinstance(record.get("keys"), dict):
         raise InstallError("a wrapped hook carries a damaged --record; restore it by hand")
     return record
+
+
+def _as_installed(handler, launch, record):
+    """-> {key: True} for each key install changed that is still exactly as install
+    left it (False: the user edited it since, or deleted it)."""
+    keys = record["keys"]
+    exact = {}
+    original = keys.get("command")
+    if launch.exec_form:
+        original = [original] + list(keys.get("args") or []) if isinstance(original, str) else None
+    wrote = dict(record.get("wrote") or {})
+    try:
+        wrote.update(launch.regenerate(original) if original is not None else {})
+    except Exception:
+        pass
+    for key in keys:
+        if key in ("command", "args"):
+            same = original is not None and all(handler.get(k, _ABSENT) == wrote.get(k) for k in ("command", "args") if k in wrote)
+        elif key in wrote:
+            same = handler.get(key, _ABSENT) == wrote[key]
+        elif key == "onFailure":  # a record of the previous release: install wrote "block"
+            same = handler.get(key) == "block"
+        else:  # a timeout in a record of the previous release: either unit
+            value = handler.get(key, _ABSENT)
+            seconds = float(launch.timeout)
+            same = value in (_host_number(seconds + HEADROOM, 1), _host_number(seconds + HEADROOM, 1000))
+        exact[key] = same
+    return exact
 
 
 def _handlers(document, host, all_events=False):
@@ -326,6 +487,9 @@ class WrapReport:
         return out
 
 
+_FAIL_CLOSED_TYPES = {"claude": ("http", "mcp_tool")}  # non-command handlers that honour onFailure
+
+
 def _left_alone_why(event, handler, spec):
     """-> why `hook install` leaves this handler as it is, or None to wrap it."""
     if event.lower() not in spec.events:
@@ -334,7 +498,10 @@ def _left_alone_why(event, handler, spec):
         return "type %r is not a command hook" % (handler.get("type"),)
     if not isinstance(handler.get("command"), str):
         return "no command"
-    if _is_wrapped(handler):
+    if handler.get("async") is True or handler.get("asyncRewake") is True:
+        return "NOT GATING: runs in the background (async), the host never waits for its answer"
+    launch = _launch_of(handler)
+    if launch is not None and not launch.legacy:
         return "already runs under failsecure"
     if handler.get("shell") == "powershell":
         return "a PowerShell hook (the fail-closed prelude is POSIX sh): wrap it by hand"
@@ -344,20 +511,42 @@ def _left_alone_why(event, handler, spec):
 def _handler_id(handler):
     launch = _launch_of(handler)
     if launch is not None:
-        words = handler["args"] if isinstance(handler.get("args"), list) else None
-        import re
-        import shlex
-
-        if words is not None:
-            return "command:" + words[words.index("--hook-id") + 1]
-        match = re.search(r" --hook-id (%s) %s " % (_QUOTED, _RECORD_FLAG), handler["command"])
-        return "command:" + shlex.split(match.group(1))[0] if match else "command:?"
+        return "command:" + launch.hook_id
     command = handler.get("command")
     if not isinstance(command, str):
         return "-"
     if isinstance(handler.get("args"), list):
         return "command:" + _derive_hook_id([command] + [str(a) for a in handler["args"]])
     return "command:" + _derive_hook_id(command)
+
+
+def _is_user_level(path, host, home=None):
+    """True when `path` is one of the host's user-level settings files (under the real
+    home, not a project's): the only place a host's own failure policy is honoured from."""
+    from failsecure.runner_config import real_home
+
+    home = home or real_home()
+    if not home:
+        return False
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return False
+    for where in USER_SETTINGS.get(host, ()):
+        base = os.path.realpath(os.path.join(home, where))
+        if real == base or real.startswith(base.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def _declared_on_error(handler, spec, trusted_file):
+    """The host's own failure policy field of this hook, as the runner's --on-error:
+    only from a trusted (user-level) settings file."""
+    if spec.failure_policy is None or not trusted_file:
+        return None
+    key, values = spec.failure_policy
+    value = handler.get(key)
+    return values.get(value) if isinstance(value, str) else None
 
 
 def _read_document(path):
@@ -408,9 +597,12 @@ def _render(document, original_text):
 
 
 def _write_atomic(path, text):
+    """Replace the file's content atomically. A symlinked settings file stays a symlink:
+    the write goes to its target (in the target's directory)."""
     import tempfile
 
-    directory = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(path)
+    directory = os.path.dirname(path)
     try:
         mode = os.stat(path).st_mode & 0o7777
     except OSError:
@@ -431,11 +623,35 @@ def _write_atomic(path, text):
         raise
 
 
-def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_failure="auto", claude_bin=None):
-    """Wrap every PreToolUse command hook in `path` under the runner. -> WrapReport.
+def _upgrade_legacy(handler):
+    """A handler under the previous release's launch line (the environment chose its
+    shell and its config): back to its original, when it is exactly as that install
+    left it, so it is wrapped anew. -> None, or why it stays as it is."""
+    launch = _launch_of(handler)
+    record = _record_of(handler)
+    exact = _as_installed(handler, launch, record)
+    if not all(exact.values()):
+        return "under the previous launch line and edited since: uninstall or fix it by hand"
+    _restore_keys(handler, record["keys"])
+    return None
 
-    Idempotent (hooks already under failsecure's own launch line are left alone);
-    everything else in the file is preserved; the file is replaced atomically.
+
+def _restore_keys(handler, keys):
+    for key, value in keys.items():
+        if value == _ABSENT:
+            handler.pop(key, None)
+        else:
+            handler[key] = value
+
+
+def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_failure="auto", claude_bin=None, environ=None):
+    """Wrap every gating command hook in `path` under the runner. -> WrapReport.
+
+    Idempotent (hooks already under failsecure's own launch line are left alone; ones
+    under the previous release's line are upgraded); everything else in the file is
+    preserved; the file is replaced atomically (through a symlink, to its target).
+    `environ`: the installing user's environment (default: this process's), read for
+    the host's shell and the runner's trusted config options.
     """
     import json
 
@@ -458,10 +674,28 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
         elif on_failure == "auto":
             version = claude_cli_version(claude_bin)
             block = version is not None and version >= CLAUDE_ON_FAILURE_MIN
+    trusted_file = _is_user_level(path, host)
+    base_options = trusted_options(environ)
     report = WrapReport(path)
+    changed = False
     for where, event, handler in list(_all_handlers(document)):
         why = _left_alone_why(event, handler, spec)
+        if why is None and _launch_of(handler) is not None:  # the previous launch line
+            why = _upgrade_legacy(handler)
         if why is not None:
+            kind = handler.get("type")
+            if (
+                block
+                and event.lower() in spec.events
+                and kind in _FAIL_CLOSED_TYPES.get(host, ())
+                and handler.get("onFailure") != "block"
+                and not handler.get("async")
+            ):
+                # not a command the runner can run: the host's own fail-closed switch
+                handler["onFailure"] = "block"
+                changed = True
+                report.left.append(WrapEntry(_handler_id(handler), where, "type %r: set the host's onFailure: block" % (kind,)))
+                continue
             report.left.append(WrapEntry(_handler_id(handler), where, why))
             continue
         command = handler["command"]
@@ -477,14 +711,23 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
             touched.append(timeout_key)
         if block or exec_form and host == "claude":
             touched.append("onFailure")
-        record = {"keys": {key: handler.get(key, _ABSENT) for key in touched}}
-        token = _b64encode(json.dumps(record, separators=(",", ":")).encode("utf-8"))
         original_timeout = handler.get(timeout_key) if timeout_key else None
         if isinstance(original_timeout, (int, float)) and not isinstance(original_timeout, bool) and original_timeout > 0:
             runner_timeout = float(original_timeout) / unit
         else:
             runner_timeout = float(timeout or DEFAULT_RUNNER_TIMEOUT)
+        wrote = {}
+        if timeout_key:
+            wrote[timeout_key] = _host_number(runner_timeout + HEADROOM, unit)
+        if "onFailure" in touched:
+            wrote["onFailure"] = "block"
+        record = {"keys": {key: handler.get(key, _ABSENT) for key in touched}, "wrote": wrote}
+        token = _b64encode(json.dumps(record, separators=(",", ":")).encode("utf-8"))
         hook_id = _derive_hook_id(command if not exec_form else [command] + [str(a) for a in handler["args"]])
+        options = list(base_options)
+        declared = _declared_on_error(handler, spec, trusted_file)
+        if declared:
+            options.append(("--on-error", declared))
         if exec_form:
             launch = launch_argv(python, runner)
             handler["command"] = launch[0]
@@ -496,39 +739,65 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
                 _format_number(runner_timeout),
                 "--hook-id",
                 hook_id,
+            ] + [word for pair in options for word in pair] + [
                 _RECORD_FLAG,
                 token,
                 "--",
                 command,
             ] + [str(arg) for arg in record["keys"]["args"]]
         else:
-            handler["command"] = prelude(python, runner, spec.protocol, hook_id, runner_timeout, token, command)
-        if timeout_key:
-            handler[timeout_key] = _host_number(runner_timeout + HEADROOM, unit)
-        if "onFailure" in touched:
-            handler["onFailure"] = "block"
-        report.wrapped.append(WrapEntry("command:" + hook_id, where, "wrapped"))
-    if report.wrapped:
+            handler["command"] = prelude(
+                python, runner, spec.protocol, hook_id, runner_timeout, token, command,
+                shell=host_shell(spec, handler, environ), options=options,
+            )
+        handler.update(wrote)
+        changed = True
+        note = "wrapped" if not declared else "wrapped (its own failure policy: %s on failure)" % declared
+        report.wrapped.append(WrapEntry("command:" + hook_id, where, note))
+    if changed:
         _write_atomic(path, _render(document, text))
         _precompile(runner)
     return report
 
 
+class UnwrapReport(int):
+    """`hook uninstall`'s result: the number of hooks restored (an int, as before),
+    and `kept`: (where, hook id, keys) left as they are because the user changed them
+    after install."""
+
+    kept: list
+
+    def lines(self):
+        return ["  kept         %s  %s: edited since install (%s), left as it is" % (where, hook, ", ".join(keys)) for where, hook, keys in self.kept]
+
+
 def unwrap_settings(path):
-    """Restore every hook `wrap_settings` wrapped in `path` exactly. -> number restored."""
+    """Restore every hook `wrap_settings` wrapped in `path`. -> UnwrapReport (the
+    number restored). Only what is still exactly as install left it is restored: a key
+    the user edited (or deleted) after install keeps the user's version, and a command
+    the user edited stays as it is (still under the runner), reported in `kept`."""
     text, document = _read_document(path)
-    any_host = _Host("any", "claude", (), None, 1, False)
     restored = 0
-    for handler in list(_handlers(document, any_host, all_events=True)):
-        if not _is_wrapped(handler):
+    kept = []
+    changed = False
+    for where, _event, handler in list(_all_handlers(document)):
+        launch = _launch_of(handler)
+        if launch is None:
             continue
         record = _record_of(handler)
-        for key, value in record["keys"].items():
-            if value == _ABSENT:
-                handler.pop(key, None)
-            else:
-                handler[key] = value
+        exact = _as_installed(handler, launch, record)
+        edited = [key for key, same in exact.items() if not same]
+        command_edited = any(key in ("command", "args") and not exact[key] for key in exact)
+        if command_edited:
+            kept.append((where, _handler_id(handler), edited))
+            continue
+        _restore_keys(handler, {key: value for key, value in record["keys"].items() if exact[key]})
+        changed = True
         restored += 1
-    if restored:
+        if edited:
+            kept.append((where, _handler_id(handler), edited))
+    if changed:
         _write_atomic(path, _render(document, text))
-    return restored
+    report = UnwrapReport(restored)
+    report.kept = kept
+    return report

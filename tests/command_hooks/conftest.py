@@ -68,8 +68,10 @@ def run_hook(tmp_path, config_file, monkeypatch):
             line += ["--timeout", str(timeout)]
         if hook_id is not None:
             line += ["--hook-id", hook_id]
+        # the trusted inputs come from the launch line (what `hook install` writes), never the environment
+        line += ["--config", str(config_file), "--cache-home", str(tmp_path / "cache")]
         line += list(extra_args) + ["--"] + list(argv)
-        full_env = dict(os.environ, FAILSECURE_CONFIG=str(config_file), XDG_CACHE_HOME=str(tmp_path / "cache"))
+        full_env = {k: v for k, v in os.environ.items() if k not in ("FAILSECURE_CONFIG", "XDG_CACHE_HOME")}
         full_env.update(env or {})
         proc = subprocess.run(
             line,

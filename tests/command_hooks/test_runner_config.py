@@ -16,7 +16,7 @@ from failsecure.failures import failure_reason
 
 PROBE = (
     "import sys;sys.path.append(sys.argv[1]);from failsecure import runner_config;"
-    "c=runner_config.load();"
+    "c=runner_config.load(runner_config.Trusted(config=sys.argv[2], cache_home=sys.argv[3]));"
     "print(repr(['tomllib' in sys.modules, c.error is None, c.timeout, c.audit_path, "
     "{k: (v.on_error, v.timeout, v.role) for k, v in c.hooks.items()}]))"
 )
@@ -37,7 +37,10 @@ def probe(env):
     site = os.path.dirname(os.path.dirname(runner_settings.runner_path()))
     if os.path.basename(os.path.dirname(runner_settings.runner_path())) != "failsecure":
         pytest.skip("needs the installed package layout")
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", PROBE, site], capture_output=True, text=True, timeout=30, env=os.environ.copy())
+    # the trusted inputs as the launch line gives them (FAILSECURE_CONFIG / XDG_CACHE_HOME of
+    # the environment are read by nobody)
+    trusted = [str(env["config"]), str(env["cache"].parent)]
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", PROBE, site] + trusted, capture_output=True, text=True, timeout=30, env=os.environ.copy())
     assert proc.returncode == 0, proc.stderr
     return eval(proc.stdout)  # noqa: S307 (our own repr)
 
@@ -118,7 +121,8 @@ def test_without_a_home_the_runner_still_loads_the_config(env, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.delenv("HOME")
     env["config"].write_text("timeout = 7\n")
-    assert runner_config.load().timeout == 7.0
+    monkeypatch.setattr(runner_config, "real_home", lambda: None)
+    assert runner_config.load(runner_config.Trusted(config=str(env["config"]))).timeout == 7.0
 
 
 def test_runner_with_a_cached_config_denies_on_a_broken_config_edit(run_hook, tmp_path, monkeypatch):

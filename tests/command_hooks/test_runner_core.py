@@ -11,7 +11,7 @@ import sys
 import pytest
 from cmdhook_helpers import expected_deny, payload_for
 
-from failsecure import runner_decision, runner_settings
+from failsecure import runner_config, runner_decision, runner_settings
 from failsecure.failures import failure_reason
 from failsecure.verdict import Action, Decision, Failure, Outcome, Verdict
 
@@ -28,7 +28,10 @@ def run_in_process(protocol, argv, tmp_path, payload=None):
     stdin.write_bytes(payload_for(protocol) if payload is None else payload)
     out, err = tmp_path / "out", tmp_path / "err"
     with open(stdin, "rb") as i, open(out, "wb") as o, open(err, "wb") as e:
-        code = runner_decision.run(protocol, argv, 5, "guard", stdin_fd=i.fileno(), stdout_fd=o.fileno(), stderr_fd=e.fileno())
+        code = runner_decision.run(
+            protocol, argv, 5, "guard", stdin_fd=i.fileno(), stdout_fd=o.fileno(), stderr_fd=e.fileno(),
+            trusted=runner_config.Trusted(config=str(tmp_path / "none.toml"), cache_home=str(tmp_path / "cache")),
+        )
     return out.read_text(), err.read_text(), code
 
 

@@ -44,7 +44,8 @@ class Runner:
         self.config = os.path.join(root, "failsecure.toml")
         with open(self.config, "w") as fh:
             fh.write('[audit]\npath = "%s"\n' % self.audit)
-        self.env = dict(os.environ, FAILSECURE_CONFIG=self.config, XDG_CACHE_HOME=os.path.join(root, "cache"))
+        self.env = {k: v for k, v in os.environ.items() if k not in ("FAILSECURE_CONFIG", "XDG_CACHE_HOME")}
+        self.trusted = ["--config", self.config, "--cache-home", os.path.join(root, "cache")]
         self.launch = runner_install.launch_argv(sys.executable, runner_install.runner_path())
 
     def path(self, name):
@@ -59,7 +60,7 @@ class Runner:
     def run(self, protocol, argv, timeout):
         if os.path.exists(self.audit):
             os.unlink(self.audit)
-        line = self.launch + ["run", "--protocol", protocol, "--timeout", repr(timeout), "--hook-id", "guard", "--"] + argv
+        line = self.launch + ["run", "--protocol", protocol, "--timeout", repr(timeout), "--hook-id", "guard"] + self.trusted + ["--"] + argv
         proc = subprocess.run(line, input=payload_for(protocol), capture_output=True, env=self.env, timeout=30)
         events = []
         if os.path.exists(self.audit):
@@ -248,7 +249,7 @@ def test_found_by_fuzzing_unparseable_answers_are_invalid(runner, protocol, stdo
 @pytest.mark.parametrize("code,outcome,failure", [(1, "deny", "crashed"), (0, "abstain", None)])
 def test_found_by_fuzzing_a_truncated_payload_is_unparseable_not_a_crash(runner, code, outcome, failure):
     # as for any payload that is not JSON: the call gates, the hook decides (twins)
-    line = runner.launch + ["run", "--protocol", "claude", "--timeout", "10", "--hook-id", "guard", "--", "/bin/sh", "-c", "cat >/dev/null; exit %d" % code]
+    line = runner.launch + ["run", "--protocol", "claude", "--timeout", "10", "--hook-id", "guard"] + runner.trusted + ["--", "/bin/sh", "-c", "cat >/dev/null; exit %d" % code]
     if os.path.exists(runner.audit):
         os.unlink(runner.audit)
     payload = payload_for("claude")[:30]

@@ -62,14 +62,14 @@ def runner(tmp_path):
 
     def start(protocol, argv, timeout=30):
         line = settings.launch_argv(sys.executable, settings.runner_path()) + [
-            "run", "--protocol", protocol, "--timeout", str(timeout), "--hook-id", "guard", "--",
+            "run", "--protocol", protocol, "--timeout", str(timeout), "--hook-id", "guard", "--config", str(config), "--",
         ] + list(argv)
         proc = subprocess.Popen(
             line,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=dict(os.environ, FAILSECURE_CONFIG=str(config)),
+            env={k: v for k, v in os.environ.items() if k != "FAILSECURE_CONFIG"},
             cwd=str(tmp_path),
         )
         proc.audit = str(audit)

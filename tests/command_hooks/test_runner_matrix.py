@@ -247,12 +247,15 @@ def run_cell(protocol, case, column, root):
     command = case.command(protocol, ctx)
     audit = os.path.join(ctx.root, "audit.jsonl")
     config = ctx.file("failsecure.toml", '[audit]\npath = "%s"\n' % audit, mode=0o644)
-    env = dict(os.environ, FAILSECURE_CONFIG=config, XDG_CACHE_HOME=os.path.join(ctx.root, "cache"))
+    env = {k: v for k, v in os.environ.items() if k not in ("FAILSECURE_CONFIG", "XDG_CACHE_HOME")}
+    options = [("--config", config), ("--cache-home", os.path.join(ctx.root, "cache"))]
     try:
         if column == "upstream":
             seen = host_runs(command, payload_for(protocol), TIMEOUT, env)
         else:
-            line = settings.prelude(sys.executable, settings.runner_path(), protocol, "guard", TIMEOUT, "e30", command)
+            line = settings.prelude(
+                sys.executable, settings.runner_path(), protocol, "guard", TIMEOUT, "e30", command, options=options
+            )
             seen = host_runs(line, payload_for(protocol), TIMEOUT + settings.HEADROOM, env)
             if os.path.exists(audit):
                 with open(audit) as fh:

@@ -85,3 +85,78 @@ def test_unpatched_missing_binary_fails_open(cb, rig, run, command_hook, adapter
     finally:
         adapter.patch()
     assert blocked(dispatch(cb, run))
+
+
+# ---------------------------------------------------------------- exit-0 answers code-puppy cannot honour (issue 27)
+
+
+def echo(obj_text: str) -> str:
+    import shlex
+
+    return "cat >/dev/null; printf '%s' " + shlex.quote(obj_text)
+
+
+UNHONOURED = [
+    # (label, stdout of an exit-0 hook, its twin that code-puppy honours and the call runs)
+    ("ask", '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}',
+     '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}'),
+    ("defer", '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}}',
+     '{"hookSpecificOutput": {"hookEventName": "PreToolUse"}}'),
+    ("second-document", '{"decision": "block"}\n{"decision": "approve"}', '{"decision": "approve"}'),
+    ("trailing-text", '{"decision": "block", "reason": "no"} and more', '{"decision": "approve", "reason": "fine"}'),
+    ("wrong-case", '{"decision": "Block"}', '{"decision": "approve"}'),
+    ("wrong-case-result", '{"result": "Block"}', '{"result": "allow"}'),
+    ("deny-in-decision", '{"decision": "deny"}', '{"continue": true}'),
+]
+
+
+@pytest.mark.parametrize("label, junk, twin", UNHONOURED, ids=[c[0] for c in UNHONOURED])
+def test_exit_0_answer_code_puppy_cannot_honour_denies(cb, rig, run, command_hook, adapter, label, junk, twin):
+    command_hook(echo(junk))
+    blocks = blocked(dispatch(cb, run))
+    assert blocks and rig.last()["outcome"] == "deny"
+    outcome = process_outcome(rig)
+    assert outcome["failure"] == ("invalid" if label not in ("ask", "defer") else None)
+    # upstream as shipped lets each of them through
+    adapter.unpatch()
+    try:
+        assert not blocked(dispatch(cb, run))
+    finally:
+        adapter.patch()
+    command_hook(echo(twin))  # twin: an answer code-puppy honours runs
+    assert not blocked(dispatch(cb, run))
+    assert rig.last()["outcome"] in ("allow", "abstain")
+
+
+def test_exit_0_block_and_plain_output_keep_their_meaning(cb, rig, run, command_hook):
+    command_hook(echo('{"decision": "block", "reason": "policy 7"}'))
+    blocks = blocked(dispatch(cb, run))
+    assert any("policy 7" in b["error_message"] for b in blocks)
+    command_hook(echo("all good, nothing to say"))  # twin: plain text is output, not a decision
+    assert not blocked(dispatch(cb, run))
+
+
+def test_deny_text_never_carries_the_hooks_command_line(cb, rig, run, command_hook):
+    # a token on the command line, and the tool arguments code-puppy substitutes into it
+    command_hook("TOKEN=sk-live-hook-token-99 /bin/sh -c 'cat >/dev/null; exit 3' $CLAUDE_TOOL_INPUT")
+    blocks = blocked(dispatch(cb, run))
+    assert blocks
+    for b in blocks:
+        text = str(b)
+        assert "sk-live-hook-token-99" not in text and "secret-payload" not in text and "exit 3" not in text
+    command_hook("TOKEN=sk-live-hook-token-99 /bin/sh -c 'cat >/dev/null; echo nope >&2; exit 1'")
+    blocks = blocked(dispatch(cb, run))  # the hook's own block: its own reason, still no command line
+    assert any("nope" in b["error_message"] for b in blocks)
+    assert all("sk-live-hook-token-99" not in str(b) for b in blocks)
+
+
+def test_a_background_child_holding_the_pipes_is_not_a_timeout(cb, rig, run, command_hook, adapter):
+    # the hook answers and exits at once; a daemon it started keeps stdout open for 30 s
+    command_hook("cat >/dev/null; (sleep 30 &) ; exit 0", timeout_ms=1500)
+    rig.config(timeout=10)
+    assert not blocked(dispatch(cb, run))
+    assert rig.last()["outcome"] in ("allow", "abstain")
+    # twin: a hook that itself hangs is a timeout
+    command_hook("cat >/dev/null; sleep 30", timeout_ms=300)
+    assert blocked(dispatch(cb, run))
+    assert process_outcome(rig)["failure"] == "timeout"

@@ -168,3 +168,23 @@ def test_hermes_hooks_test_output_unchanged(rig):
     spec = shell_hooks.ShellHookSpec(event="pre_tool_call", command=rig.script("exit 1"), timeout=5)
     result = shell_hooks.run_once(spec, {"tool_name": H.TOOL, "args": {}})
     assert result["returncode"] == 1 and result["parsed"] is None
+
+
+
+def test_a_background_child_holding_the_pipes_is_not_a_timeout(rig):
+    """The hook answered (a block) and exited; a daemon it started keeps stdout open.
+    hermes' own ``subprocess.run`` waits for the pipes and calls it a timeout; the one
+    runner implementation judges the answer (issue 27)."""
+    hook = rig.shell_hook(rig.script("cat >/dev/null; (sleep 30 &) ; echo '{\"action\": \"block\", \"message\": \"no\"}'"), timeout=3)
+    rig.load()
+    out = rig.call()
+    assert not out["ran"] and out["result"] == {"error": "no"}
+    event = rig.last()
+    assert (event["hook"], event["outcome"], event["failure"]) == (hook, "deny", None)
+
+
+def test_a_background_child_holding_the_pipes_allow_twin(rig):
+    rig.shell_hook(rig.script("cat >/dev/null; (sleep 30 &) ; exit 0"), timeout=3)
+    rig.load()
+    out = rig.call()
+    assert out["ran"] and rig.last()["failure"] is None

@@ -111,8 +111,10 @@ def run_claude(tmp_path, scripted_api, claude_cli, claude_home):
             "HTTP_PROXY": dead,
             "HTTPS_PROXY": dead,
             "NO_PROXY": "127.0.0.1,localhost",
-            "FAILSECURE_CONFIG": str(config),
+            # the runner reads no config variable from the hook's environment: the
+            # config is on the launch line (`hook install` ran with FAILSECURE_CONFIG set)
         }
+        env.update(run.extra_env)
         return subprocess.run(
             [claude_cli, "-p", "make the marker", "--allowedTools", "Bash", "--output-format", "json", "--model", "claude-sonnet-4-5"],
             cwd=str(tmp_path / "project"),
@@ -123,5 +125,8 @@ def run_claude(tmp_path, scripted_api, claude_cli, claude_home):
         )
 
     run.audit = audit
+    run.config = config
+    run.extra_env = {}
+    run.project = tmp_path / "project"
     run.settings = claude_home / ".claude" / "settings.json"
     return run
