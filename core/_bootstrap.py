@@ -155,6 +155,7 @@ _started = False
 #: /proc/self/environ). A relative FAILSECURE_CONFIG is kept absolute against the
 #: working directory of the start.
 start_environment = None
+TRUST_VARIABLES = ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME", "USERPROFILE")
 
 
 def _snapshot():
@@ -165,7 +166,7 @@ def _snapshot():
     if start_environment is not None or getattr(getattr(site, "__spec__", None), "_initializing", False) is not True:
         return
     env = {}
-    for name in ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME", "USERPROFILE"):
+    for name in TRUST_VARIABLES:
         value = os.environ.get(name)
         if value is not None:
             env[name] = value
