@@ -74,7 +74,7 @@ CHILD = textwrap.dedent(
         "action": decision.action.value,
         "primary": primary.hook if primary else None,
         "failure": primary.failure.value if primary and primary.failure else None,
-        "origin": policy.trusted_environment_origin(),
+        "origin": getattr(policy, "trusted_environment_origin", lambda: None)(),
         "environ_config": os.environ.get("FAILSECURE_CONFIG"),
     }))
     """
@@ -83,7 +83,7 @@ CHILD = textwrap.dedent(
 
 def base_env(tmp_path, **extra):
     """A clean start environment: no trust variable of the test process leaks in."""
-    env = {k: v for k, v in os.environ.items() if k not in policy.TRUST_VARIABLES and not k.startswith("FAILSECURE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "HOME", "USERPROFILE") and not k.startswith("FAILSECURE")}
     env["HOME"] = str(tmp_path / "home")
     env["FAILSECURE_AUTO"] = "1"
     env.update({k: v for k, v in extra.items() if v is not None})
