@@ -350,17 +350,18 @@ def _from_proc() -> "dict | None":
             block = fh.read()
     except OSError:
         return None
-    wanted = {name.encode(): name for name in TRUST_VARIABLES}
+    if not block:
+        return {}
+    equals = block.find(b"=", 0, block.find(b"\0"))
+    if not block.endswith(b"\0") or b"\0\0" in block or equals <= 0 or b" " in block[:equals]:
+        return None  # written over (a title, zero padding): not KEY=VALUE entries any more
+    block = b"\0" + block
     found: dict = {}
-    for entry in block.split(b"\0"):
-        if not entry:
-            continue
-        key, sep, value = entry.partition(b"=")
-        if not sep or not key:
-            return None  # overwritten: not KEY=VALUE entries any more
-        name = wanted.get(key)
-        if name is not None and name not in found:  # the first one wins, as in os.environ
-            found[name] = os.fsdecode(value)
+    for name in TRUST_VARIABLES:
+        at = block.find(b"\0" + name.encode() + b"=")  # the first one wins, as in os.environ
+        if at >= 0:
+            at += len(name) + 2
+            found[name] = os.fsdecode(block[at:block.index(b"\0", at)])
     return found
 
 

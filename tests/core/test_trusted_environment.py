@@ -317,10 +317,13 @@ def test_proc_environ_first_entry_wins_and_only_trust_variables(monkeypatch):
 
 
 def test_proc_environ_overwritten_by_a_process_title_is_not_used(monkeypatch):
-    fake_proc(monkeypatch, b"python agent.py --serve\0\0\0\0")  # setproctitle's padding
-    assert policy._from_proc() is None
+    for block in (b"python agent.py --serve\0\0\0\0", b"\0" * 64, b"python agent.py --serve", b"a.py --x=1\0HOME=/h\0"):
+        fake_proc(monkeypatch, block)  # a title, setproctitle's zero padding, a title's tail
+        assert policy._from_proc() is None, block
     fake_proc(monkeypatch, b"HOME=/h\0")
-    assert policy._from_proc() == {"HOME": "/h"}  # the twin: a real block
+    assert policy._from_proc() == {"HOME": "/h"}  # the twins: a real block, an empty one
+    fake_proc(monkeypatch, b"")
+    assert policy._from_proc() == {}
     monkeypatch.setitem(sys.modules, "setproctitle", object())
     assert policy._from_proc() is None  # it may have written over the block
 
