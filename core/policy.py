@@ -501,18 +501,64 @@ def project_path() -> tuple[str | None, bool]:
 
 
 _BARE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_WS = b" \t"
+NO, MAYBE, HEADER = 0, 1, 2  # what the bytes say about a [tool.failsecure] table
 
 
-def _may_have_table(raw: bytes) -> bool:
-    """False only when ``raw`` certainly defines no ``tool.failsecure`` key, decided from
-    the bytes without importing tomllib (~25 ms, on the runner's critical path): the key
-    ``failsecure`` (bare, or quoted without escapes) must appear right after a dot
-    (``[tool.failsecure]``, ``tool.failsecure.x = 1``) or right before ``=`` or a dot
-    (``failsecure = {...}`` under ``[tool]``, inline tables). A dependency such as
+def _back(raw: bytes, i: int, word: bytes) -> int:
+    """The index just before ``word`` (bare or quoted) that ends at ``raw[i]`` after
+    blanks; -2 when it is not there."""
+    while i >= 0 and raw[i] in _WS:
+        i -= 1
+    n = len(word)
+    if i >= 0 and raw[i] in b"\"'":
+        first = i - n - 1  # the opening quote
+        if first < 0 or raw[first] != raw[i] or raw[first + 1:i] != word:
+            return -2
+        return first - 1
+    first = i - n + 1
+    if first < 0 or raw[first:i + 1] != word or (first > 0 and raw[first - 1] in _BARE):
+        return -2
+    return first - 1
+
+
+def _tool_array(raw: bytes) -> bool:
+    """``[[tool]]`` or ``[[tool.failsecure]]`` somewhere: then ``[tool.failsecure]``
+    (``[tool.failsecure.x]``) extends its last element, and no table is defined."""
+    at = raw.find(b"[[")
+    while at >= 0:
+        i = at + 2
+        while i < len(raw) and raw[i] in _WS:
+            i += 1
+        name = raw[i:i + 6]
+        if name[:4] == b"tool" or name in (b'"tool"', b"'tool'"):
+            i += 4 if name[:4] == b"tool" else 6
+            while i < len(raw) and raw[i] in _WS:
+                i += 1
+            if raw[i:i + 1] == b"]":
+                return True
+            close = raw.find(b"]", i)
+            if raw[i:i + 1] == b"." and b"failsecure" in raw[i:close if close >= 0 else len(raw)]:
+                return True  # [[tool.failsecure]]: conservative for any array under it
+        at = raw.find(b"[[", at + 2)
+    return False
+
+
+def _table_in_bytes(raw: bytes) -> int:
+    """What the bytes say, without importing tomllib (~25 ms, on the command-hook runner's
+    critical path): NO when ``raw`` certainly defines no ``tool.failsecure`` key, HEADER
+    when it has a table header ``[tool.failsecure]`` (``[tool.failsecure.hooks."x"]``,
+    quoted, spaced) on a line of its own in a file without multi-line strings (then it
+    has the table or is not valid TOML: either way it is the project config), MAYBE
+    otherwise (parse it). The key ``failsecure`` (bare, or quoted without escapes) must
+    appear right after a dot (``tool.failsecure.x = 1``) or right before ``=`` or a dot
+    (``failsecure = {...}`` under ``[tool]``, inline tables); a dependency such as
     ``"failsecure>=0.1"`` or ``["failsecure"]`` is none of these. A key spelled with
-    escapes (``"fail\\u0073ecure"``) is parsed."""
+    escapes (``"fail\\u0073ecure"``) makes it MAYBE."""
     if b"\\u" in raw or b"\\U" in raw:
-        return True
+        return MAYBE
+    found = NO
+    plain = b'"""' not in raw and b"\'\'\'" not in raw and not _tool_array(raw)
     start = raw.find(b"failsecure")
     while start >= 0:
         end = start + 10
@@ -523,23 +569,34 @@ def _may_have_table(raw: bytes) -> bool:
             start = raw.find(b"failsecure", end)
             continue  # part of a longer name: not the key
         i = start - 1
-        while i >= 0 and raw[i] in b" \t":
+        while i >= 0 and raw[i] in _WS:
             i -= 1
-        if i >= 0 and raw[i] == 0x2E:  # "."
-            return True
         j = end
-        while j < len(raw) and raw[j] in b" \t":
+        while j < len(raw) and raw[j] in _WS:
             j += 1
-        if j < len(raw) and (raw[j] == 0x2E or (raw[j] == 0x3D and raw[j + 1:j + 2] != b"=")):  # "." or "=" but not "=="
-            return True
+        after = raw[j] if j < len(raw) else None
+        if i >= 0 and raw[i] == 0x2E:  # "." before: tool.failsecure, [tool.failsecure]
+            if plain and after in (0x5D, 0x2E):  # "]" or "." after: maybe a header
+                k = _back(raw, i - 1, b"tool")
+                while k >= 0 and raw[k] in _WS:
+                    k -= 1
+                if k >= 0 and raw[k] == 0x5B and (k == 0 or raw[k - 1] != 0x5B):  # "[" but not "[["
+                    k -= 1
+                    while k >= 0 and raw[k] in _WS:
+                        k -= 1
+                    if k < 0 or raw[k] == 0x0A:  # at the start of a line
+                        return HEADER
+            found = MAYBE
+        elif after == 0x2E or (after == 0x3D and raw[j + 1:j + 2] != b"="):  # "." or "=" (not "==") after
+            found = MAYBE
         start = raw.find(b"failsecure", end)
-    return False
+    return found
 
 
 def _pyproject_table(raw: bytes, path: str):
-    """The ``[tool.failsecure]`` value of a pyproject's bytes, None when there is none.
+    """The ``tool.failsecure`` value of a pyproject's bytes, None when there is none.
     Raises ConfigError when the file is not valid TOML (or not UTF-8)."""
-    if not _may_have_table(raw):
+    if _table_in_bytes(raw) == NO:
         return None  # no [tool.failsecure], without importing tomllib
     import tomllib
 
@@ -560,9 +617,12 @@ def _has_table(path: str) -> bool:
     except OSError:
         return True  # unreadable: loading it reports the error
     try:
+        said = _table_in_bytes(raw)
+        if said != MAYBE:
+            return said == HEADER
         return _pyproject_table(raw, path) is not None
-    except ConfigError:
-        return True  # invalid: loading it reports the error
+    except Exception:
+        return True  # invalid (or too deep for the parser): loading it reports the error
 
 
 def find() -> tuple[str | None, bool]:

@@ -326,27 +326,33 @@ def test_an_unreadable_pyproject_on_the_way_stops_the_search_and_denies(tmp_path
     assert policy.reload().error == f"{path}: cannot read the file (PermissionError)"
 
 
-def test_a_pyproject_that_only_names_failsecure_costs_no_tomllib_import(tmp_path):
-    # the command-hook runner searches on every tool call: a project that depends on
-    # failsecure must not pay the tomllib import (~25 ms) for it
+@pytest.mark.parametrize("text, table, parsed", [
+    (NAMES_FAILSECURE[0] + NAMES_FAILSECURE[2], False, False),  # a dependency: passed over, not parsed
+    ('[project]\ndependencies = ["failsecure"]\n[tool.failsecure]\ntimeout = 2\n', True, False),  # a header
+    ('[tool.failsecure.hooks."fw:x"]\ntimeout = 2\n[[tool.mypy.overrides]]\nx = 1\n', True, False),
+    ("tool.failsecure.timeout = 2\n", True, True),  # unusual spellings are parsed
+    ('[tool.failsecure]\ntimeout = 2\nnote = """x"""\n', True, True),
+    ("[[tool]]\n[tool.failsecure]\ntimeout = 2\n", False, True),  # extends the array's element: no table
+])
+def test_the_runner_pays_no_tomllib_import_for_the_usual_pyprojects(tmp_path, text, table, parsed):
+    # the command-hook runner searches on every tool call (its config cache spares the
+    # parse, not the search): a project that depends on failsecure, or configures it with
+    # a [tool.failsecure] header, must not pay the tomllib import (~25 ms) for the search
     import os
 
-    (tmp_path / "pyproject.toml").write_text(NAMES_FAILSECURE[0] + NAMES_FAILSECURE[2])
-    code = ("import sys\nfrom failsecure import policy\nprint(policy.project_path(), 'tomllib' in sys.modules)")
+    (tmp_path / "pyproject.toml").write_text(text)
+    code = "import sys\nfrom failsecure import policy\nprint(policy.project_path()[0] is not None, 'tomllib' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAILSECURE")}
-    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env=dict(env, PYTHONPATH=os.path.dirname(os.path.dirname(policy.__file__))))
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(policy.__file__))
+    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-1] == "False"
-    (tmp_path / "pyproject.toml").write_text("[tool.failsecure]\ntimeout = 2\n")  # the twin: a table is parsed
-    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env=dict(env, PYTHONPATH=os.path.dirname(os.path.dirname(policy.__file__))))
-    assert done.stdout.split()[-1] == "True"
+    assert done.stdout.split() == [str(table), str(parsed)]
 
 
-def test_the_byte_check_never_misses_a_table_tomllib_would_find():
-    # soundness of the fast path: whenever tomllib finds tool.failsecure, the byte check
-    # said "maybe" (so the pyproject is parsed); checked over generated TOML
+def test_the_byte_check_agrees_with_tomllib():
+    # soundness of the fast paths, over generated TOML: whenever tomllib finds
+    # tool.failsecure the bytes did not say NO (so the pyproject is parsed); whenever the
+    # bytes say HEADER (stop without parsing) tomllib finds the table or rejects the file
     import tomllib
 
     from hypothesis import given, settings
@@ -361,30 +367,34 @@ def test_the_byte_check_never_misses_a_table_tomllib_would_find():
         quoted = [draw(st.sampled_from(["{}", '"{}"', "'{}'"])).format(p) for p in parts]
         return (draw(ws) + "." + draw(ws)).join(quoted)
 
-    @st.composite
-    def value(draw):
-        return draw(st.sampled_from(['1', '"failsecure"', '["failsecure>=1", "failsecure"]', "{}",
-                                     "{ failsecure = 1 }", "{ timeout = 2 }", '"failsecure==1"']))
+    value = st.sampled_from(['1', '"failsecure"', '["failsecure>=1", "failsecure"]', "{}", "{ failsecure = 1 }",
+                             "{ timeout = 2 }", '"failsecure==1"', '"""\n[tool.failsecure]\n"""', "[\n[tool.failsecure]\n]"])
 
     @st.composite
     def line(draw):
-        kind = draw(st.sampled_from(["header", "pair", "array-header"]))
+        kind = draw(st.sampled_from(["header", "pair", "array-header", "comment"]))
         if kind == "header":
-            return "[" + draw(ws) + draw(key()) + draw(ws) + "]"
+            return draw(ws) + "[" + draw(ws) + draw(key()) + draw(ws) + "]" + draw(st.sampled_from(["", " # c"]))
         if kind == "array-header":
             return "[[" + draw(key()) + "]]"
-        return draw(key()) + draw(ws) + "=" + draw(ws) + draw(value())
+        if kind == "comment":
+            return "# [tool.failsecure]"
+        return draw(key()) + draw(ws) + "=" + draw(ws) + draw(value)
 
-    @settings(max_examples=400, deadline=None)
-    @given(st.lists(line(), min_size=1, max_size=5))
-    def check(lines):
-        text = "\n".join(lines) + "\n"
+    @settings(max_examples=600, deadline=None)
+    @given(st.lists(line(), min_size=1, max_size=5), st.sampled_from(["\n", "\r\n"]))
+    def check(lines, newline):
+        text = newline.join(lines) + newline
+        said = policy._table_in_bytes(text.encode())
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError:
             return
         tool = data.get("tool")
-        if isinstance(tool, dict) and "failsecure" in tool:
-            assert policy._may_have_table(text.encode()), text
+        has = isinstance(tool, dict) and "failsecure" in tool
+        if has:
+            assert said != policy.NO, text
+        if said == policy.HEADER:
+            assert has and isinstance(tool["failsecure"], dict), text
 
     check()
