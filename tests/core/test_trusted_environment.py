@@ -402,3 +402,22 @@ def test_no_home_at_all_means_no_user_config_and_no_trust_store(tmp_path, monkey
     assert policy.reload().hook("fw:watch").role == "gate"
     policy.set_trusted_environment({"HOME": str(tmp_path / "~")})  # the twin: a home
     assert policy.reload().on_error == "allow"
+
+
+def test_audit_rig_chooses_its_config_in_process_and_the_monkeypatch_undoes_it(tmp_path):
+    # a user's suite has no conftest that trusts os.environ: the rig must choose its
+    # config through the policy, not only os.environ
+    from failsecure.testing import AuditRig
+
+    policy.set_trusted_environment({"HOME": str(tmp_path / "home")})
+    mp = pytest.MonkeyPatch()
+    try:
+        rig = AuditRig(tmp_path, mp, deadline=0.5)
+        rig.config()
+        config = policy.current()
+        assert config.timeout == 0.5 and config.audit_path == str(tmp_path / "audit.jsonl")
+        assert policy.trusted_environment()["FAILSECURE_CONFIG"] == str(tmp_path / "failsecure.toml")
+    finally:
+        mp.undo()
+    assert policy.trusted_environment() == {"HOME": str(tmp_path / "home")}
+    assert policy.trusted_paths() == []  # the rig's file is no longer $FAILSECURE_CONFIG
