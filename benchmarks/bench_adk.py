@@ -33,7 +33,7 @@ os.environ["ADK_SUPPRESS_EXPERIMENTAL_FEATURE_WARNINGS"] = "1"
 os.environ.pop("FAILSECURE_CONFIG", None)
 
 
-from common import Run, read_small, small_file, versions  # noqa: E402
+from common import Run, read_small, small_file, trust_environment, versions  # noqa: E402
 from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
 
 
@@ -140,6 +140,7 @@ async def measure(rounds: int, run: Run) -> None:
         with open("bench-config.toml", "w") as fh:
             fh.write(config)
         os.environ["FAILSECURE_CONFIG"] = os.path.abspath("bench-config.toml")  # trusted: timeout = 0 applies
+        trust_environment()  # the bench is trusted code (common.trust_environment)
         policy.reload()
         print(f"  {config_label}")
         for label, fn, n in cases:

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from common import Run, handoff_floor_us, read_small, small_file, versions  # benchmarks/ is on sys.path
+from common import Run, handoff_floor_us, read_small, small_file, trust_environment, versions  # benchmarks/ is on sys.path
 
 N = 2000
 
@@ -101,6 +101,7 @@ async def measure(rounds: int, run: Run) -> list:
         with open("failsecure.toml", "w") as fh:
             fh.write(config)
         os.environ["FAILSECURE_CONFIG"] = os.path.abspath("failsecure.toml")
+        trust_environment()  # the bench is trusted code (common.trust_environment)
         policy.reload()
         assert adapter.state == "patched"
         print(f"  {label}")

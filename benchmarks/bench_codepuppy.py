@@ -35,7 +35,7 @@ GUARDS = 3
 TARGET = 1.05
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import GOAL, Run, handoff_floor_us, read_small, small_file, versions  # noqa: E402
+from common import GOAL, Run, handoff_floor_us, read_small, small_file, trust_environment, versions  # noqa: E402
 
 
 def setup() -> str:
@@ -135,6 +135,7 @@ async def measure(rounds: int, run: Run) -> float:
     configs = [("default config (30 s deadline per gate)", ""), ("timeout = 0 (no deadline)", "timeout = 0\n")]
     config_file = os.path.join(os.environ["HOME"], "failsecure-bench.toml")
     os.environ["FAILSECURE_CONFIG"] = config_file  # trusted: may set timeout = 0
+    trust_environment()  # the bench is trusted code (common.trust_environment)
     worst = 0.0
     added: dict = {}
     measured: dict = {}  # (timeout = 0?, case) -> (unpatched, patched, floors)

@@ -29,7 +29,7 @@ import time
 
 
 import interleave  # noqa: E402  (benchmarks/ is on sys.path)
-from common import Run, read_small, small_file, versions  # noqa: E402
+from common import Run, read_small, small_file, trust_environment, versions  # noqa: E402
 
 def setup() -> str:
     home = tempfile.mkdtemp(prefix="failsecure-bench-crewai-")
@@ -163,6 +163,7 @@ def measure(rounds: int, report: Run) -> float:
         with open("failsecure.toml", "w") as fh:
             fh.write(config)
         os.environ["FAILSECURE_CONFIG"] = os.path.abspath("failsecure.toml")
+        trust_environment()  # the bench is trusted code (common.trust_environment)
         policy.reload()
         print(f"  {config_label}")
         for label, fn, n in cases:

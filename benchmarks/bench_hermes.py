@@ -38,7 +38,7 @@ GUARDS = 3
 TARGET = 1.05
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import GOAL, Run, handoff_floor_us, read_small, small_file, versions  # noqa: E402
+from common import GOAL, Run, handoff_floor_us, read_small, small_file, trust_environment, versions  # noqa: E402
 
 
 def setup_home() -> str:
@@ -135,6 +135,7 @@ def main(argv: list[str]) -> int:
     inline_added = 0.0
     config_file = os.path.join(home, "failsecure-bench.toml")
     os.environ["FAILSECURE_CONFIG"] = config_file  # trusted: may set timeout = 0
+    trust_environment()  # the bench is trusted code (common.trust_environment)
     for config_label, config in configs:
         with open(config_file, "w") as fh:
             fh.write(config)

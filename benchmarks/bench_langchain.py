@@ -32,13 +32,14 @@ import time
 
 
 import interleave  # noqa: E402  (benchmarks/ is on sys.path)
-from common import Run, read_small, small_file, versions  # noqa: E402
+from common import Run, read_small, small_file, trust_environment, versions  # noqa: E402
 
 def setup() -> None:
     work = tempfile.mkdtemp(prefix="failsecure-bench-langchain-")
     os.chdir(work)
     # a trusted config ($FAILSECURE_CONFIG): a project file may not loosen the deadline
     os.environ["FAILSECURE_CONFIG"] = os.path.join(work, "bench-config.toml")
+    trust_environment()  # the bench is trusted code (common.trust_environment)
 
 
 def build():

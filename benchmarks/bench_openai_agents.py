@@ -29,7 +29,7 @@ os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-not-used")
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 
 
-from common import Run, read_small, small_file, versions  # noqa: E402
+from common import Run, read_small, small_file, trust_environment, versions  # noqa: E402
 from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
 
 def setup() -> None:
@@ -138,6 +138,7 @@ async def measure(rounds: int, run: Run) -> None:
         with open("bench.toml", "w") as fh:
             fh.write(text)
         os.environ["FAILSECURE_CONFIG"] = os.path.abspath("bench.toml")  # trusted: may loosen
+        trust_environment()  # the bench is trusted code (common.trust_environment)
         policy.reload()
         print(f"  {config_label}")
         for label, fn, n in cases:

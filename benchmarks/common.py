@@ -124,6 +124,15 @@ def after_handoff_us(path: str, n: int = 2000, rounds: int = 9, gap: int = 300) 
     return statistics.median(alone), statistics.median(after)
 
 
+def trust_environment() -> None:
+    """A bench is trusted code: the config, HOME and XDG_CONFIG_HOME it sets in os.environ
+    are the trusted environment (failsecure's trust model otherwise reads the environment
+    the process started with, never later os.environ changes)."""
+    from failsecure import policy
+
+    policy.set_trusted_environment(os.environ)
+
+
 def small_file() -> str:
     """A file of ``FILE_BYTES`` bytes of text lines in a fresh temp dir: what the
     realistic tool reads."""

@@ -149,6 +149,32 @@ def already_imported():
 
 _started = False
 
+#: The variables failsecure.policy's trust model reads (policy.TRUST_VARIABLES), as they
+#: were when the interpreter started, before any application code could load a ``.env``
+#: into os.environ; None when the drop-in did not run at start (the policy then reads
+#: /proc/self/environ). A relative FAILSECURE_CONFIG is kept absolute against the
+#: working directory of the start.
+start_environment = None
+TRUST_VARIABLES = ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME", "USERPROFILE")
+
+
+def _snapshot():
+    """Take ``start_environment``, only while ``site`` processes the ``.pth`` files at
+    interpreter start (a later ``site.addsitedir()`` or ``site.main()`` is not the start)."""
+    global start_environment
+    site = sys.modules.get("site")
+    if start_environment is not None or getattr(getattr(site, "__spec__", None), "_initializing", False) is not True:
+        return
+    env = {}
+    for name in TRUST_VARIABLES:
+        value = os.environ.get(name)
+        if value is not None:
+            env[name] = value
+    named = env.get("FAILSECURE_CONFIG")
+    if named and not os.path.isabs(named):
+        env["FAILSECURE_CONFIG"] = os.path.join(os.getcwd(), named)
+    start_environment = env
+
 
 def run():
     """The drop-in (once per process: a venv's lib64 -> lib link makes ``site`` read the
@@ -157,6 +183,10 @@ def run():
     if _started:
         return
     _started = True
+    try:
+        _snapshot()  # also with FAILSECURE_AUTO=0: the trust model needs it either way
+    except BaseException:
+        pass  # policy falls back to /proc/self/environ
     try:
         if os.environ.get("FAILSECURE_AUTO", "1").strip().lower() in _OFF:
             _say("failsecure: drop-in activation is off (FAILSECURE_AUTO=0)")

@@ -406,6 +406,7 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
     required_id = None
     plugin = None
     saved_env = os.environ.get("FAILSECURE_CONFIG")
+    saved_trust, trust_set = None, False
     try:
         if case.config == "required":
             required_id = harness.add_gate("absentee", gates.behaviour("allow"))
@@ -419,7 +420,11 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
             if case.config == "required-present" and required_id is None:
                 required_id = hook
         _write_config(config_path, audit_path, case, required_id)
+        # the case's config is trusted: chosen in-process (the trust model does not read
+        # later os.environ changes), and in os.environ for the processes a harness starts
         os.environ["FAILSECURE_CONFIG"] = str(config_path)
+        trusted = dict(policy.trusted_environment(), FAILSECURE_CONFIG=str(config_path))
+        saved_trust, trust_set = policy.set_trusted_environment(trusted), True
         policy.reload()
         if case.plugin:
             _mark_plugin()
@@ -444,6 +449,8 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
             os.environ.pop("FAILSECURE_CONFIG", None)
         else:
             os.environ["FAILSECURE_CONFIG"] = saved_env
+        if trust_set:
+            policy.set_trusted_environment(saved_trust)
         policy.reload()
     audit_text = audit_path.read_text() if audit_path.exists() else ""
     if case.expect == "deny" and ran.ran:

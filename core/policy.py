@@ -9,6 +9,11 @@ stricter. What would loosen is ignored with one stderr line naming the file and 
 unless the user trusted that exact file (``failsecure config trust FILE``: its path and
 content hash are recorded; any edit drops the trust). The merge is monotone.
 
+Which files are trusted is decided by ``TRUST_VARIABLES`` (``FAILSECURE_CONFIG``,
+``XDG_CONFIG_HOME``, ``HOME``) as the process STARTED (``trusted_environment()``): a
+``.env`` loaded into ``os.environ`` later cannot widen trust. Trusted code in the process
+may choose them explicitly with ``set_trusted_environment()``.
+
 A config that fails validation is a hard, clear error naming the file and the key; until
 it is fixed, ``Config.error`` is set and every gated call denies.
 
@@ -19,8 +24,13 @@ loads this module on the critical path of every tool call, where importing pydan
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
+
+TYPE_CHECKING = False  # not typing's (an import on the runner's critical path)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: Default deadline per gate call, in seconds. Long enough for a policy server on the
 #: network or a slow interpreter start, short enough that a hung gate cannot stall an
@@ -299,21 +309,170 @@ def _apply(config: Config, settings: dict, where: str, trusted: bool) -> None:
 
 
 
+# ---------------------------------------------------------------- the trusted environment
+
+#: The environment variables the trust model reads: which file is ``$FAILSECURE_CONFIG``
+#: and where the user's directory (config file, trust store) is. Their values come from
+#: the environment the process started with, never from ``os.environ`` as it is later:
+#: an application that loads the working directory's ``.env`` (python-dotenv's
+#: ``load_dotenv()``) would otherwise let a cloned repository name its own file as the
+#: trusted config, move the user's directory into itself or ship a forged trust store.
+#: (``USERPROFILE`` is the home directory on Windows only.)
+TRUST_VARIABLES = ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME", "USERPROFILE")
+
+
+def _normal(values) -> dict:
+    """The trust variables of a mapping: set and non-empty only (empty = unset, as
+    always), a relative ``FAILSECURE_CONFIG`` made absolute against the working directory
+    of now."""
+    out = {}
+    for name in TRUST_VARIABLES:
+        value = values.get(name)
+        if isinstance(value, str) and value:
+            out[name] = value
+    named = out.get("FAILSECURE_CONFIG")
+    if named is not None and not os.path.isabs(named):
+        try:
+            out["FAILSECURE_CONFIG"] = os.path.join(os.getcwd(), named)
+        except OSError:
+            pass
+    return out
+
+
+def _from_proc() -> "dict | None":
+    """The trust variables of the exec-time environment block (Linux), or None when it
+    cannot be read or no longer looks like one (setproctitle may write the process title
+    over it)."""
+    if "setproctitle" in sys.modules:
+        return None
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            block = fh.read()
+    except OSError:
+        return None
+    if not block:
+        return {}
+    equals = block.find(b"=", 0, block.find(b"\0"))
+    if not block.endswith(b"\0") or b"\0\0" in block or equals <= 0 or b" " in block[:equals]:
+        return None  # written over (a title, zero padding): not KEY=VALUE entries any more
+    block = b"\0" + block
+    found: dict = {}
+    for name in TRUST_VARIABLES:
+        at = block.find(b"\0" + name.encode() + b"=")  # the first one wins, as in os.environ
+        if at >= 0:
+            at += len(name) + 2
+            found[name] = os.fsdecode(block[at:block.index(b"\0", at)])
+    return found
+
+
+def _start_environment() -> tuple[dict, str]:
+    """(the trust variables of the environment the process started with, where they
+    were read). The drop-in's snapshot at interpreter start when it ran (``.pth``, before
+    any application code, also with ``FAILSECURE_AUTO=0``); else the exec-time environment
+    from ``/proc/self/environ`` (``python -S``, ``pip install --target``, zipapps on
+    Linux); else ``os.environ`` at this module's first import."""
+    boot = sys.modules.get("failsecure._bootstrap")
+    snapshot = getattr(boot, "start_environment", None) if boot is not None else None
+    if isinstance(snapshot, dict):
+        return _normal(snapshot), "interpreter start"
+    exec_time = _from_proc()
+    if exec_time is not None:
+        return _normal(exec_time), "/proc/self/environ"
+    return _normal(os.environ), "os.environ at the first import of failsecure.policy"
+
+
+_start, _start_origin = _start_environment()
+#: what trusted code chose with ``set_trusted_environment`` (None: the start environment)
+_chosen: Mapping[str, str] | None = None
+
+
+def _env() -> Mapping[str, str]:
+    chosen = _chosen
+    if chosen is None:
+        return _start
+    if chosen is os.environ:
+        return _normal(os.environ)
+    return chosen
+
+
+def trusted_environment() -> dict:
+    """The trust variables in force (``TRUST_VARIABLES`` that are set, as a new dict):
+    the environment the process started with, or what ``set_trusted_environment`` chose."""
+    return dict(_env())
+
+
+def trusted_environment_origin() -> str:
+    """Where ``trusted_environment()`` comes from, for ``doctor`` and error reports."""
+    if _chosen is None:
+        return _start_origin
+    return "os.environ (set in-process)" if _chosen is os.environ else "set in-process"
+
+
+def set_trusted_environment(mapping=None):
+    """Choose the environment the trust model reads, from trusted code (Python in the
+    process is trusted; a ``.env`` cannot set a Python attribute, only variables).
+
+    ``mapping``: the variables to use (only ``TRUST_VARIABLES`` are read; absent or empty
+    = unset; a relative ``FAILSECURE_CONFIG`` is made absolute now), copied; ``os.environ``
+    itself: follow the live environment (what a test suite, which is trusted code, may
+    want); None: back to the environment the process started with. The process's config
+    is re-read at the next gated call. Returns the previous choice, to restore it::
+
+        previous = policy.set_trusted_environment({"FAILSECURE_CONFIG": path})
+        try: ...
+        finally: policy.set_trusted_environment(previous)
+    """
+    global _chosen, _current
+    previous = _chosen
+    if mapping is None or mapping is os.environ:
+        _chosen = mapping
+    else:
+        _chosen = _normal(mapping)
+    _current = None
+    return previous
+
+
 # ---------------------------------------------------------------- loading
 
 PROJECT_FILE = "failsecure.toml"
 
 
-def _user_dir() -> str:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+def _home() -> "str | None":
+    """The user's home directory: the trusted ``HOME`` (``USERPROFILE`` on Windows) when
+    it is an absolute path, else the password database's; None when there is none (a
+    relative one would point into the working directory)."""
+    home = _env().get("USERPROFILE" if os.name == "nt" else "HOME")
+    if home and os.path.isabs(home):
+        return home
+    try:
+        import pwd
+
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except Exception:  # no pwd module (Windows), no entry for this uid
+        return None
+    return home if home and os.path.isabs(home) else None
+
+
+def _user_dir() -> "str | None":
+    """``$XDG_CONFIG_HOME/failsecure`` (an absolute ``XDG_CONFIG_HOME`` only, as the XDG
+    spec says), else ``~/.config/failsecure``; None without a home directory."""
+    base = _env().get("XDG_CONFIG_HOME")
+    if not base or not os.path.isabs(base):
+        home = _home()
+        if home is None:
+            return None
+        base = os.path.join(home, ".config")
     return os.path.join(base, "failsecure")
 
 
 def trusted_paths() -> list[str]:
     """The trusted config files that exist, lowest precedence first."""
-    paths = ["/etc/failsecure/config.toml", os.path.join(_user_dir(), "config.toml")]
+    paths = ["/etc/failsecure/config.toml"]
+    user = _user_dir()
+    if user is not None:
+        paths.append(os.path.join(user, "config.toml"))
     found = [p for p in paths if os.path.isfile(p)]
-    env = os.environ.get("FAILSECURE_CONFIG")
+    env = _env().get("FAILSECURE_CONFIG")
     if env:
         found.append(env)  # named explicitly: an unreadable one is an error
     return found
@@ -321,7 +480,9 @@ def trusted_paths() -> list[str]:
 
 def project_path() -> tuple[str | None, bool]:
     """(path, is_pyproject) of the project config, searched from the working directory
-    upward; (None, False) when there is none."""
+    upward; (None, False) when there is none. A ``pyproject.toml`` counts only when it
+    has a ``[tool.failsecure]`` table; one that cannot be read or parsed counts too (its
+    load is an error: every gated call denies, as for any invalid config)."""
     try:
         here = os.getcwd()
     except OSError:
@@ -339,18 +500,135 @@ def project_path() -> tuple[str | None, bool]:
         here = parent
 
 
+_BARE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_WS = b" \t"
+NO, MAYBE, HEADER = 0, 1, 2  # what the bytes say about a [tool.failsecure] table
+
+
+def _back(raw: bytes, i: int, word: bytes) -> int:
+    """The index just before ``word`` (bare or quoted) that ends at ``raw[i]`` after
+    blanks; -2 when it is not there."""
+    while i >= 0 and raw[i] in _WS:
+        i -= 1
+    n = len(word)
+    if i >= 0 and raw[i] in b"\"'":
+        first = i - n - 1  # the opening quote
+        if first < 0 or raw[first] != raw[i] or raw[first + 1:i] != word:
+            return -2
+        return first - 1
+    first = i - n + 1
+    if first < 0 or raw[first:i + 1] != word or (first > 0 and raw[first - 1] in _BARE):
+        return -2
+    return first - 1
+
+
+def _tool_array(raw: bytes) -> bool:
+    """``[[tool]]`` or ``[[tool.failsecure]]`` somewhere: then ``[tool.failsecure]``
+    (``[tool.failsecure.x]``) extends its last element, and no table is defined."""
+    at = raw.find(b"[[")
+    while at >= 0:
+        i = at + 2
+        while i < len(raw) and raw[i] in _WS:
+            i += 1
+        name = raw[i:i + 6]
+        if name[:4] == b"tool" or name in (b'"tool"', b"'tool'"):
+            i += 4 if name[:4] == b"tool" else 6
+            while i < len(raw) and raw[i] in _WS:
+                i += 1
+            if raw[i:i + 1] == b"]":
+                return True
+            close = raw.find(b"]", i)
+            if raw[i:i + 1] == b"." and b"failsecure" in raw[i:close if close >= 0 else len(raw)]:
+                return True  # [[tool.failsecure]]: conservative for any array under it
+        at = raw.find(b"[[", at + 2)
+    return False
+
+
+def _table_in_bytes(raw: bytes) -> int:
+    """What the bytes say, without importing tomllib (~25 ms, on the command-hook runner's
+    critical path): NO when ``raw`` certainly defines no ``tool.failsecure`` key, HEADER
+    when it has a table header ``[tool.failsecure]`` (``[tool.failsecure.hooks."x"]``,
+    quoted, spaced) on a line of its own in a file without multi-line strings (then it
+    has the table or is not valid TOML: either way it is the project config), MAYBE
+    otherwise (parse it). The key ``failsecure`` (bare, or quoted without escapes) must
+    appear right after a dot (``tool.failsecure.x = 1``) or right before ``=`` or a dot
+    (``failsecure = {...}`` under ``[tool]``, inline tables); a dependency such as
+    ``"failsecure>=0.1"`` or ``["failsecure"]`` is none of these. A key spelled with
+    escapes (``"fail\\u0073ecure"``) makes it MAYBE."""
+    if b"\\u" in raw or b"\\U" in raw:
+        return MAYBE
+    found = NO
+    plain = b'"""' not in raw and b"\'\'\'" not in raw and not _tool_array(raw)
+    start = raw.find(b"failsecure")
+    while start >= 0:
+        end = start + 10
+        before = raw[start - 1] if start else None
+        if before is not None and before in b"\"'" and raw[end:end + 1] == bytes((before,)):
+            start, end = start - 1, end + 1  # a quoted key "failsecure" / 'failsecure'
+        elif (before is not None and before in _BARE) or (end < len(raw) and raw[end] in _BARE):
+            start = raw.find(b"failsecure", end)
+            continue  # part of a longer name: not the key
+        i = start - 1
+        while i >= 0 and raw[i] in _WS:
+            i -= 1
+        j = end
+        while j < len(raw) and raw[j] in _WS:
+            j += 1
+        after = raw[j] if j < len(raw) else None
+        if i >= 0 and raw[i] == 0x2E:  # "." before: tool.failsecure, [tool.failsecure]
+            if plain and after in (0x5D, 0x2E):  # "]" or "." after: maybe a header
+                k = _back(raw, i - 1, b"tool")
+                while k >= 0 and raw[k] in _WS:
+                    k -= 1
+                if k >= 0 and raw[k] == 0x5B and (k == 0 or raw[k - 1] != 0x5B):  # "[" but not "[["
+                    k -= 1
+                    while k >= 0 and raw[k] in _WS:
+                        k -= 1
+                    if k < 0 or raw[k] == 0x0A:  # at the start of a line
+                        return HEADER
+            found = MAYBE
+        elif after == 0x2E or (after == 0x3D and raw[j + 1:j + 2] != b"="):  # "." or "=" (not "==") after
+            found = MAYBE
+        start = raw.find(b"failsecure", end)
+    return found
+
+
+def _pyproject_table(raw: bytes, path: str):
+    """The ``tool.failsecure`` value of a pyproject's bytes, None when there is none.
+    Raises ConfigError when the file is not valid TOML (or not UTF-8)."""
+    if _table_in_bytes(raw) == NO:
+        return None  # no [tool.failsecure], without importing tomllib
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    tool = data.get("tool")
+    return tool.get("failsecure") if isinstance(tool, dict) else None
+
+
 def _has_table(path: str) -> bool:
+    """The pyproject has a ``tool.failsecure`` key, or cannot be read or parsed (fail
+    closed: its load reports the error and every gated call denies)."""
     try:
         with open(path, "rb") as fh:
-            return b"failsecure" in fh.read()
+            raw = fh.read()
     except OSError:
         return True  # unreadable: loading it reports the error
+    try:
+        said = _table_in_bytes(raw)
+        if said != MAYBE:
+            return said == HEADER
+        return _pyproject_table(raw, path) is not None
+    except Exception:
+        return True  # invalid (or too deep for the parser): loading it reports the error
 
 
 def find() -> tuple[str | None, bool]:
     """(path, is_pyproject) of the file that decides most: ``$FAILSECURE_CONFIG``, else
     the project file, else the user's or the system's file; (None, False) for defaults."""
-    env = os.environ.get("FAILSECURE_CONFIG")
+    env = _env().get("FAILSECURE_CONFIG")
     if env:
         return env, False
     project, is_pyproject = project_path()
@@ -366,26 +644,24 @@ def _read(path: str, is_pyproject: bool) -> tuple[bytes, dict | None]:
             raw = fh.read()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the file ({type(exc).__name__})") from None
-    if is_pyproject and b"failsecure" not in raw:
-        return raw, None  # no [tool.failsecure], without importing tomllib (~25 ms)
+    if is_pyproject:
+        return raw, _pyproject_table(raw, path)
     import tomllib
 
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    if is_pyproject:
-        tool = data.get("tool")
-        table = tool.get("failsecure") if isinstance(tool, dict) else None
-        return raw, table
     return raw, data
 
 
 # ---------------------------------------------------------------- trust of project files
 
 
-def trust_store() -> str:
-    return os.path.join(_user_dir(), "trusted")
+def trust_store() -> "str | None":
+    """The user's record of trusted project files; None without a home directory."""
+    user = _user_dir()
+    return None if user is None else os.path.join(user, "trusted")
 
 
 def _digest(raw: bytes) -> str:
@@ -396,8 +672,11 @@ def _digest(raw: bytes) -> str:
 
 def is_trusted(path: str, raw: bytes) -> bool:
     """The user trusted this exact file with this exact content."""
+    store = trust_store()
+    if store is None:
+        return False
     try:
-        with open(trust_store(), encoding="utf-8") as fh:
+        with open(store, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
     except OSError:
         return False
@@ -411,6 +690,8 @@ def trust(path: str) -> str:
     with open(path, "rb") as fh:
         raw = fh.read()
     store = trust_store()
+    if store is None:
+        raise OSError(errno.ENOENT, "no home directory for the trust store")
     os.makedirs(os.path.dirname(store), mode=0o700, exist_ok=True)
     try:
         with open(store, encoding="utf-8") as fh:

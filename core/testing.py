@@ -26,14 +26,21 @@ class AuditRig:
         self._monkeypatch = monkeypatch
 
     def config(self, tables: str = "", timeout: Optional[float] = None, top: str = "") -> None:
-        """Write and load a trusted config (``$FAILSECURE_CONFIG``): the deadline, the
+        """Write and load a trusted config (``$FAILSECURE_CONFIG``, chosen in-process as
+        the trusted environment until the monkeypatch is undone): the deadline, the
         audit file, ``top`` (top-level keys) and ``tables`` (``[hooks."..."]`` ...)."""
         from . import policy
 
         path = self.dir / self.config_file
         timeout = self.deadline if timeout is None else timeout
         path.write_text(f'timeout = {timeout}\n{top}\n[audit]\npath = "{self.audit_path}"\n{tables}\n')
+        # trusted: chosen in-process (the trust model reads the environment the process
+        # started with, not later os.environ changes), undone with the monkeypatch; and in
+        # os.environ for the processes the test starts
         self._monkeypatch.setenv("FAILSECURE_CONFIG", str(path))
+        if policy.trusted_environment().get("FAILSECURE_CONFIG") != str(path):
+            chosen = dict(policy.trusted_environment(), FAILSECURE_CONFIG=str(path))
+            self._monkeypatch.setattr(policy, "_chosen", chosen)
         loaded = policy.reload()
         assert loaded.error is None, loaded.error
 

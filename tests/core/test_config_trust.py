@@ -204,3 +204,197 @@ def test_a_hooks_other_settings_still_apply_after_its_deadline_for_a_human(tmp_p
     config = policy.reload()
     assert config.timeout_for("fw:y", interactive=True) == 60.0
     assert config.hook("fw:y").role == "gate" and reduce([deny("fw:y")], config).action is Action.DENY
+
+
+# ---------------------------------------------------------------- the upward search (issue 25)
+# A pyproject.toml counts as the project config only when it has a [tool.failsecure]
+# table: one that merely names failsecure (a dependency, a script) used to stop the search
+# and hide the project file further up, whose tightening was lost.
+
+import pytest  # noqa: E402
+
+from failsecure.verdict import Action as _Action  # noqa: E402
+
+NAMES_FAILSECURE = [
+    '[project]\nname = "app"\ndependencies = ["failsecure>=0.1", "failsecure[otel]", "failsecure==0.1.0"]\n',
+    '[project]\nname = "failsecure-demo"\ndescription = "guarded by failsecure"\n',
+    '[project.optional-dependencies]\nsafe = [\n  "failsecure",\n]\n',
+    '[project.scripts]\nfailsecure = "failsecure.cli:main"\n',  # a key named failsecure, not under tool
+    '[tool.poetry.dependencies]\nfailsecure = "^0.1"\n',
+    '[tool.other]\nnote = "see tool.failsecure"\n',
+    'tool = "failsecure"\n',
+]
+
+
+@pytest.mark.parametrize("text", NAMES_FAILSECURE)
+def test_a_pyproject_that_only_names_failsecure_does_not_hide_the_project_file_above(tmp_path, monkeypatch, text):
+    (tmp_path / "failsecure.toml").write_text('timeout = 4\nrequired = ["fw:must"]\n')
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text(text)
+    monkeypatch.chdir(sub)
+    assert policy.project_path() == (str(tmp_path / "failsecure.toml"), False)
+    config = policy.reload()
+    assert config.timeout == 4.0 and config.required == ("fw:must",) and config.error is None
+    decision = reduce([Outcome(hook="fw:other", verdict=Verdict(_Action.ALLOW))], config, config.required_for("fw"))
+    assert decision.action is _Action.DENY
+    assert decision.primary.hook == "fw:must" and decision.primary.failure is Failure.MISSING  # the tightening applies
+
+
+TABLES = [
+    "[tool.failsecure]\ntimeout = 2\n",
+    '[tool."failsecure"]\ntimeout = 2\n',
+    "[ tool . failsecure ]\ntimeout = 2\n",
+    "[tool]\nfailsecure = { timeout = 2 }\n",
+    "[tool]\n'failsecure'.timeout = 2\n",
+    "tool.failsecure.timeout = 2\n",
+    "tool = { failsecure = { timeout = 2 } }\n",
+    '[tool.failsecure.hooks."fw:x"]\ntimeout = 2\n',
+    '[project]\ndependencies = ["failsecure"]\n[tool."fail\\u0073ecure"]\ntimeout = 2\n',  # an escaped key
+    '[tool."fail\\u0073ecure"]\ntimeout = 2\n',  # an escaped key, the word nowhere
+]
+
+
+@pytest.mark.parametrize("text", TABLES)
+def test_a_pyproject_with_the_table_is_the_project_file(tmp_path, monkeypatch, text):
+    # the allow twin: a real [tool.failsecure] table, however spelled, is the nearest project file
+    (tmp_path / "failsecure.toml").write_text("timeout = 4\n")
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text(text)
+    monkeypatch.chdir(sub)
+    assert policy.project_path() == (str(sub / "pyproject.toml"), True)
+    config = policy.reload()
+    assert config.error is None and config.sources == [str(sub / "pyproject.toml")]
+    assert config.timeout_for("fw:x") == 2.0
+
+
+@pytest.mark.parametrize("text", [
+    "[tool.failsecure]\ntimeout = \n",  # not TOML
+    '[project]\ndependencies = ["failsecure"\n[tool.failsecure]\ntimeout = 2\n',  # not TOML
+    "[tool]\nfailsecure = 3\n",  # not a table
+    b"[tool.failsecure]\ntimeout = 2\n# \xff\n",  # not UTF-8
+])
+def test_an_invalid_pyproject_that_may_hold_the_table_stops_the_search_and_denies(tmp_path, monkeypatch, text):
+    # fail closed: it cannot be told apart from a broken config, so it is one
+    (tmp_path / "failsecure.toml").write_text("timeout = 4\n")
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    path = sub / "pyproject.toml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    monkeypatch.chdir(sub)
+    assert policy.project_path() == (str(path), True)
+    config = policy.reload()
+    assert config.error and config.error.startswith(str(path))
+    from failsecure.adapter import Adapter
+
+    class Toy(Adapter):
+        name = "toy"
+
+        def _patch(self):
+            pass
+
+        def _probe(self, gate):
+            return True
+
+        def to_verdict(self, result):
+            return Verdict(_Action.ALLOW)
+
+    decision = Toy().decide("tool", [Outcome(hook="toy:gate", verdict=Verdict(_Action.ALLOW))])
+    assert decision.action is _Action.DENY
+    assert decision.primary.hook == "failsecure:config" and decision.primary.failure is Failure.INVALID
+
+
+def test_an_unreadable_pyproject_on_the_way_stops_the_search_and_denies(tmp_path, monkeypatch):
+    import builtins
+
+    (tmp_path / "failsecure.toml").write_text("timeout = 4\n")
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    path = sub / "pyproject.toml"
+    path.write_text('[project]\nname = "x"\n')
+    real_open = builtins.open
+
+    def deny_read(file, *args, **kwargs):
+        if file == str(path):
+            raise PermissionError(13, "Permission denied")
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", deny_read)
+    monkeypatch.chdir(sub)
+    assert policy.project_path() == (str(path), True)
+    assert policy.reload().error == f"{path}: cannot read the file (PermissionError)"
+
+
+@pytest.mark.parametrize("text, table, parsed", [
+    (NAMES_FAILSECURE[0] + NAMES_FAILSECURE[2], False, False),  # a dependency: passed over, not parsed
+    ('[project]\ndependencies = ["failsecure"]\n[tool.failsecure]\ntimeout = 2\n', True, False),  # a header
+    ('[tool.failsecure.hooks."fw:x"]\ntimeout = 2\n[[tool.mypy.overrides]]\nx = 1\n', True, False),
+    ("tool.failsecure.timeout = 2\n", True, True),  # unusual spellings are parsed
+    ('[tool.failsecure]\ntimeout = 2\nnote = """x"""\n', True, True),
+    ("[[tool]]\n[tool.failsecure]\ntimeout = 2\n", False, True),  # extends the array's element: no table
+])
+def test_the_runner_pays_no_tomllib_import_for_the_usual_pyprojects(tmp_path, text, table, parsed):
+    # the command-hook runner searches on every tool call (its config cache spares the
+    # parse, not the search): a project that depends on failsecure, or configures it with
+    # a [tool.failsecure] header, must not pay the tomllib import (~25 ms) for the search
+    import os
+
+    (tmp_path / "pyproject.toml").write_text(text)
+    code = "import sys\nfrom failsecure import policy\nprint(policy.project_path()[0] is not None, 'tomllib' in sys.modules)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAILSECURE")}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(policy.__file__))
+    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(table), str(parsed)]
+
+
+def test_the_byte_check_agrees_with_tomllib():
+    # soundness of the fast paths, over generated TOML: whenever tomllib finds
+    # tool.failsecure the bytes did not say NO (so the pyproject is parsed); whenever the
+    # bytes say HEADER (stop without parsing) tomllib finds the table or rejects the file
+    import tomllib
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    segment = st.sampled_from(["tool", "failsecure", "x", "failsecure-x", "project"])
+    ws = st.sampled_from(["", " ", "\t"])
+
+    @st.composite
+    def key(draw):
+        parts = draw(st.lists(segment, min_size=1, max_size=3))
+        quoted = [draw(st.sampled_from(["{}", '"{}"', "'{}'"])).format(p) for p in parts]
+        return (draw(ws) + "." + draw(ws)).join(quoted)
+
+    value = st.sampled_from(['1', '"failsecure"', '["failsecure>=1", "failsecure"]', "{}", "{ failsecure = 1 }",
+                             "{ timeout = 2 }", '"failsecure==1"', '"""\n[tool.failsecure]\n"""', "[\n[tool.failsecure]\n]"])
+
+    @st.composite
+    def line(draw):
+        kind = draw(st.sampled_from(["header", "pair", "array-header", "comment"]))
+        if kind == "header":
+            return draw(ws) + "[" + draw(ws) + draw(key()) + draw(ws) + "]" + draw(st.sampled_from(["", " # c"]))
+        if kind == "array-header":
+            return "[[" + draw(key()) + "]]"
+        if kind == "comment":
+            return "# [tool.failsecure]"
+        return draw(key()) + draw(ws) + "=" + draw(ws) + draw(value)
+
+    @settings(max_examples=600, deadline=None)
+    @given(st.lists(line(), min_size=1, max_size=5), st.sampled_from(["\n", "\r\n"]))
+    def check(lines, newline):
+        text = newline.join(lines) + newline
+        said = policy._table_in_bytes(text.encode())
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return
+        tool = data.get("tool")
+        has = isinstance(tool, dict) and "failsecure" in tool
+        if has:
+            assert said != policy.NO, text
+        if said == policy.HEADER:
+            assert has and isinstance(tool["failsecure"], dict), text
+
+    check()

@@ -656,7 +656,8 @@ def test_a_pyproject_without_the_table_is_passed_over_upward(tmp_path, monkeypat
 def test_a_pyproject_naming_failsecure_elsewhere_is_no_config(tmp_path):
     path = tmp_path / "pyproject.toml"
     path.write_text('[project]\nname = "failsecure-demo"\n[tool.other]\nx = 1\n')
-    assert policy.project_path() == (str(path), True)  # it mentions failsecure: it is read
+    # the word alone is no [tool.failsecure] table: passed over (issue 25; it used to stop the search)
+    assert policy.project_path() == (None, False)
     c = policy.reload()
     assert c.error is None and c.sources == [] and c.source is None and c.timeout == 30.0
     path.write_text('tool = "failsecure"\n')  # not a table

@@ -67,6 +67,9 @@ class Rig:
         os.environ["FAILSECURE_CONFIG"] = str(path)
         from failsecure import policy
 
+        # the rig is trusted code: it chooses the trusted environment (a later os.environ
+        # change alone is not read; in a fresh interpreter no conftest chooses it)
+        policy.set_trusted_environment(dict(policy.trusted_environment(), FAILSECURE_CONFIG=str(path)))
         policy.reload()
 
     def plugin(self, stem: str, hook: str | None, *, enable: bool = True, module_prefix: str = "") -> str:

@@ -1,0 +1,423 @@
+"""The trusted environment (issue 25): which config files are trusted is decided by
+FAILSECURE_CONFIG, XDG_CONFIG_HOME and HOME as the process STARTED, never by later
+os.environ changes (python-dotenv's load_dotenv() of an untrusted working directory's
+.env). Each case runs in a fresh interpreter started with a known environment, in a
+cloned "repository" that ships a .env; the allow twin sets the same variables before
+start and is honoured.
+
+The child decides one tool call the way every adapter does: a gate that raises and an
+observer that says deny, under ``policy.current()``; what the config allows shows in the
+decision (a failed gate under a trusted ``on_error = "allow"`` abstains; an observer never
+denies), and a config the repository forged must not get that effect.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+
+import pytest
+
+from failsecure import policy
+
+PTH = os.path.join(sysconfig.get_paths()["purelib"], "failsecure-auto.pth")
+needs_pth = pytest.mark.skipif(not os.path.exists(PTH), reason="the drop-in .pth ships only in an installed wheel")
+linux = pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="/proc/self/environ is Linux's")
+
+#: a loosening config: failed gates abstain, the observer never denies
+LOOSE = 'on_error = "allow"\n[hooks."fw:watch"]\nrole = "observer"\n'
+
+CHILD = textwrap.dedent(
+    """
+    import json, os, sys
+
+    def load_dotenv(override=False):
+        # python-dotenv's load_dotenv(): each KEY=VALUE of ./.env into os.environ
+        try:
+            import dotenv
+        except ImportError:
+            with open(".env") as fh:
+                for line in fh:
+                    key, _, value = line.strip().partition("=")
+                    if key and (override or key not in os.environ):
+                        os.environ[key] = value
+            return "emulated"
+        dotenv.load_dotenv(".env", override=override)
+        return "python-dotenv"
+
+    how = None
+    if os.path.exists(".env"):
+        how = load_dotenv(override=os.environ.get("DOTENV_OVERRIDE") == "1")
+    if os.environ.get("CHDIR"):
+        os.chdir(os.environ["CHDIR"])
+    from failsecure import guard, policy
+    from failsecure.reduce import reduce
+    from failsecure.verdict import Action, Outcome, Verdict
+
+    def gate():
+        raise RuntimeError("boom")
+
+    config = policy.current()
+    raised = guard.call("fw:guard", gate, validate=lambda r: Verdict(Action.ALLOW))
+    watch = Outcome(hook="fw:watch", verdict=Verdict(Action.DENY, "watch says no"))
+    decision = reduce([raised, watch], config)
+    primary = decision.primary
+    print(json.dumps({
+        "dotenv": how,
+        "sources": config.sources,
+        "on_error": config.on_error,
+        "role": config.hook("fw:watch").role,
+        "ignored": [s for _w, s in config.ignored],
+        "error": config.error,
+        "action": decision.action.value,
+        "primary": primary.hook if primary else None,
+        "failure": primary.failure.value if primary and primary.failure else None,
+        "origin": getattr(policy, "trusted_environment_origin", lambda: None)(),
+        "environ_config": os.environ.get("FAILSECURE_CONFIG"),
+    }))
+    """
+)
+
+
+def base_env(tmp_path, **extra):
+    """A clean start environment: no trust variable of the test process leaks in."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "HOME", "USERPROFILE") and not k.startswith("FAILSECURE")}
+    env["HOME"] = str(tmp_path / "home")
+    env["FAILSECURE_AUTO"] = "1"
+    env.update({k: v for k, v in extra.items() if v is not None})
+    for k, v in extra.items():
+        if v is None:
+            env.pop(k, None)
+    return env
+
+
+def child(cwd, env, *flags):
+    script = cwd.parent / "child.py"
+    script.write_text(CHILD)
+    done = subprocess.run([sys.executable, *flags, str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A cloned repository (the untrusted working directory) and the user's home."""
+    (tmp_path / "home").mkdir()
+    path = tmp_path / "repo"
+    path.mkdir()
+    return path
+
+
+def dotenv(repo, **values):
+    (repo / ".env").write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+
+
+def assert_not_widened(got):
+    # the forged config has no effect: the raising gate is a deny (failure "raised"),
+    # not an abstention; the observer stays a gate
+    assert got["on_error"] == "deny" and got["role"] == "gate", got
+    assert got["action"] == "deny" and got["primary"] == "fw:guard" and got["failure"] == "raised", got
+
+
+def assert_widened_by(got, path):
+    # the user's loosening config applies: the failed gate abstains, the observer does not count
+    assert got["on_error"] == "allow" and got["role"] == "observer", got
+    assert got["action"] == "abstain" and got["failure"] is None and str(path) in got["sources"], got
+
+
+# ---------------------------------------------------------------- FAILSECURE_CONFIG
+
+
+def test_a_dotenv_cannot_name_the_trusted_config(tmp_path, repo):
+    (repo / "evil.toml").write_text(LOOSE)
+    dotenv(repo, FAILSECURE_CONFIG=repo / "evil.toml")
+    got = child(repo, base_env(tmp_path))
+    assert got["dotenv"] and got["environ_config"] == str(repo / "evil.toml")  # the .env was loaded
+    assert str(repo / "evil.toml") not in got["sources"]
+    assert_not_widened(got)
+
+
+def test_failsecure_config_set_before_start_is_honoured(tmp_path, repo):
+    user = tmp_path / "home" / "mine.toml"
+    user.write_text(LOOSE)
+    got = child(repo, base_env(tmp_path, FAILSECURE_CONFIG=str(user)))
+    assert_widened_by(got, user)
+
+
+def test_a_dotenv_with_override_cannot_replace_the_users_config(tmp_path, repo):
+    # load_dotenv(override=True) replaces what the user set: the user's value stays trusted
+    user = tmp_path / "home" / "mine.toml"
+    user.write_text(LOOSE)
+    (repo / "evil.toml").write_text('on_error = "allow"\n')
+    dotenv(repo, FAILSECURE_CONFIG=repo / "evil.toml")
+    got = child(repo, base_env(tmp_path, FAILSECURE_CONFIG=str(user), DOTENV_OVERRIDE="1"))
+    assert got["environ_config"] == str(repo / "evil.toml")
+    assert str(repo / "evil.toml") not in got["sources"]
+    assert_widened_by(got, user)
+
+
+def test_a_relative_failsecure_config_is_relative_to_the_start_directory(tmp_path, repo):
+    # the user started in their own directory with FAILSECURE_CONFIG=mine.toml; the app
+    # then moves into the repository, which ships a mine.toml of its own
+    (tmp_path / "home" / "mine.toml").write_text(LOOSE)
+    (repo / "mine.toml").write_text('on_error = "deny"\n')
+    got = child(tmp_path / "home", base_env(tmp_path, FAILSECURE_CONFIG="mine.toml", CHDIR=str(repo)))
+    assert_widened_by(got, tmp_path / "home" / "mine.toml")
+    assert str(repo / "mine.toml") not in got["sources"]
+
+
+# ---------------------------------------------------------------- XDG_CONFIG_HOME and HOME
+
+
+def test_a_dotenv_cannot_move_the_user_config_directory(tmp_path, repo):
+    forged = repo / "cfg" / "failsecure"
+    forged.mkdir(parents=True)
+    (forged / "config.toml").write_text(LOOSE)
+    dotenv(repo, XDG_CONFIG_HOME=repo / "cfg")
+    got = child(repo, base_env(tmp_path))
+    assert str(forged / "config.toml") not in got["sources"]
+    assert_not_widened(got)
+
+
+def test_xdg_config_home_set_before_start_is_honoured(tmp_path, repo):
+    user = tmp_path / "xdg" / "failsecure"
+    user.mkdir(parents=True)
+    (user / "config.toml").write_text(LOOSE)
+    got = child(repo, base_env(tmp_path, XDG_CONFIG_HOME=str(tmp_path / "xdg")))
+    assert_widened_by(got, user / "config.toml")
+
+
+def test_a_dotenv_cannot_move_home(tmp_path, repo):
+    forged = repo / "h" / ".config" / "failsecure"
+    forged.mkdir(parents=True)
+    (forged / "config.toml").write_text(LOOSE)
+    dotenv(repo, HOME=repo / "h")
+    got = child(repo, base_env(tmp_path, DOTENV_OVERRIDE="1"))  # HOME is always set: override it
+    assert str(forged / "config.toml") not in got["sources"]
+    assert_not_widened(got)
+
+
+def test_home_set_before_start_is_honoured(tmp_path, repo):
+    user = tmp_path / "home" / ".config" / "failsecure"
+    user.mkdir(parents=True)
+    (user / "config.toml").write_text(LOOSE)
+    got = child(repo, base_env(tmp_path))
+    assert_widened_by(got, user / "config.toml")
+
+
+# ---------------------------------------------------------------- the trust store
+
+
+def forge_trust(store_dir, project):
+    """A trust store naming ``project`` with its exact hash: what `config trust` writes."""
+    import hashlib
+
+    store_dir.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(project.read_bytes()).hexdigest()
+    (store_dir / "trusted").write_text(f"{digest} {project}\n")
+
+
+def test_a_dotenv_cannot_ship_a_forged_trust_store(tmp_path, repo):
+    project = repo / "failsecure.toml"
+    project.write_text(LOOSE)
+    forge_trust(repo / "cfg" / "failsecure", project)
+    dotenv(repo, XDG_CONFIG_HOME=repo / "cfg")
+    got = child(repo, base_env(tmp_path))
+    assert str(project) in got["sources"]  # read, stricter only
+    assert 'on_error = "allow"' in got["ignored"] and 'hooks."fw:watch".role = "observer"' in got["ignored"]
+    assert_not_widened(got)
+
+
+def test_the_users_own_trust_store_gives_full_effect(tmp_path, repo):
+    project = repo / "failsecure.toml"
+    project.write_text(LOOSE)
+    forge_trust(tmp_path / "home" / ".config" / "failsecure", project)
+    got = child(repo, base_env(tmp_path))
+    assert got["ignored"] == []
+    assert_widened_by(got, project)
+
+
+# ---------------------------------------------------------------- where the start environment is read
+
+
+@needs_pth
+def test_the_drop_in_snapshots_the_start_environment_also_when_it_is_off(tmp_path, repo):
+    (repo / "evil.toml").write_text(LOOSE)
+    dotenv(repo, FAILSECURE_CONFIG=repo / "evil.toml")
+    for auto in ("1", "0"):
+        got = child(repo, base_env(tmp_path, FAILSECURE_AUTO=auto))
+        assert got["origin"] == "interpreter start", got
+        assert_not_widened(got)
+
+
+@linux
+def test_without_the_drop_in_the_exec_time_environment_is_read(tmp_path, repo):
+    # python -S: no .pth runs; the package is found through PYTHONPATH (set before start)
+    (repo / "evil.toml").write_text(LOOSE)
+    dotenv(repo, FAILSECURE_CONFIG=repo / "evil.toml")
+    purelib = os.path.dirname(os.path.dirname(policy.__file__))
+    got = child(repo, base_env(tmp_path, PYTHONPATH=purelib), "-S")
+    assert got["origin"] == "/proc/self/environ", got
+    assert_not_widened(got)
+    user = tmp_path / "home" / "mine.toml"  # the twin: set before start
+    user.write_text(LOOSE)
+    (repo / ".env").unlink()
+    got = child(repo, base_env(tmp_path, PYTHONPATH=purelib, FAILSECURE_CONFIG=str(user)), "-S")
+    assert got["origin"] == "/proc/self/environ"
+    assert_widened_by(got, user)
+
+
+@needs_pth
+def test_a_late_site_main_is_not_the_start(tmp_path):
+    # python -S, then the application changes os.environ and runs site.main(): the .pth runs
+    # now, after the change; it must not take that for the start environment
+    (tmp_path / "evil.toml").write_text(LOOSE)
+    code = (
+        "import os, json; os.environ['FAILSECURE_CONFIG'] = %r\n"
+        "import site; site.main()\n"
+        "import failsecure._bootstrap as b\n"
+        "from failsecure import policy\n"
+        "print(json.dumps([b.start_environment, policy.trusted_environment().get('FAILSECURE_CONFIG'),"
+        " policy.trusted_environment_origin()]))" % str(tmp_path / "evil.toml")
+    )
+    done = subprocess.run([sys.executable, "-S", "-c", code], env=base_env(tmp_path), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    snapshot, named, origin = json.loads(done.stdout.strip().splitlines()[-1])
+    assert snapshot is None and named is None and origin != "interpreter start"
+
+
+def test_the_bootstrap_and_the_policy_name_the_same_variables():
+    from failsecure import _bootstrap
+
+    assert _bootstrap.TRUST_VARIABLES == policy.TRUST_VARIABLES
+
+
+# ---------------------------------------------------------------- /proc/self/environ, unit
+
+
+def fake_proc(monkeypatch, block):
+    import builtins
+    import io
+
+    real = builtins.open
+
+    def opener(file, *args, **kwargs):
+        if file == "/proc/self/environ":
+            return io.BytesIO(block)
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", opener)
+
+
+def test_proc_environ_first_entry_wins_and_only_trust_variables(monkeypatch):
+    fake_proc(monkeypatch, b"PATH=/bin\0FAILSECURE_CONFIG=/a.toml\0HOME=/h\0FAILSECURE_CONFIG=/b.toml\0OTHER=x\0")
+    assert policy._from_proc() == {"FAILSECURE_CONFIG": "/a.toml", "HOME": "/h"}
+
+
+def test_proc_environ_overwritten_by_a_process_title_is_not_used(monkeypatch):
+    for block in (b"python agent.py --serve\0\0\0\0", b"\0" * 64, b"python agent.py --serve", b"a.py --x=1\0HOME=/h\0"):
+        fake_proc(monkeypatch, block)  # a title, setproctitle's zero padding, a title's tail
+        assert policy._from_proc() is None, block
+    fake_proc(monkeypatch, b"HOME=/h\0")
+    assert policy._from_proc() == {"HOME": "/h"}  # the twins: a real block, an empty one
+    fake_proc(monkeypatch, b"")
+    assert policy._from_proc() == {}
+    monkeypatch.setitem(sys.modules, "setproctitle", object())
+    assert policy._from_proc() is None  # it may have written over the block
+
+
+# ---------------------------------------------------------------- the in-process API
+
+
+def test_the_start_environment_ignores_later_os_environ_changes(tmp_path, monkeypatch):
+    # the suite's conftest trusts the live os.environ; back to the real rule here
+    policy.set_trusted_environment(None)
+    (tmp_path / "evil.toml").write_text(LOOSE)
+    monkeypatch.setenv("FAILSECURE_CONFIG", str(tmp_path / "evil.toml"))
+    assert policy.trusted_environment().get("FAILSECURE_CONFIG") != str(tmp_path / "evil.toml")
+    assert str(tmp_path / "evil.toml") not in policy.reload().sources
+
+
+def test_set_trusted_environment_chooses_and_restores(tmp_path):
+    (tmp_path / "mine.toml").write_text(LOOSE)
+    home = str(tmp_path / "home")
+    first = policy.set_trusted_environment({"FAILSECURE_CONFIG": "mine.toml", "PATH": "/x", "XDG_CONFIG_HOME": "", "HOME": home})
+    assert first is os.environ  # what the suite's conftest chose
+    # only the trust variables, empty = unset, a relative path made absolute now
+    assert policy.trusted_environment() == {"FAILSECURE_CONFIG": str(tmp_path / "mine.toml"), "HOME": home}
+    assert policy.trusted_environment_origin() == "set in-process"
+    config = policy.current()  # re-read after the choice
+    assert config.on_error == "allow" and config.sources == [str(tmp_path / "mine.toml")]
+    chosen = policy.set_trusted_environment(None)
+    assert chosen == {"FAILSECURE_CONFIG": str(tmp_path / "mine.toml"), "HOME": home}
+    assert policy.trusted_environment_origin() in ("interpreter start", "/proc/self/environ",
+                                                   "os.environ at the first import of failsecure.policy")
+    assert str(tmp_path / "mine.toml") not in policy.current().sources
+    policy.set_trusted_environment(chosen)
+    assert policy.current().on_error == "allow"
+    policy.set_trusted_environment(first)
+    assert policy.trusted_environment_origin() == "os.environ (set in-process)"
+
+
+def test_a_relative_xdg_config_home_or_home_is_not_the_users(tmp_path, monkeypatch):
+    # relative: resolved against the working directory, i.e. the repository -> ignored
+    (tmp_path / "cfg" / "failsecure").mkdir(parents=True)
+    (tmp_path / "cfg" / "failsecure" / "config.toml").write_text(LOOSE)
+    (tmp_path / "h" / ".config" / "failsecure").mkdir(parents=True)
+    (tmp_path / "h" / ".config" / "failsecure" / "config.toml").write_text(LOOSE)
+    import pwd
+
+    class Entry:
+        pw_dir = str(tmp_path / "pwd-home")  # the password database's home
+
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: Entry)
+    policy.set_trusted_environment({"XDG_CONFIG_HOME": "cfg", "HOME": "h"})
+    assert policy.trust_store() == str(tmp_path / "pwd-home" / ".config" / "failsecure" / "trusted")
+    assert policy.reload().on_error == "deny"
+    # the twins: the same directories named absolutely are the user's
+    policy.set_trusted_environment({"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    assert policy.reload().on_error == "allow"
+    policy.set_trusted_environment({"HOME": str(tmp_path / "h")})
+    assert policy.reload().on_error == "allow"
+
+
+def test_no_home_at_all_means_no_user_config_and_no_trust_store(tmp_path, monkeypatch):
+    import pwd
+
+    def no_entry(uid):
+        raise KeyError(uid)
+
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    (tmp_path / "~" / ".config" / "failsecure").mkdir(parents=True)  # what "~" unexpanded would name
+    (tmp_path / "~" / ".config" / "failsecure" / "config.toml").write_text(LOOSE)
+    policy.set_trusted_environment({})
+    assert policy.trust_store() is None and policy.trusted_paths() == []
+    assert policy.reload().on_error == "deny"
+    project = tmp_path / "failsecure.toml"
+    project.write_text(LOOSE)
+    with pytest.raises(OSError):
+        policy.trust(str(project))
+    assert policy.reload().hook("fw:watch").role == "gate"
+    policy.set_trusted_environment({"HOME": str(tmp_path / "~")})  # the twin: a home
+    assert policy.reload().on_error == "allow"
+
+
+def test_audit_rig_chooses_its_config_in_process_and_the_monkeypatch_undoes_it(tmp_path):
+    # a user's suite has no conftest that trusts os.environ: the rig must choose its
+    # config through the policy, not only os.environ
+    from failsecure.testing import AuditRig
+
+    policy.set_trusted_environment({"HOME": str(tmp_path / "home")})
+    mp = pytest.MonkeyPatch()
+    try:
+        rig = AuditRig(tmp_path, mp, deadline=0.5)
+        rig.config()
+        config = policy.current()
+        assert config.timeout == 0.5 and config.audit_path == str(tmp_path / "audit.jsonl")
+        assert policy.trusted_environment()["FAILSECURE_CONFIG"] == str(tmp_path / "failsecure.toml")
+    finally:
+        mp.undo()
+    assert policy.trusted_environment() == {"HOME": str(tmp_path / "home")}
+    assert policy.trusted_paths() == []  # the rig's file is no longer $FAILSECURE_CONFIG
