@@ -102,10 +102,8 @@ class _TrustedEnvironment:
     def __enter__(self):
         setter = getattr(self.policy, "set_trusted_environment", None)
         if callable(setter):
-            getter = getattr(self.policy, "trusted_environment", None)
-            self.previous = getter() if callable(getter) else None
             self.saved = None
-            setter(self.env)
+            self.previous = setter(self.env)  # the choice in force before, to put back
             return self
         # No policy API: set the three variables for the load, put them back after.
         self.saved = {name: os.environ.get(name) for name in _TRUST_VARS}
@@ -175,8 +173,9 @@ def _sources(policy):
         # and the project file found from here upward (a nearer one changes the key)
         user_dir = getattr(policy, "_user_dir", None)
         candidates = ["/etc/failsecure/config.toml"]
-        if user_dir is not None:
-            candidates.append(os.path.join(user_dir(), "config.toml"))
+        home_dir = user_dir() if user_dir is not None else None
+        if home_dir:  # None: no home directory, so no user file
+            candidates.append(os.path.join(home_dir, "config.toml"))
         candidates += list(policy.trusted_paths())
         if hasattr(policy, "trust_store"):
             candidates.append(policy.trust_store())
