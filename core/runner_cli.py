@@ -91,7 +91,19 @@ def _run_from_args(args):
     from failsecure import runner_decision as decision
 
     decision.last_words = True  # a process of its own: terminating it must deny
-    return decision.run(protocol, argv, timeout, hook_id)
+    return decision.run(protocol, argv, timeout, hook_id, record=_record_token(args))
+
+
+def _record_token(args):
+    """The --record token of the runner's own options (it names the host settings file)."""
+    for index, arg in enumerate(args):
+        if arg == "--" or not arg.startswith("--"):
+            break
+        if arg.startswith("--record="):
+            return arg.partition("=")[2]
+        if arg == "--record" and index + 1 < len(args):
+            return args[index + 1]
+    return None
 
 
 def _cmd_run(args):

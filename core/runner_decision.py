@@ -71,8 +71,11 @@ def _deadline_policy(config, hook_id):
     return explicit, default
 
 
-def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, stderr_fd=2):
-    """Run one hook under the contract and write the host's answer. -> exit code."""
+def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, stderr_fd=2, record=None):
+    """Run one hook under the contract and write the host's answer. -> exit code.
+
+    ``record``: the --record token `hook install` wrote; it names the host settings
+    file, whose current host timeout caps the deadline (runner_protocols.host_capped)."""
     proto = PROTOCOLS[protocol]
     hid = hook_id_for(hook_id, argv)
     start = time.monotonic()
@@ -84,7 +87,7 @@ def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, 
 
     state = process.arm_last_words(lambda: deny_plainly(CRASHED)) if last_words else None
     try:
-        return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state)
+        return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state, record)
     except BaseException:  # the runner itself failed: deny, never say why
         if state is not None and state.done is not None:
             return state.done  # the answer is out already
@@ -155,7 +158,7 @@ def _own_deny(hid, reason):
     return Verdict(Action.DENY, reason or "failsecure: hook '%s' denied" % (hid,))
 
 
-def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state=None):
+def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state=None, record=None):
     config, config_error = load_config()
     explicit, default = _deadline_policy(config, hid)
     if timeout is not None and timeout > 0:
@@ -163,6 +166,10 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
             timeout = explicit
     else:
         timeout = explicit or default or proto.default_timeout
+    if record:
+        from failsecure.runner_protocols import host_capped
+
+        timeout = host_capped(timeout, record)  # the host's clock, as its settings say now
     deadline = start + timeout
 
     raw, payload_ok = process.read_payload(stdin_fd, deadline)

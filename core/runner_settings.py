@@ -27,22 +27,54 @@ class InstallError(Exception):
 
 
 class _Host:
-    def __init__(self, name, protocol, events, timeout_key, timeout_unit, flat):
+    def __init__(self, name, protocol, events, timeout_key, timeout_unit, flat, default_timeout=None):
         self.name = name
         self.protocol = protocol
         self.events = events  # lower-cased gating event keys under "hooks"
         self.timeout_key = timeout_key  # key the host reads its own timeout from
         self.timeout_unit = timeout_unit  # 1 (seconds) or 1000 (milliseconds)
         self.flat = flat  # entries are handlers themselves ({command, ...})
+        self.default_timeout = default_timeout  # seconds the host allows a hook that sets none
 
 
 HOSTS = {
-    "claude": _Host("claude", "claude", ("pretooluse",), "timeout", 1, False),
-    "gemini": _Host("gemini", "gemini", ("beforetool",), "timeout", 1000, False),
-    "codex": _Host("codex", "codex", ("pretooluse",), "timeout", 1, False),
+    "claude": _Host("claude", "claude", ("pretooluse",), "timeout", 1, False, 600),
+    "gemini": _Host("gemini", "gemini", ("beforetool",), "timeout", 1000, False, 60),
+    "codex": _Host("codex", "codex", ("pretooluse",), "timeout", 1, False, 600),
     "kiro": _Host("kiro", "kiro", ("pretooluse",), None, 1, True),
     "pool": _Host("pool", "claude", ("pretooluse",), "timeout_ms", 1000, True),
 }
+
+# Gemini CLI copies a trusted workspace's `.env` into the environment its hooks inherit
+# (every variable the CLI's own environment does not set), and runs each hook as
+# `bash -c <command>` with `bash` looked up on that environment's PATH. Variables there
+# decide what that shell does BEFORE the launch line runs: BASH_ENV is sourced,
+# SHELLOPTS=noexec makes the shell run nothing and exit 0 (an allow), LD_PRELOAD loads
+# a library into it. The hook's own `env` key is merged last by the host, so `hook
+# install` pins these there: emptied, or (for what the user's own environment
+# decides: PATH, the library path, which failsecure config and cache are trusted) the
+# value of the environment `hook install` ran in. A value the user wrote in the hook's
+# `env` themselves is kept.
+GEMINI_EMPTIED = ("BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "LD_PRELOAD", "LD_AUDIT")
+GEMINI_FROM_INSTALL = ("PATH", "LD_LIBRARY_PATH", "FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
+_FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def gemini_pinned_env(user_env=None, environ=None):
+    """The `env` a wrapped Gemini hook gets: the user's own entries, then the pins."""
+    environ = os.environ if environ is None else environ
+    pinned = dict(user_env) if isinstance(user_env, dict) else {}
+    for name in GEMINI_EMPTIED:
+        pinned.setdefault(name, "")
+    for name in GEMINI_FROM_INSTALL:
+        value = environ.get(name) or ""
+        if name == "PATH":
+            # only absolute entries: "" and "." would let the project's directory choose `bash`
+            value = ":".join(part for part in value.split(":") if os.path.isabs(part)) or _FALLBACK_PATH
+        elif value and not os.path.isabs(value):
+            value = ""
+        pinned.setdefault(name, value)
+    return pinned
 
 
 def runner_path():
@@ -477,7 +509,13 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
             touched.append(timeout_key)
         if block or exec_form and host == "claude":
             touched.append("onFailure")
+        if host == "gemini":
+            touched.append("env")
         record = {"keys": {key: handler.get(key, _ABSENT) for key in touched}}
+        if timeout_key:
+            # where the runner reads the host's own timeout at run time (host_capped)
+            record["host"] = {"settings": os.path.abspath(path), "key": timeout_key, "unit": unit,
+                              "default": spec.default_timeout}
         token = _b64encode(json.dumps(record, separators=(",", ":")).encode("utf-8"))
         original_timeout = handler.get(timeout_key) if timeout_key else None
         if isinstance(original_timeout, (int, float)) and not isinstance(original_timeout, bool) and original_timeout > 0:
@@ -507,6 +545,8 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
             handler[timeout_key] = _host_number(runner_timeout + HEADROOM, unit)
         if "onFailure" in touched:
             handler["onFailure"] = "block"
+        if host == "gemini":
+            handler["env"] = gemini_pinned_env(record["keys"]["env"] if record["keys"]["env"] != _ABSENT else None)
         report.wrapped.append(WrapEntry("command:" + hook_id, where, "wrapped"))
     if report.wrapped:
         _write_atomic(path, _render(document, text))
