@@ -96,13 +96,16 @@ def _run_from_args(args):
 
 def _record_token(args):
     """The --record token of the runner's own options (it names the host settings file)."""
-    for index, arg in enumerate(args):
+    index = 0
+    while index < len(args):
+        arg = args[index]
         if arg == "--" or not arg.startswith("--"):
             break
         if arg.startswith("--record="):
             return arg.partition("=")[2]
-        if arg == "--record" and index + 1 < len(args):
-            return args[index + 1]
+        if arg == "--record":
+            return args[index + 1] if index + 1 < len(args) else None
+        index += 1 if "=" in arg else 2  # an option and its value
     return None
 
 
@@ -122,6 +125,8 @@ def _cmd_install(args):
             timeout=args.timeout,
             on_failure=args.on_failure,
             claude_bin=args.claude_bin,
+            codex_bin=args.codex_bin,
+            codex_trust=args.codex_trust,
         )
     except settings.InstallError as exc:
         sys.stderr.write("failsecure: error: %s\n" % exc)
@@ -138,13 +143,24 @@ def _cmd_install(args):
 def _cmd_uninstall(args):
     from failsecure import runner_settings as settings
 
+    notes = []
     try:
-        restored = settings.unwrap_settings(args.file)
+        restored = settings.unwrap_settings(args.file, codex_bin=args.codex_bin, codex_trust=args.codex_trust, notes=notes)
     except settings.InstallError as exc:
         sys.stderr.write("failsecure: error: %s\n" % exc)
         return 1
     print("failsecure: %s: restored %d hook(s)" % (args.file, restored))
+    for line in notes:
+        print(line)
     return 0
+
+
+def _add_codex_options(parser):
+    parser.add_argument("--codex-bin", default=None, help="Codex CLI used to keep hook trust (default: $FAILSECURE_CODEX_BIN, codex on PATH)")
+    parser.add_argument(
+        "--codex-trust", default="auto", choices=("auto", "manual"),
+        help="Codex: keep the hooks the user trusted trusted (auto), or leave the review to the user (manual)",
+    )
 
 
 def _positive_float(text):
@@ -192,10 +208,12 @@ def add_hook_commands(subparsers):
         help="Claude Code onFailure: block (auto: when the installed CLI supports it)",
     )
     install_parser.add_argument("--claude-bin", default=None, help="Claude Code CLI used to detect onFailure support")
+    _add_codex_options(install_parser)
     install_parser.add_argument("file")
     install_parser.set_defaults(func=_cmd_install)
 
     uninstall_parser = commands.add_parser("uninstall", help="restore the hooks `hook install` wrapped")
+    _add_codex_options(uninstall_parser)
     uninstall_parser.add_argument("file")
     uninstall_parser.set_defaults(func=_cmd_uninstall)
     return hook

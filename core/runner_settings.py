@@ -344,6 +344,7 @@ class WrapReport:
         self.path = path
         self.wrapped = []
         self.left = []
+        self.trust = None  # CodexTrust for a Codex hooks file
 
     @property
     def ids(self):
@@ -355,6 +356,8 @@ class WrapReport:
             out.append("  wrapped      %s  %s" % (entry.where, entry.hook))
         for entry in self.left:
             out.append("  left alone   %s  %s: %s" % (entry.where, entry.hook, entry.why))
+        if self.trust is not None:
+            out.extend(self.trust.lines())
         return out
 
 
@@ -463,11 +466,13 @@ def _write_atomic(path, text):
         raise
 
 
-def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_failure="auto", claude_bin=None):
+def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_failure="auto", claude_bin=None,
+                  codex_bin=None, codex_trust="auto"):
     """Wrap every PreToolUse command hook in `path` under the runner. -> WrapReport.
 
     Idempotent (hooks already under failsecure's own launch line are left alone);
-    everything else in the file is preserved; the file is replaced atomically.
+    everything else in the file is preserved; the file is replaced atomically. Codex:
+    the hooks the user trusted stay trusted (CodexTrust), or nothing is changed.
     """
     import json
 
@@ -549,19 +554,39 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
             handler["env"] = gemini_pinned_env(record["keys"]["env"] if record["keys"]["env"] != _ABSENT else None)
         report.wrapped.append(WrapEntry("command:" + hook_id, where, "wrapped"))
     if report.wrapped:
+        trust = CodexTrust(path, codex_bin, codex_trust) if host == "codex" else None
+        if trust is not None:
+            trust.read_before()
         _write_atomic(path, _render(document, text))
+        if trust is not None:
+            trust.keep(text)
+            report.trust = trust
         _precompile(runner)
     return report
 
 
-def unwrap_settings(path):
-    """Restore every hook `wrap_settings` wrapped in `path` exactly. -> number restored."""
+def _launch_protocol(handler):
+    """The --protocol of failsecure's own launch line in `handler`."""
+    import re
+
+    if isinstance(handler.get("args"), list):
+        args = handler["args"]
+        return args[args.index("--protocol") + 1] if "--protocol" in args[:-1] else None
+    match = re.search(r" run --protocol (\w+) --timeout ", handler.get("command") or "")
+    return match.group(1) if match else None
+
+
+def unwrap_settings(path, *, codex_bin=None, codex_trust="auto", notes=None):
+    """Restore every hook `wrap_settings` wrapped in `path` exactly. -> number restored.
+    Codex hooks the user trusted stay trusted (their lines go to `notes`)."""
     text, document = _read_document(path)
     any_host = _Host("any", "claude", (), None, 1, False)
     restored = 0
+    codex = False
     for handler in list(_handlers(document, any_host, all_events=True)):
         if not _is_wrapped(handler):
             continue
+        codex = codex or _launch_protocol(handler) == "codex"
         record = _record_of(handler)
         for key, value in record["keys"].items():
             if value == _ABSENT:
@@ -570,5 +595,245 @@ def unwrap_settings(path):
                 handler[key] = value
         restored += 1
     if restored:
+        trust = CodexTrust(path, codex_bin, codex_trust) if codex else None
+        if trust is not None:
+            trust.read_before()
         _write_atomic(path, _render(document, text))
+        if trust is not None:
+            trust.keep(text)
+            if notes is not None:
+                notes.extend(trust.lines())
     return restored
+
+
+# ---------------------------------------------------------------- Codex hook trust
+#
+# Codex runs a user or project hook only when its current hash is recorded as trusted
+# in $CODEX_HOME/config.toml (`[hooks.state."<hooks.json>:pre_tool_use:<i>:<j>"]
+# trusted_hash = "sha256:..."`, what its /hooks review writes). A modified hook is
+# skipped SILENTLY: `hook install` and `hook uninstall` change the hook, so a gate the
+# user trusted would turn itself off. The hash is Codex's own business, so it is asked
+# of the real binary (`codex app-server`, `hooks/list`); a hook the user trusted before
+# the rewrite is trusted again for its rewritten form, one never trusted stays as it was
+# (trust comes from the user). If that cannot be done, nothing is changed.
+
+CODEX_TRUSTED = "trusted"
+_APP_SERVER_TIMEOUT = 60.0
+
+
+def codex_binary(codex_bin=None):
+    """The Codex CLI used to read and keep hook trust: --codex-bin, $FAILSECURE_CODEX_BIN
+    or `codex` on PATH; None when there is none."""
+    import shutil
+
+    binary = codex_bin or os.environ.get("FAILSECURE_CODEX_BIN") or shutil.which("codex")
+    return binary or None
+
+
+def _codex_cwd(path):
+    """The directory Codex must start in to list the hooks of `path`: the project of a
+    `<project>/.codex/hooks.json`, else the file's own directory."""
+    directory = os.path.dirname(os.path.abspath(path))
+    return os.path.dirname(directory) if os.path.basename(directory) == ".codex" else directory
+
+
+def codex_hook_states(codex_bin, cwd):
+    """Ask the real Codex which hooks it sees from `cwd` -> (codex home, {key: hook}),
+    each hook the app server's `hooks/list` entry (`key`, `sourcePath`, `eventName`,
+    `currentHash`, `trustStatus`, ...). Raises InstallError when Codex cannot be asked."""
+    import json
+    import selectors
+    import subprocess
+    import time
+
+    try:
+        proc = subprocess.Popen(
+            [codex_bin, "app-server"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+    except OSError as exc:
+        raise InstallError("cannot start %s app-server to read Codex's hook trust (%s)" % (codex_bin, type(exc).__name__)) from None
+    messages = [
+        {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "failsecure", "version": "1"}}},
+        {"method": "initialized"},
+        {"id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}},
+    ]
+    replies = {}
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+        proc.stdin.flush()
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + _APP_SERVER_TIMEOUT
+        buffer = b""
+        while 2 not in replies and time.monotonic() < deadline:
+            if not selector.select(max(deadline - time.monotonic(), 0.01)):
+                continue
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                break
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(message, dict) and message.get("id") in (1, 2):
+                    replies[message["id"]] = message
+    except OSError:
+        pass
+    finally:
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            pass
+        proc.wait()
+    listed = replies.get(2, {}).get("result")
+    if not isinstance(listed, dict) or not isinstance(listed.get("data"), list):
+        raise InstallError("%s app-server did not list the hooks (hooks/list), so their trust cannot be kept" % codex_bin)
+    home = (replies.get(1, {}).get("result") or {}).get("codexHome")
+    hooks = {}
+    for entry in listed["data"]:
+        for hook in entry.get("hooks") or ():
+            if isinstance(hook, dict) and isinstance(hook.get("key"), str):
+                hooks[hook["key"]] = hook
+    return home, hooks
+
+
+def _same_file(a, b):
+    return isinstance(a, str) and isinstance(b, str) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def _toml_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def codex_set_trusted_hashes(config_text, hashes):
+    """`config_text` with each `[hooks.state."<key>"] trusted_hash` set to hashes[key].
+    -> (new text, keys whose table or trusted_hash line was not found). Only the value
+    changes: every other byte stays."""
+    import re
+
+    lines = config_text.splitlines(keepends=True)
+    missing = []
+    for key, new_hash in hashes.items():
+        header = re.compile(
+            r"^[ \t]*\[[ \t]*hooks[ \t]*\.[ \t]*state[ \t]*\.[ \t]*(?:%s|%s)[ \t]*\][ \t]*(?:#.*)?$"
+            % (re.escape(_toml_string(key)), re.escape("'" + key + "'"))
+        )
+        done = False
+        for index, line in enumerate(lines):
+            if not header.match(line.rstrip("\r\n")):
+                continue
+            for inner in range(index + 1, len(lines)):
+                if re.match(r"^[ \t]*\[", lines[inner]):
+                    break
+                match = re.match(r"""^([ \t]*trusted_hash[ \t]*=[ \t]*)(?:"[^"\n]*"|'[^'\n]*')(.*)$""", lines[inner], re.S)
+                if match:
+                    lines[inner] = match.group(1) + _toml_string(new_hash) + match.group(2)
+                    done = True
+                    break
+            break
+        if not done:
+            missing.append(key)
+    return "".join(lines), missing
+
+
+def _codex_config_path(home):
+    home = home or os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+    return os.path.join(home, "config.toml")
+
+
+def _codex_trust_recorded(path):
+    """Without a Codex binary: does the user's config.toml record trust for a hook of `path`?"""
+    try:
+        with open(_codex_config_path(None), encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return any(_toml_string(p + ":")[:-1] in text or "'" + p + ":" in text for p in {os.path.abspath(path), os.path.realpath(path)})
+
+
+class CodexTrust:
+    """Keeps the trust the user gave a file's Codex hooks across a rewrite of that file."""
+
+    def __init__(self, path, codex_bin=None, codex_trust="auto"):
+        if codex_trust not in ("auto", "manual"):
+            raise InstallError("--codex-trust must be auto or manual")
+        self.path = path
+        self.mode = codex_trust
+        self.binary = codex_binary(codex_bin) if codex_trust == "auto" else None
+        self.cwd = _codex_cwd(path)
+        self.before = {}
+        self.kept = []  # keys trusted again after the rewrite
+        self.untrusted = []  # keys Codex will skip until the user reviews them
+        self.manual = False  # trust was not checked: the user must review the hooks
+
+    def _mine(self, hooks):
+        return {k: h for k, h in hooks.items() if _same_file(h.get("sourcePath"), self.path)}
+
+    def read_before(self):
+        if self.mode == "manual":
+            self.manual = True
+            return
+        if self.binary is None:
+            if _codex_trust_recorded(self.path):
+                raise InstallError(
+                    "%s: Codex records trust for these hooks and skips a changed hook until it is trusted again, "
+                    "but no Codex CLI was found to keep that trust: pass --codex-bin PATH (or put `codex` on PATH), "
+                    "or --codex-trust manual and then review every hook of this file in codex (/hooks)" % self.path
+                )
+            self.manual = True
+            return
+        _home, hooks = codex_hook_states(self.binary, self.cwd)
+        self.before = self._mine(hooks)
+
+    def keep(self, original_text):
+        """After the file was rewritten: trust again what was trusted before. On any
+        failure the file goes back to `original_text` and InstallError says why."""
+        if self.manual or self.binary is None:
+            return
+        config = None
+        config_text = None
+        try:
+            home, hooks = codex_hook_states(self.binary, self.cwd)
+            after = self._mine(hooks)
+            hashes = {}
+            for key, hook in after.items():
+                was = self.before.get(key, {}).get("trustStatus")
+                if hook.get("trustStatus") == CODEX_TRUSTED:
+                    continue
+                if was == CODEX_TRUSTED and isinstance(hook.get("currentHash"), str):
+                    hashes[key] = hook["currentHash"]
+                else:
+                    self.untrusted.append(key)
+            if hashes:
+                config = _codex_config_path(home)
+                with open(config, encoding="utf-8", newline="") as handle:
+                    config_text = handle.read()
+                text, missing = codex_set_trusted_hashes(config_text, hashes)
+                if missing:
+                    raise InstallError(
+                        "%s: cannot find the trusted_hash of %s in %s (written in a form failsecure does not edit); "
+                        "nothing was changed" % (self.path, ", ".join(missing), config)
+                    )
+                _write_atomic(config, text)
+                _home, hooks = codex_hook_states(self.binary, self.cwd)
+                now = self._mine(hooks)
+                lost = [k for k in hashes if now.get(k, {}).get("trustStatus") != CODEX_TRUSTED]
+                if lost:
+                    raise InstallError("%s: Codex does not trust %s after the update; nothing was changed" % (self.path, ", ".join(lost)))
+                self.kept = sorted(hashes)
+        except BaseException:
+            _write_atomic(self.path, original_text)
+            if config_text is not None:
+                _write_atomic(config, config_text)
+            raise
+
+    def lines(self):
+        out = ["  kept trusted %s (Codex)" % key for key in self.kept]
+        out += ["  NOT TRUSTED  %s: Codex skips this hook until you review it (codex, /hooks)" % key for key in self.untrusted]
+        if self.manual:
+            out.append("  Codex trust not checked: review this file's hooks in codex (/hooks), Codex skips a changed hook until then")
+        return out
