@@ -637,7 +637,7 @@ def _codex_cwd(path):
     return os.path.dirname(directory) if os.path.basename(directory) == ".codex" else directory
 
 
-def codex_hook_states(codex_bin, cwd):
+def codex_hook_states(codex_bin, cwd, env=None):
     """Ask the real Codex which hooks it sees from `cwd` -> (codex home, {key: hook}),
     each hook the app server's `hooks/list` entry (`key`, `sourcePath`, `eventName`,
     `currentHash`, `trustStatus`, ...). Raises InstallError when Codex cannot be asked."""
@@ -649,7 +649,7 @@ def codex_hook_states(codex_bin, cwd):
     try:
         proc = subprocess.Popen(
             [codex_bin, "app-server"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True,
+            stderr=subprocess.DEVNULL, start_new_session=True, env=env,
         )
     except OSError as exc:
         raise InstallError("cannot start %s app-server to read Codex's hook trust (%s)" % (codex_bin, type(exc).__name__)) from None
