@@ -143,19 +143,42 @@ def run_codex(tmp_path, scripted_api, codex_cli):
 
 
 def hook_states(run_codex):
-    """{key: hooks/list entry} of the hooks the real Codex sees, for the hooks file."""
-    from failsecure.runner_settings import codex_hook_states
-
-    _home, hooks = codex_hook_states(run_codex.cli, str(run_codex.project), env=run_codex.env)
-    return {k: h for k, h in hooks.items() if h.get("sourcePath") == str(run_codex.hooks)}
+    """{key: hooks/list entry} of the hooks the real Codex sees, for the hooks file: the
+    rig's own app-server client (JSON lines over stdio), independent of failsecure's."""
+    messages = [
+        {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "rig", "version": "1"}}},
+        {"method": "initialized"},
+        {"id": 2, "method": "hooks/list", "params": {"cwds": [str(run_codex.project)]}},
+    ]
+    proc = subprocess.Popen([run_codex.cli, "app-server"], cwd=str(run_codex.project), env=run_codex.env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        timer = threading.Timer(60, proc.kill)
+        timer.start()
+        for line in proc.stdout:
+            message = json.loads(line)
+            if message.get("id") == 2:
+                break
+        timer.cancel()
+    finally:
+        proc.kill()
+        proc.wait()
+    hooks = [hook for entry in message["result"]["data"] for hook in entry["hooks"]]
+    return {h["key"]: h for h in hooks if h.get("sourcePath") == str(run_codex.hooks)}
 
 
 def trust_hooks(run_codex):
     """Trust every hook of the hooks file as it is now, the way Codex's /hooks review does."""
-    from failsecure.runner_settings import codex_set_trusted_hashes
+    import re
 
-    hashes = {key: hook["currentHash"] for key, hook in hook_states(run_codex).items()}
-    text, missing = codex_set_trusted_hashes(run_codex.config.read_text(), hashes)
-    for key in sorted(missing):
-        text += '\n[hooks.state."%s"]\ntrusted_hash = "%s"\n' % (key, hashes[key])
+    text = run_codex.config.read_text()
+    for key, hook in sorted(hook_states(run_codex).items()):
+        header = '[hooks.state."%s"]\n' % key
+        entry = header + 'trusted_hash = "%s"\n' % hook["currentHash"]
+        if header in text:
+            text = re.sub(re.escape(header) + r'trusted_hash = "[^"]*"\n', lambda _m: entry, text)
+        else:
+            text += "\n" + entry
     run_codex.config.write_text(text)
