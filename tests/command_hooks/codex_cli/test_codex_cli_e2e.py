@@ -244,3 +244,28 @@ def test_lowered_host_timeout_leaves_a_quick_hook_alone(tmp_path, run_codex, scr
     _lower_host_timeout(run_codex, 2)
     assert_ran(run_codex(), scripted_api)
     assert [(e["outcome"], e["failure"]) for e in audit_events(run_codex)] == [("abstain", None)]
+
+
+# ---------------------------------------------------------------- doctor
+
+
+def doctor(run_codex):
+    env = dict(run_codex.env, FAILSECURE_CODEX_BIN=run_codex.cli)
+    proc = subprocess.run([sys.executable, "-m", "failsecure", "doctor", "--json", "--no-self-test", "--no-activate"],
+                          capture_output=True, text=True, timeout=180, env=env, cwd=str(run_codex.project))
+    return proc.returncode, json.loads(proc.stdout)["codex_hook_trust"]
+
+
+def test_doctor_flags_an_untrusted_hook(tmp_path, run_codex):
+    hooks_with(run_codex.hooks, hook_script(tmp_path, "deny.sh", "echo no >&2; exit 2"))
+    code, rows = doctor(run_codex)
+    assert code == 1
+    assert [(r["status"], r["trusted"]) for r in rows] == [("untrusted", False)]
+
+
+def test_doctor_passes_a_trusted_hook(tmp_path, run_codex):
+    hooks_with(run_codex.hooks, hook_script(tmp_path, "deny.sh", "echo no >&2; exit 2"))
+    trust_hooks(run_codex)
+    install(run_codex)
+    _code, rows = doctor(run_codex)
+    assert [(r["status"], r["trusted"]) for r in rows] == [("trusted", True)]
