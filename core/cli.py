@@ -63,8 +63,10 @@ def _doctor(args) -> int:
         "plugins_failed": [{"plugin": n, "why": w} for n, w in plugins.load_failures],
         "frameworks": rows,
         "hosts": _host_settings(),
+        "codex_hook_trust": _codex_hook_trust(),
     }
     failed = bool(config.error) or bool(plugins.load_failures) or any(h["bare"] or h.get("disable_all_hooks") for h in report["hosts"]) or any(
+        not t.get("trusted") for t in report["codex_hook_trust"]) or any(
         (r.get("state") == "refused" and r.get("version") is not None)
         or r.get("patch_lost")
         or any(not c["ok"] for c in r.get("self_test", ()))
@@ -104,8 +106,48 @@ def _doctor(args) -> int:
         if h.get("disable_all_hooks"):
             lines.append(f"WARNING: host {h['host']} {h['path']}: \"disableAllHooks\": true switches every hook off, "
                          "the wrapped guards included (a repository can ship this in .claude/settings.json)")
+    lines += _codex_hook_trust_lines(report["codex_hook_trust"])
     _out("\n".join(lines))
     return 1 if failed else 0
+
+
+def _codex_hook_trust() -> list[dict]:
+    """Codex runs a hook only when the user trusted its current hash, and skips any other
+    SILENTLY (the tool runs): every PreToolUse command hook Codex sees from here, with
+    its trust, asked of the real Codex CLI (`codex app-server`, `hooks/list`). Empty when
+    no Codex CLI is found (--codex-bin's lookup: $FAILSECURE_CODEX_BIN, `codex` on PATH)."""
+    import os
+
+    from . import runner_settings as settings
+
+    binary = settings.codex_binary()
+    if binary is None:
+        return []
+    try:
+        _home, hooks = settings.codex_hook_states(binary, os.getcwd())
+    except Exception as exc:
+        return [{"key": "-", "trusted": False, "status": "unknown", "error": str(exc)[:200] if isinstance(exc, settings.InstallError) else type_name(exc)}]
+    rows = []
+    for key, hook in sorted(hooks.items()):
+        if hook.get("eventName") not in ("preToolUse", "permissionRequest") or hook.get("handlerType") != "command":
+            continue
+        status = hook.get("trustStatus")
+        rows.append({"key": key, "source": hook.get("source"), "status": status,
+                     "trusted": status == settings.CODEX_TRUSTED or bool(hook.get("isManaged"))})
+    return rows
+
+
+def _codex_hook_trust_lines(rows: list[dict]) -> list[str]:
+    lines = []
+    for row in rows:
+        if row.get("error"):
+            lines.append(f"codex hooks: could not read their trust ({row['error']})")
+        elif not row["trusted"]:
+            lines.append(f"codex hook {row['key']}: {row['status'].upper()}: Codex skips it without a word and the tool runs;"
+                         " review it in codex (/hooks)")
+        else:
+            lines.append(f"codex hook {row['key']}: trusted")
+    return lines
 
 
 #: where each command-hook host keeps its settings: user level, then project level

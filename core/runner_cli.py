@@ -153,7 +153,8 @@ def _run_from_args(args):
     decision.last_words = True  # a process of its own: terminating it must deny
     trusted = Trusted(parsed.config, parsed.config_home, parsed.cache_home)
     return decision.run(
-        parsed.protocol, legacy_argv(parsed), parsed.timeout, parsed.hook_id, trusted=trusted, on_error=parsed.on_error
+        parsed.protocol, legacy_argv(parsed), parsed.timeout, parsed.hook_id, trusted=trusted, on_error=parsed.on_error,
+        record=parsed.record,
     )
 
 
@@ -173,6 +174,8 @@ def _cmd_install(args):
             timeout=args.timeout,
             on_failure=args.on_failure,
             claude_bin=args.claude_bin,
+            codex_bin=args.codex_bin,
+            codex_trust=args.codex_trust,
         )
     except settings.InstallError as exc:
         sys.stderr.write("failsecure: error: %s\n" % exc)
@@ -189,15 +192,24 @@ def _cmd_install(args):
 def _cmd_uninstall(args):
     from failsecure import runner_settings as settings
 
+    notes = []
     try:
-        restored = settings.unwrap_settings(args.file)
+        restored = settings.unwrap_settings(args.file, codex_bin=args.codex_bin, codex_trust=args.codex_trust, notes=notes)
     except settings.InstallError as exc:
         sys.stderr.write("failsecure: error: %s\n" % exc)
         return 1
     print("failsecure: %s: restored %d hook(s)" % (args.file, restored))
-    for line in getattr(restored, "lines", lambda: [])():
+    for line in list(getattr(restored, "lines", lambda: [])()) + notes:
         print(line)
     return 0
+
+
+def _add_codex_options(parser):
+    parser.add_argument("--codex-bin", default=None, help="Codex CLI used to keep hook trust (default: $FAILSECURE_CODEX_BIN, codex on PATH)")
+    parser.add_argument(
+        "--codex-trust", default="auto", choices=("auto", "manual"),
+        help="Codex: keep the hooks the user trusted trusted (auto), or leave the review to the user (manual)",
+    )
 
 
 def _positive_float(text):
@@ -245,10 +257,12 @@ def add_hook_commands(subparsers):
         help="Claude Code onFailure: block (auto: when the installed CLI supports it)",
     )
     install_parser.add_argument("--claude-bin", default=None, help="Claude Code CLI used to detect onFailure support")
+    _add_codex_options(install_parser)
     install_parser.add_argument("file")
     install_parser.set_defaults(func=_cmd_install)
 
     uninstall_parser = commands.add_parser("uninstall", help="restore the hooks `hook install` wrapped")
+    _add_codex_options(uninstall_parser)
     uninstall_parser.add_argument("file")
     uninstall_parser.set_defaults(func=_cmd_uninstall)
     return hook

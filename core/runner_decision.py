@@ -99,12 +99,15 @@ def _with_declared_on_error(config, hid, on_error):
     return config
 
 
-def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, stderr_fd=2, trusted=None, on_error=None):
+def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, stderr_fd=2, trusted=None, on_error=None,
+        record=None):
     """Run one hook under the contract and write the host's answer. -> exit code.
 
     ``trusted``: the runner's trusted inputs (``failsecure.runner_config.Trusted``: the
     launch line's config options and the user's real home); ``on_error``: the failure
-    policy the launch line declares for this hook (see ``_with_declared_on_error``)."""
+    policy the launch line declares for this hook (see ``_with_declared_on_error``);
+    ``record``: the --record token `hook install` wrote; it names the host settings
+    file, whose current host timeout caps the deadline (runner_protocols.host_capped)."""
     proto = PROTOCOLS[protocol]
     hid = hook_id_for(hook_id, argv)
     start = time.monotonic()
@@ -116,7 +119,7 @@ def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, 
 
     state = process.arm_last_words(lambda: deny_plainly(CRASHED)) if last_words else None
     try:
-        return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state, trusted, on_error)
+        return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state, trusted, on_error, record)
     except BaseException:  # the runner itself failed: deny, never say why
         if state is not None and state.done is not None:
             return state.done  # the answer is out already
@@ -230,7 +233,7 @@ def _own_deny(hid, reason):
     return Verdict(Action.DENY, reason or "failsecure: hook '%s' denied" % (hid,))
 
 
-def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state=None, trusted=None, on_error=None):
+def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state=None, trusted=None, on_error=None, record=None):
     config, config_error = load_config(trusted)
     if config_error is None:
         config = _with_declared_on_error(config, hid, on_error)
@@ -240,6 +243,10 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
             timeout = explicit
     else:
         timeout = explicit or default or proto.default_timeout
+    if record:
+        from failsecure.runner_protocols import host_capped
+
+        timeout = host_capped(timeout, record)  # the host's clock, as its settings say now
     deadline = start + timeout
 
     raw, payload_ok = process.read_payload(stdin_fd, deadline)

@@ -245,6 +245,14 @@ class CodexProtocol(ClaudeProtocol):
         # not support fails open: say it with exit 2 and stderr only.
         return b"", (reason + "\n").encode(), 2
 
+    def own_decision(self, obj, specific):
+        action, reason = ClaudeProtocol.own_decision(self, obj, specific)
+        if action == ASK:
+            # Codex cannot ask: it runs the tool on "ask" (measured on 0.169.0, `codex
+            # exec`). On a host that cannot ask, ask is a deny.
+            return DENY, specific.get("permissionDecisionReason") or obj.get("reason")
+        return action, reason
+
 
 class GeminiProtocol(JsonProtocol):
     name = "gemini"
@@ -279,6 +287,119 @@ class KiroProtocol(Protocol):
     framework = "kiro_crew"
     gating_events = gating_events("kiro")
     default_event = "PreToolUse"
+
+
+# The host's own clock. A host that times a hook out fails open (Claude Code, Codex,
+# Gemini CLI), whatever the runner would have said, so the runner must answer before
+# the host's clock runs out -- with the host timeout the settings file says NOW, not
+# the one `hook install` wrote (a user may lower it later). `hook install` puts where
+# to read it into the record it already carries on the launch line.
+HOST_SETTINGS_CAP = 4 << 20  # bytes of a settings file read to find the host timeout
+HOST_MARGIN_MIN, HOST_MARGIN_MAX, HOST_MARGIN_SHARE = 0.5, 2.0, 0.2
+HOST_FLOOR = 0.05  # the shortest deadline the runner keeps for the hook
+
+
+def host_margin(host_seconds):
+    """Seconds the runner keeps between its own deadline and the host's: the runner's
+    start-up, the host's shell and the deny being written all come out of it."""
+    return max(HOST_MARGIN_MIN, min(HOST_MARGIN_MAX, host_seconds * HOST_MARGIN_SHARE))
+
+
+def _decode_record(token):
+    import binascii
+
+    text = token.replace("-", "+").replace("_", "/")
+    try:
+        record = _loads(binascii.a2b_base64(text + "=" * (-len(text) % 4)).decode("utf-8"))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _read_settings(path):
+    """The settings file as text, or None: a regular file only (never a FIFO, a device
+    or anything that could block), at most HOST_SETTINGS_CAP bytes, opened non-blocking."""
+    import os
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError, TypeError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > HOST_SETTINGS_CAP:
+            return None
+        data = os.read(fd, HOST_SETTINGS_CAP + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _find_handler(node, token, depth=0):
+    """The hook handler (a dict) whose command or args carry ``token``."""
+    if depth > 8:
+        return None
+    if isinstance(node, dict):
+        command = node.get("command")
+        args = node.get("args")
+        if (isinstance(command, str) and token in command) or (isinstance(args, list) and token in args):
+            return node
+        children = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    for child in children:
+        if isinstance(child, (dict, list)):
+            found = _find_handler(child, token, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def host_timeout(token):
+    """-> the host's own timeout for this hook, in seconds, read from the settings file
+    named in the record ``token`` now; None when the record names none (an older
+    install) or the file cannot be read. Never raises."""
+    try:
+        record = _decode_record(token) if isinstance(token, str) and token else None
+        host = record.get("host") if record is not None else None
+        if not isinstance(host, dict) or not isinstance(host.get("settings"), str):
+            return None
+        key, unit, default = host.get("key"), host.get("unit"), host.get("default")
+        text = _read_settings(host["settings"])
+        if text is None:
+            return None
+        handler = _find_handler(_loads(text), token)
+        if handler is None:
+            return None  # not where install wrote it: moved or edited by hand
+        value = handler.get(key) if isinstance(key, str) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            value = default  # the host's own default applies
+            unit = 1
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            return None
+        if isinstance(unit, bool) or not isinstance(unit, (int, float)) or not unit > 0:
+            return None
+        return float(value) / unit
+    except Exception:
+        return None
+
+
+def host_capped(timeout, token):
+    """The runner's deadline (seconds) kept below the host's own clock with margin."""
+    seconds = host_timeout(token)
+    if seconds is None:
+        return timeout
+    return min(timeout, max(seconds - host_margin(seconds), HOST_FLOOR))
 
 
 PROTOCOLS = {p.name: p for p in (ClaudeProtocol(), GeminiProtocol(), CodexProtocol(), KiroProtocol())}

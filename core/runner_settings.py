@@ -30,7 +30,8 @@ class InstallError(Exception):
 
 
 class _Host:
-    def __init__(self, name, protocol, events, timeout_key, timeout_unit, flat, shell="sh", failure_policy=None):
+    def __init__(self, name, protocol, events, timeout_key, timeout_unit, flat, shell="sh", failure_policy=None,
+                 default_timeout=None):
         self.name = name
         self.protocol = protocol
         self.events = events  # lower-cased gating event keys under "hooks" (runner_protocols.GATING_EVENTS)
@@ -43,12 +44,13 @@ class _Host:
         self.shell = shell
         # the host's own per-hook failure policy field: (key, {value: "allow"|"deny"})
         self.failure_policy = failure_policy
+        self.default_timeout = default_timeout  # seconds the host allows a hook that sets none
 
 
 HOSTS = {
-    "claude": _Host("claude", "claude", gating_events("claude"), "timeout", 1, False, shell="user"),
-    "gemini": _Host("gemini", "gemini", gating_events("gemini"), "timeout", 1000, False, shell="bash"),
-    "codex": _Host("codex", "codex", gating_events("codex"), "timeout", 1, False, shell="user"),
+    "claude": _Host("claude", "claude", gating_events("claude"), "timeout", 1, False, shell="user", default_timeout=600),
+    "gemini": _Host("gemini", "gemini", gating_events("gemini"), "timeout", 1000, False, shell="bash", default_timeout=60),
+    "codex": _Host("codex", "codex", gating_events("codex"), "timeout", 1, False, shell="user", default_timeout=600),
     "kiro": _Host(
         "kiro", "kiro", gating_events("kiro"), None, 1, True,
         failure_policy=("on_error", {"fail_open": "allow", "fail_closed": "deny"}),
@@ -69,6 +71,37 @@ USER_SETTINGS = {
     "kiro": (".kiro",),
     "pool": (".pool", ".config/pool"),
 }
+
+# Gemini CLI copies a trusted workspace's `.env` into the environment its hooks inherit
+# (every variable the CLI's own environment does not set), and runs each hook as
+# `bash -c <command>` with `bash` looked up on that environment's PATH. Variables there
+# decide what that shell does BEFORE the launch line runs: BASH_ENV is sourced,
+# SHELLOPTS=noexec makes the shell run nothing and exit 0 (an allow), LD_PRELOAD loads
+# a library into it. The hook's own `env` key is merged last by the host, so `hook
+# install` pins these there: emptied, or (for what the user's own environment
+# decides: PATH, the library path, which failsecure config and cache are trusted) the
+# value of the environment `hook install` ran in. A value the user wrote in the hook's
+# `env` themselves is kept.
+GEMINI_EMPTIED = ("BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "LD_PRELOAD", "LD_AUDIT")
+GEMINI_FROM_INSTALL = ("PATH", "LD_LIBRARY_PATH", "FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
+_FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def gemini_pinned_env(user_env=None, environ=None):
+    """The `env` a wrapped Gemini hook gets: the user's own entries, then the pins."""
+    environ = os.environ if environ is None else environ
+    pinned = dict(user_env) if isinstance(user_env, dict) else {}
+    for name in GEMINI_EMPTIED:
+        pinned.setdefault(name, "")
+    for name in GEMINI_FROM_INSTALL:
+        value = environ.get(name) or ""
+        if name == "PATH":
+            # only absolute entries: "" and "." would let the project's directory choose `bash`
+            value = ":".join(part for part in value.split(":") if os.path.isabs(part)) or _FALLBACK_PATH
+        elif value and not os.path.isabs(value):
+            value = ""
+        pinned.setdefault(name, value)
+    return pinned
 
 
 def runner_path():
@@ -473,6 +506,7 @@ class WrapReport:
         self.path = path
         self.wrapped = []
         self.left = []
+        self.trust = None  # CodexTrust for a Codex hooks file
 
     @property
     def ids(self):
@@ -484,6 +518,8 @@ class WrapReport:
             out.append("  wrapped      %s  %s" % (entry.where, entry.hook))
         for entry in self.left:
             out.append("  left alone   %s  %s: %s" % (entry.where, entry.hook, entry.why))
+        if self.trust is not None:
+            out.extend(self.trust.lines())
         return out
 
 
@@ -644,14 +680,16 @@ def _restore_keys(handler, keys):
             handler[key] = value
 
 
-def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_failure="auto", claude_bin=None, environ=None):
+def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_failure="auto", claude_bin=None, environ=None,
+                  codex_bin=None, codex_trust="auto"):
     """Wrap every gating command hook in `path` under the runner. -> WrapReport.
 
     Idempotent (hooks already under failsecure's own launch line are left alone; ones
     under the previous release's line are upgraded); everything else in the file is
     preserved; the file is replaced atomically (through a symlink, to its target).
     `environ`: the installing user's environment (default: this process's), read for
-    the host's shell and the runner's trusted config options.
+    the host's shell and the runner's trusted config options. Codex: the hooks the
+    user trusted stay trusted (CodexTrust), or nothing is changed.
     """
     import json
 
@@ -711,6 +749,8 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
             touched.append(timeout_key)
         if block or exec_form and host == "claude":
             touched.append("onFailure")
+        if host == "gemini":
+            touched.append("env")
         original_timeout = handler.get(timeout_key) if timeout_key else None
         if isinstance(original_timeout, (int, float)) and not isinstance(original_timeout, bool) and original_timeout > 0:
             runner_timeout = float(original_timeout) / unit
@@ -721,7 +761,14 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
             wrote[timeout_key] = _host_number(runner_timeout + HEADROOM, unit)
         if "onFailure" in touched:
             wrote["onFailure"] = "block"
+        if host == "gemini":
+            previous_env = handler.get("env")
+            wrote["env"] = gemini_pinned_env(previous_env if isinstance(previous_env, dict) else None, environ)
         record = {"keys": {key: handler.get(key, _ABSENT) for key in touched}, "wrote": wrote}
+        if timeout_key:
+            # where the runner reads the host's own timeout at run time (host_capped)
+            record["host"] = {"settings": os.path.abspath(path), "key": timeout_key, "unit": unit,
+                              "default": spec.default_timeout}
         token = _b64encode(json.dumps(record, separators=(",", ":")).encode("utf-8"))
         hook_id = _derive_hook_id(command if not exec_form else [command] + [str(a) for a in handler["args"]])
         options = list(base_options)
@@ -755,9 +802,26 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
         note = "wrapped" if not declared else "wrapped (its own failure policy: %s on failure)" % declared
         report.wrapped.append(WrapEntry("command:" + hook_id, where, note))
     if changed:
+        trust = CodexTrust(path, codex_bin, codex_trust) if host == "codex" and report.wrapped else None
+        if trust is not None:
+            trust.read_before()
         _write_atomic(path, _render(document, text))
+        if trust is not None:
+            trust.keep(text)
+            report.trust = trust
         _precompile(runner)
     return report
+
+
+def _launch_protocol(handler):
+    """The --protocol of failsecure's own launch line in `handler`."""
+    import re
+
+    if isinstance(handler.get("args"), list):
+        args = handler["args"]
+        return args[args.index("--protocol") + 1] if "--protocol" in args[:-1] else None
+    match = re.search(r" run --protocol (\w+) --timeout ", handler.get("command") or "")
+    return match.group(1) if match else None
 
 
 class UnwrapReport(int):
@@ -771,19 +835,22 @@ class UnwrapReport(int):
         return ["  kept         %s  %s: edited since install (%s), left as it is" % (where, hook, ", ".join(keys)) for where, hook, keys in self.kept]
 
 
-def unwrap_settings(path):
+def unwrap_settings(path, *, codex_bin=None, codex_trust="auto", notes=None):
     """Restore every hook `wrap_settings` wrapped in `path`. -> UnwrapReport (the
     number restored). Only what is still exactly as install left it is restored: a key
     the user edited (or deleted) after install keeps the user's version, and a command
-    the user edited stays as it is (still under the runner), reported in `kept`."""
+    the user edited stays as it is (still under the runner), reported in `kept`. Codex
+    hooks the user trusted stay trusted (their lines go to `notes`)."""
     text, document = _read_document(path)
     restored = 0
     kept = []
     changed = False
+    codex = False
     for where, _event, handler in list(_all_handlers(document)):
         launch = _launch_of(handler)
         if launch is None:
             continue
+        codex = codex or _launch_protocol(handler) == "codex"
         record = _record_of(handler)
         exact = _as_installed(handler, launch, record)
         edited = [key for key, same in exact.items() if not same]
@@ -797,7 +864,247 @@ def unwrap_settings(path):
         if edited:
             kept.append((where, _handler_id(handler), edited))
     if changed:
+        trust = CodexTrust(path, codex_bin, codex_trust) if codex else None
+        if trust is not None:
+            trust.read_before()
         _write_atomic(path, _render(document, text))
+        if trust is not None:
+            trust.keep(text)
+            if notes is not None:
+                notes.extend(trust.lines())
     report = UnwrapReport(restored)
     report.kept = kept
     return report
+
+
+# ---------------------------------------------------------------- Codex hook trust
+#
+# Codex runs a user or project hook only when its current hash is recorded as trusted
+# in $CODEX_HOME/config.toml (`[hooks.state."<hooks.json>:pre_tool_use:<i>:<j>"]
+# trusted_hash = "sha256:..."`, what its /hooks review writes). A modified hook is
+# skipped SILENTLY: `hook install` and `hook uninstall` change the hook, so a gate the
+# user trusted would turn itself off. The hash is Codex's own business, so it is asked
+# of the real binary (`codex app-server`, `hooks/list`); a hook the user trusted before
+# the rewrite is trusted again for its rewritten form, one never trusted stays as it was
+# (trust comes from the user). If that cannot be done, nothing is changed.
+
+CODEX_TRUSTED = "trusted"
+_APP_SERVER_TIMEOUT = 60.0
+
+
+def codex_binary(codex_bin=None):
+    """The Codex CLI used to read and keep hook trust: --codex-bin, $FAILSECURE_CODEX_BIN
+    or `codex` on PATH; None when there is none."""
+    import shutil
+
+    binary = codex_bin or os.environ.get("FAILSECURE_CODEX_BIN") or shutil.which("codex")
+    return binary or None
+
+
+def _codex_cwd(path):
+    """The directory Codex must start in to list the hooks of `path`: the project of a
+    `<project>/.codex/hooks.json`, else the file's own directory."""
+    directory = os.path.dirname(os.path.abspath(path))
+    return os.path.dirname(directory) if os.path.basename(directory) == ".codex" else directory
+
+
+def codex_hook_states(codex_bin, cwd, env=None):
+    """Ask the real Codex which hooks it sees from `cwd` -> (codex home, {key: hook}),
+    each hook the app server's `hooks/list` entry (`key`, `sourcePath`, `eventName`,
+    `currentHash`, `trustStatus`, ...). Raises InstallError when Codex cannot be asked."""
+    import json
+    import selectors
+    import subprocess
+    import time
+
+    try:
+        proc = subprocess.Popen(
+            [codex_bin, "app-server"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, start_new_session=True, env=env,
+        )
+    except OSError as exc:
+        raise InstallError("cannot start %s app-server to read Codex's hook trust (%s)" % (codex_bin, type(exc).__name__)) from None
+    messages = [
+        {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "failsecure", "version": "1"}}},
+        {"method": "initialized"},
+        {"id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}},
+    ]
+    replies = {}
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+        proc.stdin.flush()
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + _APP_SERVER_TIMEOUT
+        buffer = b""
+        while 2 not in replies and time.monotonic() < deadline:
+            if not selector.select(max(deadline - time.monotonic(), 0.01)):
+                continue
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                break
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(message, dict) and message.get("id") in (1, 2):
+                    replies[message["id"]] = message
+    except OSError:
+        pass
+    finally:
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            pass
+        proc.wait()
+    listed = replies.get(2, {}).get("result")
+    if not isinstance(listed, dict) or not isinstance(listed.get("data"), list):
+        raise InstallError("%s app-server did not list the hooks (hooks/list), so their trust cannot be kept" % codex_bin)
+    home = (replies.get(1, {}).get("result") or {}).get("codexHome")
+    hooks = {}
+    for entry in listed["data"]:
+        for hook in entry.get("hooks") or ():
+            if isinstance(hook, dict) and isinstance(hook.get("key"), str):
+                hooks[hook["key"]] = hook
+    return home, hooks
+
+
+def _same_file(a, b):
+    return isinstance(a, str) and isinstance(b, str) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def _toml_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def codex_set_trusted_hashes(config_text, hashes):
+    """`config_text` with each `[hooks.state."<key>"] trusted_hash` set to hashes[key].
+    -> (new text, keys whose table or trusted_hash line was not found). Only the value
+    changes: every other byte stays."""
+    import re
+
+    lines = config_text.splitlines(keepends=True)
+    missing = []
+    for key, new_hash in hashes.items():
+        header = re.compile(
+            r"^[ \t]*\[[ \t]*hooks[ \t]*\.[ \t]*state[ \t]*\.[ \t]*(?:%s|%s)[ \t]*\][ \t]*(?:#.*)?$"
+            % (re.escape(_toml_string(key)), re.escape("'" + key + "'"))
+        )
+        done = False
+        for index, line in enumerate(lines):
+            if not header.match(line.rstrip("\r\n")):
+                continue
+            for inner in range(index + 1, len(lines)):
+                if re.match(r"^[ \t]*\[", lines[inner]):
+                    break
+                match = re.match(r"""^([ \t]*trusted_hash[ \t]*=[ \t]*)(?:"[^"\n]*"|'[^'\n]*')(.*)$""", lines[inner], re.S)
+                if match:
+                    lines[inner] = match.group(1) + _toml_string(new_hash) + match.group(2)
+                    done = True
+                    break
+            break
+        if not done:
+            missing.append(key)
+    return "".join(lines), missing
+
+
+def _codex_config_path(home):
+    home = home or os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+    return os.path.join(home, "config.toml")
+
+
+def _codex_trust_recorded(path):
+    """Without a Codex binary: does the user's config.toml record trust for a hook of `path`?"""
+    try:
+        with open(_codex_config_path(None), encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return any(_toml_string(p + ":")[:-1] in text or "'" + p + ":" in text for p in {os.path.abspath(path), os.path.realpath(path)})
+
+
+class CodexTrust:
+    """Keeps the trust the user gave a file's Codex hooks across a rewrite of that file."""
+
+    def __init__(self, path, codex_bin=None, codex_trust="auto"):
+        if codex_trust not in ("auto", "manual"):
+            raise InstallError("--codex-trust must be auto or manual")
+        self.path = path
+        self.mode = codex_trust
+        self.binary = codex_binary(codex_bin) if codex_trust == "auto" else None
+        self.cwd = _codex_cwd(path)
+        self.before = {}
+        self.kept = []  # keys trusted again after the rewrite
+        self.untrusted = []  # keys Codex will skip until the user reviews them
+        self.manual = False  # trust was not checked: the user must review the hooks
+
+    def _mine(self, hooks):
+        return {k: h for k, h in hooks.items() if _same_file(h.get("sourcePath"), self.path)}
+
+    def read_before(self):
+        if self.mode == "manual":
+            self.manual = True
+            return
+        if self.binary is None:
+            if _codex_trust_recorded(self.path):
+                raise InstallError(
+                    "%s: Codex records trust for these hooks and skips a changed hook until it is trusted again, "
+                    "but no Codex CLI was found to keep that trust: pass --codex-bin PATH (or put `codex` on PATH), "
+                    "or --codex-trust manual and then review every hook of this file in codex (/hooks)" % self.path
+                )
+            self.manual = True
+            return
+        _home, hooks = codex_hook_states(self.binary, self.cwd)
+        self.before = self._mine(hooks)
+
+    def keep(self, original_text):
+        """After the file was rewritten: trust again what was trusted before. On any
+        failure the file goes back to `original_text` and InstallError says why."""
+        if self.manual or self.binary is None:
+            return
+        config = None
+        config_text = None
+        try:
+            home, hooks = codex_hook_states(self.binary, self.cwd)
+            after = self._mine(hooks)
+            hashes = {}
+            for key, hook in after.items():
+                was = self.before.get(key, {}).get("trustStatus")
+                if hook.get("trustStatus") == CODEX_TRUSTED:
+                    continue
+                if was == CODEX_TRUSTED and isinstance(hook.get("currentHash"), str):
+                    hashes[key] = hook["currentHash"]
+                else:
+                    self.untrusted.append(key)
+            if hashes:
+                config = _codex_config_path(home)
+                with open(config, encoding="utf-8", newline="") as handle:
+                    config_text = handle.read()
+                text, missing = codex_set_trusted_hashes(config_text, hashes)
+                if missing:
+                    raise InstallError(
+                        "%s: cannot find the trusted_hash of %s in %s (written in a form failsecure does not edit); "
+                        "nothing was changed" % (self.path, ", ".join(missing), config)
+                    )
+                _write_atomic(config, text)
+                _home, hooks = codex_hook_states(self.binary, self.cwd)
+                now = self._mine(hooks)
+                lost = [k for k in hashes if now.get(k, {}).get("trustStatus") != CODEX_TRUSTED]
+                if lost:
+                    raise InstallError("%s: Codex does not trust %s after the update; nothing was changed" % (self.path, ", ".join(lost)))
+                self.kept = sorted(hashes)
+        except BaseException:
+            _write_atomic(self.path, original_text)
+            if config_text is not None:
+                _write_atomic(config, config_text)
+            raise
+
+    def lines(self):
+        out = ["  kept trusted %s (Codex)" % key for key in self.kept]
+        out += ["  NOT TRUSTED  %s: Codex skips this hook until you review it (codex, /hooks)" % key for key in self.untrusted]
+        if self.manual:
+            out.append("  Codex trust not checked: review this file's hooks in codex (/hooks), Codex skips a changed hook until then")
+        return out

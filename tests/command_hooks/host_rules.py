@@ -142,7 +142,8 @@ def valid_answer(protocol, stdout):
     if protocol == "gemini":
         return _gemini(obj, strict=True)
     if protocol == "codex":
-        return _claude_like(obj, _CODEX_SPECIFIC, ("allow", "deny", "ask"), strict=True)
+        meaning = _claude_like(obj, _CODEX_SPECIFIC, ("allow", "deny", "ask"), strict=True)
+        return DENY if meaning == ASK else meaning  # Codex cannot ask: ask is a deny
     return _claude_like(obj, _CLAUDE_SPECIFIC, ("allow", "deny", "ask", "defer"), strict=True)
 
 
@@ -184,7 +185,9 @@ def _codex_host(out, err, code):
         meaning = None if obj is None else _claude_like(obj, _CODEX_SPECIFIC, ("allow", "deny", "ask"), strict=True, honour_continue=False)
         if meaning == DENY:
             return BLOCK
-        return ASK if meaning == ASK else RUN  # an unsupported key, even on a deny: a failure
+        # "ask" is not supported: the tool runs (measured on the real CLI, 0.169.0);
+        # an unsupported key, even on a deny: a failure
+        return RUN
     if code == 2 and err.strip():
         return BLOCK
     return RUN  # failure never blocks

@@ -298,6 +298,8 @@ CLAUDE_JUNK = [
 @pytest.mark.parametrize("label,junk,twin", CLAUDE_JUNK, ids=[c[0] for c in CLAUDE_JUNK])
 def test_claude_like_answers_the_host_would_not_honour(run_hook, protocol, label, junk, twin):
     assert_denied(run_hook(protocol, json_hook(junk)), protocol, "invalid")
+    if protocol == "codex" and twin.get("hookSpecificOutput", {}).get("permissionDecision") == "ask":
+        twin = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}  # Codex cannot ask: ask denies
     run = run_hook(protocol, json_hook(twin))
     assert run.code == 0 and run.stdout == json.dumps(twin) + "\n"
     assert run.event["failure"] is None

@@ -100,7 +100,8 @@ _VALID = {
     "codex": [
         ({"decision": "approve"}, ALLOW),
         ({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}, ALLOW),
-        ({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}, ASK),
+        # Codex cannot ask (it runs the tool on "ask"): on a host that cannot ask, ask is a deny
+        ({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}, DENY),
         ({}, ABSTAIN),
         ({"decision": "block", "reason": "no"}, DENY),
         ({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no"}}, DENY),
