@@ -11,9 +11,12 @@ case "$1" in
     *) echo "usage: $0 gemini|codex" >&2; exit 2 ;;
 esac
 prefix=".ci-cache/$1"
+# --prefix also moves npm's global config (the registry's CA file may be set there):
+# keep the machine's own
+globalconfig=$(npm config get globalconfig)
 if [ "$(cat "$prefix/.installed" 2>/dev/null)" != "$want" ]; then
     rm -rf "$prefix" && mkdir -p "$prefix"
-    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "$want"
+    npm install --prefix "$prefix" --globalconfig "$globalconfig" --no-audit --no-fund --loglevel=error "$want"
     printf '%s' "$want" > "$prefix/.installed"
 fi
 "$prefix/node_modules/.bin/$1" --version
