@@ -137,7 +137,8 @@ class _Job:
     call's ``(hook id, advisory)``, as the bounds count it) change only under the
     worker's lock."""
 
-    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted", "awaitables", "counted")
+    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted", "started", "awaitables",
+                 "counted")
 
     def __init__(self, calls: list, notify=None, awaitables: bool = False):
         self.calls = calls
@@ -149,6 +150,7 @@ class _Job:
         self.state = _RUNNING
         self.notify = notify  # async callers: called once when the job ends
         self.submitted = 0.0
+        self.started = 0.0  # when the worker began the first call: each deadline runs from its call's start
         self.awaitables = awaitables
         self.counted: tuple = ("", False)
 
@@ -252,8 +254,8 @@ class _Pool:
         with worker.lock:
             if job.completed > index or job.state != _RUNNING:
                 return False
-            job.state = _ABANDONED
             self.count(job, hook_id, advisory)
+            job.state = _ABANDONED  # after the count: the worker may read it without the lock
         return True
 
     def _run(self, worker: _Worker) -> None:
@@ -281,7 +283,9 @@ class _Pool:
         caller woke (a hook holding the GIL keeps the caller from waking in time)."""
         lock, results, ends, awaitables = worker.lock, job.results, job.ends, job.awaitables
         last = len(job.calls) - 1
-        began = job.submitted
+        began = job.started = perf_counter()
+        if job.state == _ABANDONED:  # given up before it began (set after its count): nothing runs
+            return False
         for index, (hook_id, fn, args, kwargs, validate, timeout) in enumerate(job.calls):
             try:
                 result = fn(*(args or ()), **(kwargs or _NO_KWARGS))
@@ -368,9 +372,9 @@ def _forsake(worker: _Worker, job: _Job) -> None:
     with worker.lock:
         running = job.state == _RUNNING
         if running:
-            job.state = _ABANDONED
             hook_id = job.calls[min(job.completed, len(job.calls) - 1)][0]
             _pool.count(job, hook_id, _advisory(hook_id))
+            job.state = _ABANDONED
     if not running and worker.done.acquire(True, 1.0):
         _pool.release(worker)
 
@@ -443,8 +447,14 @@ def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadl
     with worker.lock:
         completed = job.completed
     if completed == index:
-        if timeout and perf_counter() >= deadline and _pool.abandon(worker, job, index):
-            return index, index, timeout, deadline, 0.0
+        if timeout and perf_counter() >= deadline:
+            began = job.started if index == 0 else 0.0
+            if began + timeout > deadline:
+                # the worker began the first call after the hand-off (a thread starting
+                # under load): its deadline runs from its own start, as a later call's does
+                deadline = began + timeout
+            elif _pool.abandon(worker, job, index):
+                return index, index, timeout, deadline, 0.0
     elif completed < len(pending):
         index = completed
         timeout = pending[index][5]
@@ -538,7 +548,7 @@ def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: O
             raise result.exc
         if type(result) is not Outcome:  # an awaitable, for the async caller
             timeout = pending[index][5]
-            start = job.ends[index - 1] if index else job.submitted
+            start = job.ends[index - 1] if index else job.started
             left = max(timeout - (perf_counter() - start), 0.0) if timeout else None
             awaitables.append((len(outcomes), result, left))  # type: ignore[union-attr]
             result = None  # filled in by the caller
