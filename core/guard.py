@@ -904,7 +904,7 @@ async def acall(
                 return _in_time(_failed(hook_id, Failure.RAISED, start, asyncio.CancelledError()), timeout, start)
             except KeyboardInterrupt:
                 raise
-            except BaseException as exc:
+            except BaseException:
                 if deadline.expired():  # it raised after its deadline
                     return _failed(hook_id, Failure.TIMEOUT, start)
                 raise
