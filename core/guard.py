@@ -310,13 +310,14 @@ class _Pool:
                 if _awaitable(result):
                     _close_awaitable(result)
                 return False
-        if job.notify is not None:
-            try:
-                job.notify()
+        notify = job.notify  # set (under the lock) before the job was marked done, or never
+        worker.ended[0] = 1
+        worker.done.release()  # the caller wakes while this thread blocks again
+        if notify is not None:  # after ``done``: the woken loop takes it at once, never waits
+            try:  # for this thread to get the GIL back (under load, ms per gate on the loop)
+                notify()
             except BaseException:
                 pass
-        worker.ended[0] = 1
-        worker.done.release()  # last: the caller wakes while this thread blocks again
         return True
 
 
