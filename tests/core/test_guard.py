@@ -1538,3 +1538,28 @@ def test_a_command_hook_under_the_longest_deadline_runs():
     # twin: a short deadline still cuts a hook that outlives it
     result = runner_process.execute(["sleep", "5"], b"", 0.1)
     assert result.timed_out
+
+
+def test_a_gates_deadline_runs_from_its_own_start_not_from_a_slow_hand_off(monkeypatch):
+    """Under load the worker may begin a call well after the hand-off (a thread starting
+    among hundreds): that time is not the gate's. Here the hand-off itself takes longer
+    than the deadline; the gate, quick once started, is judged."""
+    monkeypatch.setattr(guard, "_pool", guard._Pool())
+    real = guard._pool.start
+
+    def slow_start(worker, job):
+        time.sleep(0.3)
+        real(worker, job)
+
+    monkeypatch.setattr(guard._pool, "start", slow_start)
+    quick = lambda: time.sleep(0.02) or "allow"  # noqa: E731
+    for o in (guard.call("t:q", quick, validate=validate, timeout=0.2),
+              asyncio.run(guard.acall("t:q", quick, validate=validate, timeout=0.2))):
+        assert o.failure is None and o.action is Action.ALLOW, o
+    # twin: a gate that overruns its deadline from its own start is still a timeout
+    release = threading.Event()
+    try:
+        o = guard.call("t:slow", lambda: release.wait(5), validate=validate, timeout=0.2)
+    finally:
+        release.set()
+    assert o.failure is Failure.TIMEOUT
