@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import abc
 import logging
+import os
 import sys
 import threading
+import weakref
 from typing import Any, Callable, ClassVar, Iterable, Optional
 
 from . import audit, guard, hookid, policy, reduce as _reduce
@@ -38,6 +40,21 @@ class _Capture:
 
 
 _capture = _Capture()
+
+#: every adapter instance, for the fork hook below
+_instances: "weakref.WeakSet[Adapter]" = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child only the forking thread exists: an adapter lock another thread
+    held at the fork (a patch under way, a late import patched) would stay held for
+    ever, and the child's next patch would hang. The child's adapters get fresh locks."""
+    for adapter in list(_instances):
+        adapter._lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _plugins() -> Any:
@@ -101,6 +118,7 @@ class Adapter(abc.ABC):
         self.state = "unpatched"  # | "patched" | "refused" | "native"
         self.refused_reason: Optional[str] = None
         self._lock = threading.RLock()
+        _instances.add(self)
         self._version: Optional[str] = None
         self._framework_text: Optional[tuple] = None  # (version, "<name> <version>")
         self._callable_ids: dict = {}  # id(callable) -> (callable, hook id)

@@ -2,10 +2,16 @@
 
 - Any exception is captured (SystemExit and other BaseExceptions too) as RAISED with its
   type name only; KeyboardInterrupt and the caller's own asyncio cancellation propagate.
-- A deadline per call. Async hooks are cancelled at the deadline. Sync hooks run on a
-  small worker pool and are abandoned at the deadline (a thread cannot be killed); the
-  number of abandoned calls still running is bounded, and once the bound is reached
-  further calls with a deadline fail as TIMEOUT at once instead of piling up threads.
+- A deadline per call, and it holds: an answer that ends after its deadline is a TIMEOUT
+  however it was produced (a gate holding the GIL, or blocking the event loop, cannot be
+  woken up in time; its end time is compared with its deadline). Async hooks are
+  cancelled at the deadline, and the decision is taken then even if the hook swallows
+  its cancellation (the rest of it is left to a background task, given ``ASYNC_GRACE``
+  to clean up, then closed). Sync hooks run on a small worker pool and are abandoned at
+  the deadline (a thread cannot be killed); abandoned calls still running are bounded per
+  hook (``MAX_ABANDONED_PER_HOOK``: a hung hook's further calls fail as TIMEOUT at once,
+  other hooks go on) and in all (``MAX_ABANDONED`` for gates; observers and advisory
+  hooks have their own, ``MAX_ABANDONED_ADVISORY``, so they never make a gate fail).
 - The adapter's validator turns the raw answer into a Verdict inside the same guard, so
   junk or a hostile object (raising ``__bool__``, ``.get``, ``__eq__`` ...) is INVALID.
   With a deadline the validator runs on the worker under the hook's deadline too: an
@@ -23,15 +29,33 @@ from _thread import allocate_lock as _allocate_lock
 from time import perf_counter
 from typing import Any, Callable, Optional
 
+from . import policy
 from .report import type_name
 from .verdict import Failure, Invalid, Outcome, Verdict
 
 Validator = Callable[[Any], Verdict]
 
-#: Abandoned sync calls allowed to keep running before further deadlined calls fail at once.
-MAX_ABANDONED = 32
+#: Abandoned sync calls of gates allowed to keep running (a thread each), all hooks
+#: together: past it, further deadlined calls of gates fail as TIMEOUT at once instead of
+#: piling up threads. The backstop when many different gates hang at once.
+MAX_ABANDONED = 128
+#: Abandoned sync calls of one hook allowed to keep running: past it, further deadlined
+#: calls of that hook fail as TIMEOUT at once (it would most likely hang again), while
+#: the other hooks keep running. This contains a hung gate without denying the rest.
+MAX_ABANDONED_PER_HOOK = 8
+#: Abandoned sync calls of observers and advisory hooks (``role = "observer"``,
+#: ``on_error = "allow"``) allowed to keep running: their own bound. Past it, their
+#: further calls fail at once (which denies nothing); they never count toward the gates'.
+MAX_ABANDONED_ADVISORY = 32
 #: Idle worker threads kept for reuse.
 MAX_IDLE = 4
+#: The longest a lock may be waited on: a deadline beyond it (a valid ``timeout = 1e300``)
+#: is waited for in steps of it (effectively forever), never raised on.
+MAX_WAIT = threading.TIMEOUT_MAX
+#: How long the rest of an async hook that swallowed its deadline's cancellation may run
+#: on in the background (its own clean-up) before it is closed. The call is decided at
+#: the deadline either way.
+ASYNC_GRACE = 1.0
 
 
 _outcome = Outcome
@@ -109,10 +133,12 @@ class _Job:
     Outcome, judged by the worker under the same deadline (with ``validate`` None: its
     raw answer, or a ``_Raised``); a ``_Raised`` only for KeyboardInterrupt; with
     ``awaitables``, an awaitable answer is left for the async caller to await.
-    ``ends[i]`` is when it ended; ``completed`` and ``state`` change only under the
+    ``ends[i]`` is when it ended; ``completed``, ``state`` and ``counted`` (the abandoned
+    call's ``(hook id, advisory)``, as the bounds count it) change only under the
     worker's lock."""
 
-    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted", "awaitables")
+    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted", "started", "awaitables",
+                 "counted")
 
     def __init__(self, calls: list, notify=None, awaitables: bool = False):
         self.calls = calls
@@ -124,7 +150,9 @@ class _Job:
         self.state = _RUNNING
         self.notify = notify  # async callers: called once when the job ends
         self.submitted = 0.0
+        self.started = 0.0  # when the worker began the first call: each deadline runs from its call's start
         self.awaitables = awaitables
+        self.counted: tuple = ("", False)
 
 
 class _Worker:
@@ -141,18 +169,30 @@ class _Worker:
         self.started = False
 
 
+def _advisory(hook_id: str) -> bool:
+    """True when a failure of ``hook_id`` denies nothing under the config in force: an
+    observer, or ``on_error = "allow"``. Read only when a call is abandoned or a bound
+    is full, in the caller's context (``policy.using`` included). When in doubt: a gate."""
+    try:
+        hook = policy.current().hook(hook_id)
+        return hook.role == "observer" or hook.on_error == "allow"
+    except Exception:
+        return False
+
+
 class _Pool:
     def __init__(self) -> None:
         self.lock = _allocate_lock()
         self.idle: list[_Worker] = []
-        self.abandoned = 0
+        self.abandoned = 0  # every abandoned call still running
+        self.gates = 0  # of which gates'
+        self.advisory = 0  # of which observers' and advisory hooks'
+        self.by_hook: dict = {}  # hook id -> its abandoned calls still running (none: absent)
 
-    def take(self) -> Optional[_Worker]:
-        """An idle worker, or a new one (its thread starts with its first job). None
-        when too many abandoned calls are still running."""
+    def take(self) -> _Worker:
+        """An idle worker, or a new one (its thread starts with its first job). The
+        bounds are the caller's to check first (``_admitted``)."""
         with self.lock:
-            if self.abandoned >= MAX_ABANDONED:
-                return None
             if self.idle:
                 return self.idle.pop()
         return _Worker()
@@ -177,15 +217,45 @@ class _Pool:
             worker.job = None
             worker.wake.release()
 
+    def count(self, job: _Job, hook_id: str, advisory: bool) -> None:
+        """Count hook ``hook_id``'s call of ``job`` as abandoned. Called under the
+        worker's lock as the job is marked abandoned, so the worker (which reads the
+        state under that lock) uncounts it only after this."""
+        job.counted = (hook_id, advisory)
+        with self.lock:
+            self.abandoned += 1
+            if advisory:
+                self.advisory += 1
+            else:
+                self.gates += 1
+            by_hook = self.by_hook
+            by_hook[hook_id] = by_hook.get(hook_id, 0) + 1
+
+    def _uncount(self, job: _Job) -> None:
+        """Under ``self.lock``: the abandoned call ended."""
+        hook_id, advisory = job.counted
+        self.abandoned -= 1
+        if advisory:
+            self.advisory -= 1
+        else:
+            self.gates -= 1
+        by_hook = self.by_hook
+        left = by_hook.get(hook_id, 0) - 1
+        if left > 0:
+            by_hook[hook_id] = left
+        else:
+            by_hook.pop(hook_id, None)
+
     def abandon(self, worker: _Worker, job: _Job, index: int) -> bool:
         """Give up on call ``index`` of a job (the worker starts none of the later
         calls). False if that call ended in the meantime."""
+        hook_id = job.calls[index][0]
+        advisory = _advisory(hook_id)  # before the lock: it may read the config
         with worker.lock:
             if job.completed > index or job.state != _RUNNING:
                 return False
-            job.state = _ABANDONED
-        with self.lock:
-            self.abandoned += 1
+            self.count(job, hook_id, advisory)
+            job.state = _ABANDONED  # after the count: the worker may read it without the lock
         return True
 
     def _run(self, worker: _Worker) -> None:
@@ -198,7 +268,7 @@ class _Pool:
             if job.ctx.run(self._run_job, worker, job):
                 continue  # the caller takes ``done`` and frees this worker
             with self.lock:  # abandoned: nobody waits for this worker
-                self.abandoned -= 1
+                self._uncount(job)
                 keep = len(self.idle) < MAX_IDLE
                 if keep:
                     self.idle.append(worker)
@@ -208,19 +278,26 @@ class _Pool:
     @staticmethod
     def _run_job(worker: _Worker, job: _Job) -> bool:
         """Run the job's calls in order (and judge their answers, when the job says how).
-        True when all ended (``done`` released), False when the caller abandoned it."""
+        True when all ended (``done`` released), False when the caller abandoned it. An
+        answer that ended past its hook's deadline is a TIMEOUT, however late the
+        caller woke (a hook holding the GIL keeps the caller from waking in time)."""
         lock, results, ends, awaitables = worker.lock, job.results, job.ends, job.awaitables
         last = len(job.calls) - 1
-        began = job.submitted
-        for index, (hook_id, fn, args, kwargs, validate, _) in enumerate(job.calls):
+        began = job.started = perf_counter()
+        if job.state == _ABANDONED:  # given up before it began (set after its count): nothing runs
+            return False
+        for index, (hook_id, fn, args, kwargs, validate, timeout) in enumerate(job.calls):
             try:
                 result = fn(*(args or ()), **(kwargs or _NO_KWARGS))
             except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
                 result = _Raised(exc)
             if validate is not None:
                 result = _judged(hook_id, validate, result, began, awaitables)
+            end = perf_counter()
+            if timeout and end - began > timeout:
+                result = _late(hook_id, result, began)
             results[index] = result
-            ends[index] = began = perf_counter()
+            ends[index] = began = end
             with lock:
                 if job.state == _ABANDONED:
                     stop = True
@@ -233,14 +310,25 @@ class _Pool:
                 if _awaitable(result):
                     _close_awaitable(result)
                 return False
-        if job.notify is not None:
-            try:
-                job.notify()
+        notify = job.notify  # set (under the lock) before the job was marked done, or never
+        worker.ended[0] = 1
+        worker.done.release()  # the caller wakes while this thread blocks again
+        if notify is not None:  # after ``done``: the woken loop takes it at once, never waits
+            try:  # for this thread to get the GIL back (under load, ms per gate on the loop)
+                notify()
             except BaseException:
                 pass
-        worker.ended[0] = 1
-        worker.done.release()  # last: the caller wakes while this thread blocks again
         return True
+
+
+def _late(hook_id: str, result: Any, start: float) -> Any:
+    """A hook's answer (or Outcome) that ended after its deadline -> a TIMEOUT Outcome.
+    A KeyboardInterrupt still reaches the caller; an awaitable answer is closed."""
+    if type(result) is _Raised and issubclass(type(result.exc), KeyboardInterrupt):
+        return result
+    if type(result) is not Outcome and _awaitable(result):
+        _close_awaitable(result)
+    return _failed(hook_id, Failure.TIMEOUT, start)
 
 
 def _judged(hook_id: str, validate: Validator, result: Any, start: float, awaitables: bool) -> Any:
@@ -285,11 +373,10 @@ def _forsake(worker: _Worker, job: _Job) -> None:
     with worker.lock:
         running = job.state == _RUNNING
         if running:
+            hook_id = job.calls[min(job.completed, len(job.calls) - 1)][0]
+            _pool.count(job, hook_id, _advisory(hook_id))
             job.state = _ABANDONED
-    if running:
-        with _pool.lock:
-            _pool.abandoned += 1
-    elif worker.done.acquire(True, 1.0):
+    if not running and worker.done.acquire(True, 1.0):
         _pool.release(worker)
 
 
@@ -345,12 +432,13 @@ def _sleep(pending: list, index: int, timeout, deadline: float) -> float:
     and no longer than the soonest a later hook's could expire (the running hook may end
     at once and a later one with a shorter deadline hang). -1: no bound at all."""
     soonest = _soonest(pending, index)
-    if not timeout:
-        return soonest
-    wait = deadline - perf_counter()
-    if wait < 0.0:
-        wait = 0.0
-    return soonest if 0.0 <= soonest < wait else wait
+    if timeout:
+        wait = deadline - perf_counter()
+        if wait < 0.0:
+            wait = 0.0
+        if not 0.0 <= soonest < wait:
+            soonest = wait
+    return soonest if soonest <= MAX_WAIT else MAX_WAIT  # a huge deadline: waited for in steps
 
 
 def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadline: float):
@@ -360,8 +448,14 @@ def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadl
     with worker.lock:
         completed = job.completed
     if completed == index:
-        if timeout and perf_counter() >= deadline and _pool.abandon(worker, job, index):
-            return index, index, timeout, deadline, 0.0
+        if timeout and perf_counter() >= deadline:
+            began = job.started if index == 0 else 0.0
+            if began + timeout > deadline:
+                # the worker began the first call after the hand-off (a thread starting
+                # under load): its deadline runs from its own start, as a later call's does
+                deadline = began + timeout
+            elif _pool.abandon(worker, job, index):
+                return index, index, timeout, deadline, 0.0
     elif completed < len(pending):
         index = completed
         timeout = pending[index][5]
@@ -455,7 +549,7 @@ def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: O
             raise result.exc
         if type(result) is not Outcome:  # an awaitable, for the async caller
             timeout = pending[index][5]
-            start = job.ends[index - 1] if index else job.submitted
+            start = job.ends[index - 1] if index else job.started
             left = max(timeout - (perf_counter() - start), 0.0) if timeout else None
             awaitables.append((len(outcomes), result, left))  # type: ignore[union-attr]
             result = None  # filled in by the caller
@@ -471,28 +565,68 @@ def _inline(pending: list) -> bool:
     return True
 
 
+def _admitted(pending: list) -> int:
+    """How many of the first hooks of ``pending`` the bounds on abandoned calls let run
+    (checked only while some abandoned call still runs, or with a bound at 0): a hook
+    with a deadline is refused when its own abandoned calls reached
+    ``MAX_ABANDONED_PER_HOOK``, or those of its kind (gates; observers and advisory
+    hooks) reached their bound. A hook without a deadline is never abandoned: never
+    refused. The counts are read without the lock: a bound, not an exact quota."""
+    pool = _pool
+    by_hook = pool.by_hook
+    gates_full = pool.gates >= MAX_ABANDONED
+    advisory_full = pool.advisory >= MAX_ABANDONED_ADVISORY
+    per_hook = MAX_ABANDONED_PER_HOOK
+    for index, c in enumerate(pending):
+        if not c[5]:
+            continue
+        if by_hook and by_hook.get(c[0], 0) >= per_hook:
+            return index
+        if (gates_full or advisory_full) and (advisory_full if _advisory(c[0]) else gates_full):
+            return index
+    return len(pending)
+
+
+def _batch(pending: list, outcomes: list) -> list:
+    """The hooks of ``pending`` to hand to one worker now (a prefix), after the bounds:
+    the hooks at its head the bounds refuse fail as TIMEOUT at once (appended to
+    ``outcomes``), without running. [] when none is left."""
+    while pending:
+        admitted = _admitted(pending)
+        if admitted:
+            return pending if admitted == len(pending) else pending[:admitted]
+        outcomes.append(_failed(pending[0][0], Failure.TIMEOUT, perf_counter()))
+        pending = pending[1:]
+    return pending
+
+
 def call_each(calls: list) -> list[Outcome]:
     """Call several sync hooks in order, each under the contract with its own deadline:
     ``calls`` is a list of ``(hook_id, fn, args, kwargs, validate, timeout)``. When any
     has a deadline they run on one worker, one hand-off for all of them; a hook that
-    misses its deadline is abandoned and the hooks after it go on in a fresh worker."""
+    misses its deadline is abandoned and the hooks after it go on in a fresh worker.
+    A hook the bounds on abandoned calls refuse is a TIMEOUT at once, in its place."""
     outcomes: list[Outcome] = []
     pending = calls
     while pending:
-        if _inline(pending):
-            outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in pending])
-            break
+        batch = pending
+        if _pool.abandoned or MAX_ABANDONED <= 0:  # a hung call still runs: the bounds apply
+            done = len(outcomes)
+            batch = _batch(pending, outcomes)
+            pending = pending[len(outcomes) - done :]
+            if not batch:
+                break
+        if _inline(batch):
+            outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in batch])
+            pending = pending[len(batch) :]
+            continue
         worker = _pool.take()
-        if worker is None:
-            start = perf_counter()
-            outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
-            break
-        job = _Job(pending)
-        ended = _wait(worker, job, pending)
-        if ended == len(pending):
+        job = _Job(batch)
+        ended = _wait(worker, job, batch)
+        if ended == len(batch):
             _pool.release(worker)  # before judging: a KeyboardInterrupt result must not lose it
-        _collect(job, pending, ended, outcomes)
-        pending = pending[ended + 1 :]
+        _collect(job, batch, ended, outcomes)
+        pending = pending[ended + 1 if ended < len(batch) else ended :]
     return outcomes
 
 
@@ -506,25 +640,29 @@ async def acall_each(calls: list) -> list[Outcome]:
     awaitables: list = []
     pending = calls
     while pending:
-        if _inline(pending):
-            outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in pending])
-            break
+        batch = pending
+        if _pool.abandoned or MAX_ABANDONED <= 0:  # a hung call still runs: the bounds apply
+            done = len(outcomes)
+            batch = _batch(pending, outcomes)
+            pending = pending[len(outcomes) - done :]
+            if not batch:
+                break
+        if _inline(batch):
+            outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in batch])
+            pending = pending[len(batch) :]
+            continue
         worker = _pool.take()
-        if worker is None:
-            start = perf_counter()
-            outcomes.extend([_failed(c[0], Failure.TIMEOUT, start) for c in pending])
-            break
-        job = _Job(pending, awaitables=True)
-        ended = await _await(worker, job, pending)
-        if ended == len(pending):
+        job = _Job(batch, awaitables=True)
+        ended = await _await(worker, job, batch)
+        if ended == len(batch):
             _pool.release(worker)
         base = len(outcomes)
-        _collect(job, pending, ended, outcomes, awaitables)
+        _collect(job, batch, ended, outcomes, awaitables)
         for position, awaitable, left in awaitables:
-            hook_id, validate = pending[position - base][0], pending[position - base][4]
+            hook_id, validate = batch[position - base][0], batch[position - base][4]
             outcomes[position] = await acall(hook_id, _awaited, (awaitable,), validate=validate, timeout=left if left is None else max(left, 1e-6))
         awaitables.clear()
-        pending = pending[ended + 1 :]
+        pending = pending[ended + 1 if ended < len(batch) else ended :]
     return outcomes
 
 
@@ -540,19 +678,25 @@ LOOP_GRACE = 0.002
 
 async def _await(worker: _Worker, job: _Job, pending: list) -> int:
     """``_wait`` for an async dispatcher: the loop's thread waits up to ``LOOP_GRACE``,
-    then awaits the job (woken by the worker when it ends, or at the deadlines)."""
+    then awaits the job (woken by the worker when it ends, or at the deadlines). Not
+    while other callbacks are ready on the loop (other tasks' steps, parallel tool
+    calls): holding the loop then would delay all of them, and under load push their
+    gates past their deadlines; the job is awaited at once instead."""
     done = worker.done
     index = 0
     timeout, deadline, wait = _begin(worker, job, pending)
     try:
-        grace = LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait
-        if SPIN:
-            grace = _spin(worker, grace)
-            if grace == -2.0:
-                return len(pending)
+        loop = asyncio.get_running_loop()
+        if getattr(loop, "_ready", None):  # asyncio's queue of ready callbacks: others wait
+            grace = 0.0
+        else:
+            grace = LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait
+            if SPIN:
+                grace = _spin(worker, grace)
+                if grace == -2.0:
+                    return len(pending)
         if done.acquire(True, grace):
             return len(pending)
-        loop = asyncio.get_running_loop()
         finished = loop.create_future()
 
         def notify() -> None:
@@ -598,19 +742,34 @@ def _is_async(fn: Any) -> bool:
 is_async = _is_async  # Adapter.ahook_calls: coroutine hooks on the loop, runs of sync ones batched
 
 
+#: ``_Resumed.first`` for an awaitable not started yet
+_UNSTARTED = object()
+#: ``_Resumed.deadline`` of the rest of a hook left to the background: whatever is
+#: thrown in (a cancellation) closes it
+_CLOSING = object()
+
+
 class _Resumed:
     """The rest of a coroutine whose first step already ran and yielded ``first``:
     awaiting it drives the coroutine on exactly as ``await coro`` would have (values
     sent and exceptions thrown in by the Task, the deadline's cancellation included,
-    are passed through)."""
+    are passed through). With its ``deadline`` (an ``asyncio.timeout``) expired, a
+    coroutine that swallows the cancellation and waits on is not waited for: its rest
+    goes to the background (``_abandon``) and the cancellation goes on to the
+    deadline, so the call is decided at it."""
 
-    __slots__ = ("coro", "first")
+    __slots__ = ("coro", "first", "deadline")
 
-    def __init__(self, coro, first):
-        self.coro, self.first = coro, first
+    def __init__(self, coro, first, deadline=None):
+        self.coro, self.first, self.deadline = coro, first, deadline
 
     def __await__(self):
         coro, value = self.coro, self.first
+        if value is _UNSTARTED:
+            try:
+                value = coro.send(None)
+            except StopIteration as stop:
+                return stop.value
         while True:
             try:
                 sent = yield value
@@ -618,16 +777,57 @@ class _Resumed:
                 coro.close()
                 raise
             except BaseException as exc:
+                deadline = self.deadline
+                if deadline is _CLOSING:
+                    _close(coro)
+                    raise
                 try:
                     value = coro.throw(exc)
                 except StopIteration as stop:
                     return stop.value
+                if deadline is not None and deadline.expired():
+                    # it swallowed its deadline's cancellation and waits on: decided now
+                    _abandon(coro, value)
+                    raise
             else:
                 try:
                     value = coro.send(sent)
                 except StopIteration as stop:
                     return stop.value
 
+
+def _close(coro) -> None:
+    try:
+        coro.close()
+    except BaseException:  # it ignored GeneratorExit: it is never driven again either way
+        pass
+
+
+def _abandon(coro, value) -> None:
+    """The rest of a hook that swallowed its deadline's cancellation (it last yielded
+    ``value``): driven on by a background task of its own, in a copy of the caller's
+    context, so its clean-up can finish; closed when that task is cancelled (after
+    ``ASYNC_GRACE``, or by the loop's shutdown), so it never holds ``asyncio.run`` up.
+    Its answer and exceptions are dropped, and nothing is logged for it (no "Task was
+    destroyed but it is pending" when the loop closes first: the timer holds the task
+    until then, and it is marked not to complain)."""
+    try:
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(_drain(_Resumed(coro, value, _CLOSING)), context=contextvars.copy_context())
+        task._log_destroy_pending = False
+        timer = loop.call_later(ASYNC_GRACE, task.cancel)
+        task.add_done_callback(lambda _: timer.cancel())
+    except BaseException:  # no loop to drive it: it is not driven again
+        _close(coro)
+
+
+async def _drain(rest: _Resumed) -> None:
+    try:
+        await rest
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # the abandoned hook's own business, and our closing it
+        pass
 
 
 def _wake(waiter) -> None:
@@ -638,10 +838,10 @@ def _wake(waiter) -> None:
 async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, validate: Validator, timeout: float, start: float) -> Any:
     """A sync hook from an async dispatcher, with a deadline: run (and its answer judged)
     on the pool (see ``_await``). -> its Outcome, or the awaitable it answered."""
-    worker = _pool.take()
-    if worker is None:
-        return _failed(hook_id, Failure.TIMEOUT, start)
     call = [(hook_id, fn, args, kwargs, validate, timeout)]
+    if (_pool.abandoned or MAX_ABANDONED <= 0) and not _admitted(call):
+        return _failed(hook_id, Failure.TIMEOUT, start)
+    worker = _pool.take()
     job = _Job(call, awaitables=True)
     if not await _await(worker, job, call):
         return _failed(hook_id, Failure.TIMEOUT, start)
@@ -668,7 +868,7 @@ async def acall(
     try:
         if timeout and not _is_async(fn):
             result = await _run_sync_in_pool(hook_id, fn, args, kwargs, validate, timeout, start)
-            if type(result) is Outcome:
+            if type(result) is Outcome:  # judged on the worker, its end against its deadline too
                 return result
         else:
             result = fn(*args, **kwargs)
@@ -682,10 +882,12 @@ async def acall(
             else:
                 result = _Resumed(result, first)
         if _awaitable(result):
+            if type(result) is not _Resumed:  # any other awaitable: driven the same way
+                result = _Resumed(_awaited(result), _UNSTARTED)
             remaining = None
             if timeout:
                 remaining = max(timeout - (perf_counter() - start), 0.0)
-            deadline = asyncio.timeout(remaining)
+            deadline = result.deadline = asyncio.timeout(remaining)
             try:
                 async with deadline:
                     result = await result
@@ -694,20 +896,36 @@ async def acall(
             except TimeoutError as exc:
                 if deadline.expired():
                     return _failed(hook_id, Failure.TIMEOUT, start)
-                return _failed(hook_id, Failure.RAISED, start, exc)
+                return _in_time(_failed(hook_id, Failure.RAISED, start, exc), timeout, start)
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if task is None or task.cancelling():
                     raise
                 # the hook cancelled itself: a failure, not our cancellation
-                return _failed(hook_id, Failure.RAISED, start, asyncio.CancelledError())
+                return _in_time(_failed(hook_id, Failure.RAISED, start, asyncio.CancelledError()), timeout, start)
+            except KeyboardInterrupt:
+                raise
+            except BaseException:
+                if deadline.expired():  # it raised after its deadline
+                    return _failed(hook_id, Failure.TIMEOUT, start)
+                raise
     except KeyboardInterrupt:
         raise
     except asyncio.CancelledError as exc:
         task = asyncio.current_task()
         if task is None or task.cancelling():
             raise
-        return _failed(hook_id, Failure.RAISED, start, exc)
+        return _in_time(_failed(hook_id, Failure.RAISED, start, exc), timeout, start)
     except BaseException as exc:
-        return _failed(hook_id, Failure.RAISED, start, exc)
-    return _judge(hook_id, result, validate, start)
+        return _in_time(_failed(hook_id, Failure.RAISED, start, exc), timeout, start)
+    outcome = _judge(hook_id, result, validate, start)
+    if timeout and outcome.elapsed_ms > timeout * 1000.0:  # it held the loop past its deadline
+        return _failed(hook_id, Failure.TIMEOUT, start)
+    return outcome
+
+
+def _in_time(outcome: Outcome, timeout, start: float) -> Outcome:
+    """A failure the hook produced after its deadline (blocking the loop) is a TIMEOUT."""
+    if timeout and outcome.elapsed_ms > timeout * 1000.0:
+        return _failed(outcome.hook, Failure.TIMEOUT, start)
+    return outcome

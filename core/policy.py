@@ -27,6 +27,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from _thread import TIMEOUT_MAX as _TIMEOUT_MAX  # a builtin module: no import cost
 
 TYPE_CHECKING = False  # not typing's (an import on the runner's critical path)
 if TYPE_CHECKING:
@@ -138,12 +139,18 @@ class Config:
 # ---------------------------------------------------------------- validation
 
 
+#: The longest deadline kept, in seconds: ``threading.TIMEOUT_MAX`` (about 292 years
+#: here), the longest a lock can be waited on. A longer one, valid in a config
+#: (``timeout = 1e300``), means this: in effect no limit, never an error.
+MAX_TIMEOUT = _TIMEOUT_MAX
+
+
 def _number(where: str, key: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{where}: '{key}' must be a number of seconds, got {type(value).__name__}")
     if value != value or value < 0 or value == float("inf"):
         raise ConfigError(f"{where}: '{key}' must be a finite number >= 0")
-    return float(value)
+    return float(value) if value <= MAX_TIMEOUT else MAX_TIMEOUT
 
 
 def _choice(where: str, key: str, value, choices) -> str:

@@ -248,7 +248,9 @@ def execute(argv, payload, timeout, env=None):
         if remaining <= 0:
             result.timed_out = True
             break
-        for fd, _event in poller.poll(int(remaining * 1000) + 1):
+        # in steps of at most a day: poll(2) takes its milliseconds as a C int, and a
+        # valid deadline may be far longer (policy.MAX_TIMEOUT)
+        for fd, _event in poller.poll(min(int(remaining * 1000) + 1, 86_400_000)):
             if fd == in_w:
                 try:
                     written = os.write(in_w, pending[:65536])

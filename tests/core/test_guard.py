@@ -927,3 +927,639 @@ def test_the_compiled_poll_itself():
         _spin.wait(bytearray(), 0.001)
     with pytest.raises(TypeError):
         _spin.wait(b"\x00", 0.001)  # read-only
+
+
+# ---------------------------------------------------------------- deadlines that hold (issue 25)
+#
+# An answer that ends after its deadline is a timeout however it was produced: a gate
+# that holds the GIL (the caller cannot wake in time, then finds a finished answer), an
+# async gate that blocks the event loop, an async gate that swallows its cancellation.
+
+
+import re  # noqa: E402
+
+from failsecure import policy  # noqa: E402
+
+
+def _regex_gate(length):
+    """A gate running a catastrophic regex on its input: the GIL is held in C throughout
+    (about a second for 25 characters on the reference machine; 5 is instant)."""
+
+    def gate(*args, **kwargs):
+        re.match(r"(a+)+$", "a" * length + "b")
+        return "allow"
+
+    return gate
+
+
+def _bounded(fn, seconds=20.0):
+    """Run ``fn()`` in a thread: -> its result, or fail (never hang the suite) when it
+    does not return within ``seconds``."""
+    box: list = []
+
+    def run():
+        try:
+            box.append(("ok", fn()))
+        except BaseException as exc:  # handed back to the test
+            box.append(("raised", exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert box, f"did not return within {seconds} s"
+    kind, value = box[0]
+    if kind == "raised":
+        raise value
+    return value
+
+
+def test_a_gate_holding_the_gil_past_its_deadline_is_a_timeout_on_every_sync_path():
+    slow, quick = _regex_gate(24), _regex_gate(5)
+    after = ("t:after", lambda: "allow", (), None, validate, 5.0)
+    for gate, late in ((slow, True), (quick, False)):  # twin: the same gate on a short input
+        deadline = 0.005 if late else 5.0
+        outcomes = [
+            guard.call("t:re", gate, validate=validate, timeout=deadline),
+            guard.call_each([("t:re", gate, (), None, validate, deadline), after])[0],
+            asyncio.run(guard.acall("t:re", gate, validate=validate, timeout=deadline)),
+            asyncio.run(guard.acall_each([("t:re", gate, (), None, validate, deadline)]))[0],
+        ]
+        for o in outcomes:
+            if late:
+                assert o.failure is Failure.TIMEOUT and o.verdict is None and o.hook == "t:re", o
+            else:
+                assert o.failure is None and o.action is Action.ALLOW, o
+    # the hook after a late one still runs, on a fresh worker, and is judged
+    out = guard.call_each([("t:re", slow, (), None, validate, 0.005), after])
+    assert out[0].failure is Failure.TIMEOUT and out[1].failure is None and out[1].action is Action.ALLOW
+
+
+def test_a_gate_holding_the_gil_then_raising_past_its_deadline_is_a_timeout():
+    def gate():
+        _regex_gate(24)()
+        raise Boom()
+
+    assert guard.call("t:re", gate, validate=validate, timeout=0.005).failure is Failure.TIMEOUT
+    # twin: raising in time is RAISED, with its type
+    o = guard.call("t:re", raiser(Boom()), validate=validate, timeout=5.0)
+    assert o.failure is Failure.RAISED and o.exception_type == "Boom"
+
+
+def test_an_async_gate_blocking_the_loop_past_its_deadline_is_a_timeout():
+    async def before_any_await():
+        time.sleep(0.2)  # a sync HTTP client, time.sleep: the loop is held
+        return "allow"
+
+    async def after_an_await():
+        await asyncio.sleep(0)
+        time.sleep(0.2)
+        return "allow"
+
+    async def raises_after_blocking():
+        await asyncio.sleep(0)
+        time.sleep(0.2)
+        raise Boom()
+
+    async def regex():
+        await asyncio.sleep(0)
+        return _regex_gate(24)()
+
+    for gate in (before_any_await, after_an_await, raises_after_blocking, regex):
+        o = asyncio.run(guard.acall("t:a", gate, validate=validate, timeout=0.02))
+        assert o.failure is Failure.TIMEOUT and o.verdict is None, (gate.__name__, o)
+    # twins: the same gates within their deadline are judged as they answered
+    for gate in (before_any_await, after_an_await):
+        o = asyncio.run(guard.acall("t:a", gate, validate=validate, timeout=5.0))
+        assert o.failure is None and o.action is Action.ALLOW
+    o = asyncio.run(guard.acall("t:a", raises_after_blocking, validate=validate, timeout=5.0))
+    assert o.failure is Failure.RAISED and o.exception_type == "Boom"
+
+
+def test_a_sync_hook_answering_a_coroutine_that_blocks_the_loop_is_a_timeout():
+    async def blocks():
+        time.sleep(0.2)
+        return "allow"
+
+    calls = [("t:c", lambda: blocks(), (), None, validate, 0.05), ("t:after", lambda: "allow", (), None, validate, 5.0)]
+    out = asyncio.run(guard.acall_each(calls))
+    assert out[0].failure is Failure.TIMEOUT and out[1].failure is None and out[1].action is Action.ALLOW
+    # twin: the coroutine answering in time is awaited and judged
+    out = asyncio.run(guard.acall_each([("t:c", lambda: blocks(), (), None, validate, 5.0)]))
+    assert out[0].failure is None and out[0].action is Action.ALLOW
+
+
+class _Stubborn:
+    """An async gate that swallows every cancellation and waits on (for ever, or until
+    ``release``). Records what became of it."""
+
+    def __init__(self, cleanup: float = 0.0):
+        self.cleanup = cleanup
+        self.cancelled = 0
+        self.closed = False
+        self.cleaned = False
+
+    async def __call__(self):
+        try:
+            while True:
+                try:
+                    await asyncio.sleep(30)
+                except asyncio.CancelledError:
+                    self.cancelled += 1
+                    if self.cleanup:  # a clean-up that awaits, then gives up the call
+                        await asyncio.sleep(self.cleanup)
+                        self.cleaned = True
+                        return "allow"
+        finally:
+            self.closed = True
+
+
+def test_an_async_gate_swallowing_its_cancellation_is_decided_at_its_deadline(caplog):
+    stubborn = _Stubborn()
+    errors: list = []
+
+    async def main():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context.get("message")))
+        start = time.perf_counter()
+        o = await guard.acall("t:s", stubborn, validate=validate, timeout=0.05)
+        return o, time.perf_counter() - start
+
+    with caplog.at_level("DEBUG", logger="asyncio"):
+        o, took = _bounded(lambda: asyncio.run(main()))  # asyncio.run's shutdown must not hang either
+    assert o.failure is Failure.TIMEOUT and o.verdict is None
+    assert took < 2.0, took  # the gate would hold it for ever
+    assert stubborn.cancelled >= 1 and stubborn.closed  # closed at the loop's shutdown at the latest
+    assert errors == [] and not [r for r in caplog.records if "destroyed" in r.getMessage()]
+    # twin: the same gate answering before its deadline is judged
+    async def prompt():
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            pass
+        return "allow"
+
+    assert asyncio.run(guard.acall("t:s", prompt, validate=validate, timeout=5.0)).action is Action.ALLOW
+
+
+def test_the_rest_of_an_abandoned_async_gate_runs_its_clean_up_then_ends(monkeypatch):
+    monkeypatch.setattr(guard, "ASYNC_GRACE", 5.0, raising=False)
+    stubborn = _Stubborn(cleanup=0.05)
+
+    async def main():
+        o = await guard.acall("t:s", stubborn, validate=validate, timeout=0.05)
+        decided_before_clean_up = not stubborn.cleaned
+        for _ in range(300):  # the loop runs on: the abandoned rest finishes its clean-up
+            if stubborn.closed:
+                break
+            await asyncio.sleep(0.01)
+        return o, decided_before_clean_up
+
+    o, early = _bounded(lambda: asyncio.run(main()))
+    assert o.failure is Failure.TIMEOUT and early  # decided at the deadline, not after the clean-up
+    assert stubborn.cleaned and stubborn.closed  # its late "allow" went nowhere
+
+
+def test_the_rest_of_an_abandoned_async_gate_is_closed_after_the_grace(monkeypatch):
+    monkeypatch.setattr(guard, "ASYNC_GRACE", 0.05, raising=False)
+    stubborn = _Stubborn()
+
+    async def main():
+        o = await guard.acall("t:s", stubborn, validate=validate, timeout=0.02)
+        for _ in range(300):
+            if stubborn.closed:
+                break
+            await asyncio.sleep(0.01)
+        return o, stubborn.closed, len(asyncio.all_tasks())
+
+    o, closed, tasks = _bounded(lambda: asyncio.run(main()))
+    assert o.failure is Failure.TIMEOUT and closed and tasks == 1  # only main() is left
+
+
+def test_an_abandoned_async_gate_on_a_loop_closed_before_its_grace_leaves_no_noise(caplog):
+    import gc
+
+    stubborn = _Stubborn()
+    loop = asyncio.new_event_loop()
+    errors: list = []
+    loop.set_exception_handler(lambda loop, context: errors.append(context.get("message")))
+    with caplog.at_level("DEBUG", logger="asyncio"):
+        try:
+            o = _bounded(lambda: loop.run_until_complete(guard.acall("t:s", stubborn, validate=validate, timeout=0.02)))
+        finally:
+            loop.close()  # with the abandoned rest still pending: no shutdown of tasks here
+        gc.collect()
+    assert o.failure is Failure.TIMEOUT
+    assert errors == [] and not [r for r in caplog.records if "destroyed" in r.getMessage()]
+
+
+def test_the_callers_own_cancellation_still_propagates_through_a_stubborn_gate():
+    """The caller's cancellation is not the deadline's: it still reaches the caller (the
+    gate swallowing it is the gate's business, as without failsecure)."""
+
+    async def main():
+        stubborn = _Stubborn(cleanup=0.01)
+        task = asyncio.ensure_future(guard.acall("t:s", stubborn, validate=validate, timeout=10))
+        await asyncio.sleep(0.02)
+        task.cancel()
+        return await task
+
+    o = _bounded(lambda: asyncio.run(main()))
+    # the gate swallowed the caller's cancellation and answered: judged as before
+    assert o.failure is None and o.action is Action.ALLOW
+
+
+# ---------------------------------------------------------------- the bounds on abandoned calls
+
+
+def _hang(release):
+    return lambda *a, **k: release.wait(10) and "allow"
+
+
+def _settle_until(predicate, seconds=5.0):
+    end = time.perf_counter() + seconds
+    while not predicate():
+        assert time.perf_counter() < end, "did not settle"
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def bounds(monkeypatch):
+    """A pool of its own, small bounds, and a config with an observer and an advisory hook."""
+    monkeypatch.setattr(guard, "_pool", guard._Pool())
+    monkeypatch.setattr(guard, "MAX_ABANDONED", 2)
+    monkeypatch.setattr(guard, "MAX_ABANDONED_ADVISORY", 2, raising=False)
+    monkeypatch.setattr(guard, "MAX_ABANDONED_PER_HOOK", 100, raising=False)
+    config = policy.Config(hooks={
+        "t:obs": policy.HookPolicy(role="observer"),
+        "t:obs2": policy.HookPolicy(role="observer"),
+        "t:adv": policy.HookPolicy(on_error="allow"),
+    })
+    release = threading.Event()
+    with policy.using(config):
+        yield release
+    release.set()
+    _settle_until(lambda: guard.abandoned_calls() == 0)
+
+
+def test_abandoned_observer_and_advisory_calls_do_not_fill_the_gates_bound(bounds):
+    release = bounds
+    for hook in ("t:obs", "t:adv"):
+        assert guard.call(hook, _hang(release), validate=validate, timeout=0.02).failure is Failure.TIMEOUT
+    assert guard.abandoned_calls() == 2
+    ran: list = []
+    gate = lambda: ran.append(1) or "allow"  # noqa: E731
+    for o in (guard.call("t:gate", gate, validate=validate, timeout=1.0),
+              guard.call_each([("t:obs", lambda: None, (), None, validate, 1.0), ("t:gate", gate, (), None, validate, 1.0)])[1],
+              asyncio.run(guard.acall("t:gate", gate, validate=validate, timeout=1.0))):
+        assert o.failure is None and o.action is Action.ALLOW  # the gate ran and answered
+    assert len(ran) == 3
+    # twin: as many hung gates fill the gates' bound: the next gate is refused at once
+    for hook in ("t:g1", "t:g2"):
+        assert guard.call(hook, _hang(release), validate=validate, timeout=0.02).failure is Failure.TIMEOUT
+    o = guard.call("t:gate", gate, validate=validate, timeout=1.0)
+    assert o.failure is Failure.TIMEOUT and o.elapsed_ms < 500 and len(ran) == 3
+
+
+def test_observers_and_advisory_hooks_have_a_bound_of_their_own(bounds):
+    release = bounds
+    for hook in ("t:obs", "t:adv"):
+        guard.call(hook, _hang(release), validate=validate, timeout=0.02)
+    ran: list = []
+    out = guard.call_each([("t:obs2", lambda: ran.append("obs2"), (), None, validate, 1.0),
+                           ("t:gate", lambda: ran.append("gate") or "allow", (), None, validate, 1.0)])
+    # the observer's bound is full: it is refused at once (which denies nothing); the gate runs
+    assert out[0].failure is Failure.TIMEOUT and out[1].failure is None and out[1].action is Action.ALLOW
+    assert ran == ["gate"]
+    release.set()
+    _settle_until(lambda: guard.abandoned_calls() == 0)
+    # twin: once the hung observers returned, observers run again
+    assert guard.call("t:obs2", lambda: ran.append("obs2"), validate=validate, timeout=1.0).failure is None
+    assert ran == ["gate", "obs2"]
+
+
+def test_a_hung_hook_is_contained_by_its_own_bound_and_the_others_run(monkeypatch):
+    monkeypatch.setattr(guard, "_pool", guard._Pool())
+    monkeypatch.setattr(guard, "MAX_ABANDONED_PER_HOOK", 2, raising=False)
+    release = threading.Event()
+    ran: list = []
+    try:
+        for _ in range(2):
+            assert guard.call("t:hung", _hang(release), validate=validate, timeout=0.02).failure is Failure.TIMEOUT
+        # its third call is refused at once, without running ...
+        o = guard.call("t:hung", lambda: ran.append("hung") or "allow", validate=validate, timeout=1.0)
+        assert o.failure is Failure.TIMEOUT and o.elapsed_ms < 500 and ran == []
+        o = asyncio.run(guard.acall("t:hung", lambda: ran.append("hung") or "allow", validate=validate, timeout=1.0))
+        assert o.failure is Failure.TIMEOUT and ran == []
+        # ... while every other hook runs, in order, around it in a batch
+        out = guard.call_each([
+            ("t:a", lambda: ran.append("a") or "allow", (), None, validate, 1.0),
+            ("t:hung", lambda: ran.append("hung") or "allow", (), None, validate, 1.0),
+            ("t:b", lambda: ran.append("b") or "deny", (), None, validate, 1.0),
+        ])
+        assert [(o.hook, o.failure, o.action) for o in out] == [
+            ("t:a", None, Action.ALLOW), ("t:hung", Failure.TIMEOUT, Action.ABSTAIN), ("t:b", None, Action.DENY)]
+        out = asyncio.run(guard.acall_each([
+            ("t:hung", lambda: ran.append("hung") or "allow", (), None, validate, 1.0),
+            ("t:a", lambda: ran.append("a") or "allow", (), None, validate, 1.0),
+        ]))
+        assert [(o.hook, o.failure) for o in out] == [("t:hung", Failure.TIMEOUT), ("t:a", None)]
+        assert ran == ["a", "b", "a"]
+    finally:
+        release.set()
+    _settle_until(lambda: guard.abandoned_calls() == 0)
+    # twin: once its hung calls returned, the hook runs again
+    assert guard.call("t:hung", lambda: "allow", validate=validate, timeout=1.0).action is Action.ALLOW
+
+
+# ---------------------------------------------------------------- a huge deadline
+
+
+def test_a_deadline_beyond_the_longest_lock_wait_is_waited_for_not_raised():
+    huge = 1e300  # a valid config value, far beyond threading.TIMEOUT_MAX
+    assert huge > threading.TIMEOUT_MAX
+
+    def slow():  # slower than the caller's polling: it sleeps on the worker
+        time.sleep(0.05)
+        return "allow"
+
+    async def aslow():
+        await asyncio.sleep(0.05)
+        return "allow"
+
+    outcomes = [
+        guard.call("t:h", slow, validate=validate, timeout=huge),
+        guard.call_each([("t:a", slow, (), None, validate, None), ("t:h", slow, (), None, validate, huge)])[1],
+        asyncio.run(guard.acall("t:h", slow, validate=validate, timeout=huge)),
+        asyncio.run(guard.acall("t:h", aslow, validate=validate, timeout=huge)),
+        asyncio.run(guard.acall_each([("t:h", slow, (), None, validate, huge)]))[0],
+    ]
+    assert [(o.failure, o.action) for o in outcomes] == [(None, Action.ALLOW)] * 5
+    # twins: a raising gate is still RAISED, and a hanging one after it keeps its own deadline
+    release = threading.Event()
+    try:
+        out = guard.call_each([("t:r", raiser(Boom()), (), None, validate, huge), ("t:hang", _hang(release), (), None, validate, 0.05)])
+    finally:
+        release.set()
+    assert out[0].failure is Failure.RAISED and out[1].failure is Failure.TIMEOUT
+
+
+def test_a_huge_timeout_in_a_config_is_kept_as_the_longest_deadline_and_works():
+    config = policy.validate({"timeout": 1e300, "hooks": {"dl:own": {"timeout": 1e300}}})
+    assert policy.MAX_TIMEOUT == threading.TIMEOUT_MAX
+    assert config.timeout == policy.MAX_TIMEOUT and config.timeout_for("dl:own") == policy.MAX_TIMEOUT
+    assert policy.validate({"timeout": 2.5}).timeout == 2.5  # twin: an ordinary deadline is kept as written
+    toy = _Toy()
+
+    def slow():
+        time.sleep(0.05)
+        return "allow"
+
+    with policy.using(config):
+        o = toy.hook_call("dl:slow", slow)
+        d = toy.decide("ls", [o])
+        batch = toy.hook_calls([("dl:own", slow, (), None, None), ("dl:slow", slow, (), None, None)])
+        ao = asyncio.run(toy.ahook_call("dl:slow", slow))
+    assert o.failure is None and d.action is Action.ALLOW
+    assert [x.failure for x in batch] == [None, None] and ao.action is Action.ALLOW
+
+
+# ---------------------------------------------------------------- through the adapter
+
+
+from failsecure import plugins  # noqa: E402
+from failsecure.adapter import Adapter  # noqa: E402
+
+
+class _Toy(Adapter):
+    name = "dl"
+    distribution = "pytest"
+    modules = ("fs_dl_framework",)
+
+    def _patch(self):
+        pass
+
+    def to_verdict(self, native):
+        return validate(native)
+
+    def _probe(self, gate):
+        return self.decide("probe", [self.hook_call("dl:probe", gate)]).denied
+
+
+class _PluginGate:
+    def __init__(self, fn):
+        self.fn = fn
+
+    @plugins.hookimpl
+    def failsecure_pre_tool_call(self, call):
+        return self.fn(call)
+
+
+@pytest.fixture
+def plugin_gate():
+    registered = []
+
+    def add(fn, name):
+        plugin = _PluginGate(fn)
+        plugins.register(plugin, name=name)
+        registered.append(plugin)
+
+    yield add
+    for p in registered:
+        plugins.unregister(p)
+
+
+def test_a_plugin_gate_answering_past_its_deadline_denies_as_timeout_in_decide(plugin_gate):
+    length = {"n": 24}
+    plugin_gate(lambda call: _regex_gate(length["n"])() and None, "re")
+    toy = _Toy()
+    with policy.using(policy.Config(hooks={"plugin:re": policy.HookPolicy(timeout=0.005)})):
+        d = toy.decide("ls", [])
+    assert d.denied and d.primary.hook == "plugin:re" and d.primary.failure is Failure.TIMEOUT
+    # twin: the same gate on a short input answers in time: nothing denies
+    length["n"] = 5
+    with policy.using(policy.Config(hooks={"plugin:re": policy.HookPolicy(timeout=5.0)})):
+        d = toy.decide("ls", [])
+    assert not d.denied and [o.failure for o in d.outcomes] == [None]
+
+
+def test_an_async_plugin_gate_blocking_the_loop_past_its_deadline_denies_as_timeout_in_adecide(plugin_gate):
+    block = {"s": 0.2}
+
+    async def blocks_the_loop(call):
+        time.sleep(block["s"])  # a sync HTTP client inside async def
+        return None
+
+    plugin_gate(blocks_the_loop, "loop")
+    toy = _Toy()
+    with policy.using(policy.Config(hooks={"plugin:loop": policy.HookPolicy(timeout=0.02)})):
+        d = asyncio.run(toy.adecide("ls", []))
+    assert d.denied and d.primary.hook == "plugin:loop" and d.primary.failure is Failure.TIMEOUT
+    # twin: blocking for less than its deadline, it is judged (an abstain)
+    block["s"] = 0.0
+    with policy.using(policy.Config(hooks={"plugin:loop": policy.HookPolicy(timeout=5.0)})):
+        d = asyncio.run(toy.adecide("ls", []))
+    assert not d.denied and [o.failure for o in d.outcomes] == [None]
+
+
+def test_a_hanging_observer_never_makes_a_gate_fail_nor_takes_its_blame(monkeypatch):
+    """One hanging observer used to fill the abandoned-call bound; then every call's
+    gates were refused and the deny blamed on a gate that would have answered at once."""
+    monkeypatch.setattr(guard, "_pool", guard._Pool())
+    monkeypatch.setattr(guard, "MAX_ABANDONED", 2)
+    release = threading.Event()
+    toy = _Toy()
+    hang = _hang(release)
+    config = policy.Config(timeout=0.02, hooks={"dl:watch": policy.HookPolicy(role="observer")})
+    decisions = []
+    try:
+        with policy.using(config):
+            for _ in range(4):  # twice the bound of hung observer calls
+                outcomes = toy.hook_calls([("dl:watch", hang, (), None, None), ("dl:gate", lambda: "allow", (), None, None)])
+                decisions.append(toy.decide("ls", outcomes))
+            async def tasks():
+                return [await toy.ahook_calls([("dl:watch", hang, (), None, None), ("dl:gate", lambda: "allow", (), None, None)])
+                        for _ in range(2)]
+            for outcomes in asyncio.run(tasks()):
+                decisions.append(toy.decide("ls", outcomes))
+            for d in decisions:
+                assert d.action is Action.ALLOW and d.primary.hook == "dl:gate" and d.primary.failure is None, d
+                assert [o.failure for o in d.outcomes] == [Failure.TIMEOUT, None]  # the observer timed out, uncounted
+            assert guard.abandoned_calls() == 6
+            # the twin: a hanging *gate* fills the gates' bound: past it a gate is refused,
+            # and the deny is the refused gate's timeout
+            for _ in range(2):
+                d = toy.decide("ls", toy.hook_calls([("dl:hung-gate", hang, (), None, None)]))
+                assert d.denied and d.primary.hook == "dl:hung-gate" and d.primary.failure is Failure.TIMEOUT
+            refused = toy.decide("ls", toy.hook_calls([("dl:gate", lambda: "allow", (), None, None)]))
+    finally:
+        release.set()
+    assert refused.denied and refused.primary.failure is Failure.TIMEOUT and refused.primary.elapsed_ms < 500
+    _settle_until(lambda: guard.abandoned_calls() == 0)
+
+
+# ---------------------------------------------------------------- fork while a lock is held
+
+
+def _forked(child, seconds=10):
+    """Run ``child()`` in a forked child (an alarm ends it if it hangs): -> what it wrote."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # never return into pytest
+        code = 1
+        try:
+            import signal
+
+            signal.signal(signal.SIGALRM, lambda *a: os._exit(3))
+            signal.alarm(seconds)
+            os.write(write, child().encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    chunks = []
+    while True:
+        chunk = os.read(read, 1000)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    assert code != 3, "the child hung"
+    assert code == 0, code
+    return b"".join(chunks).decode()
+
+
+def _holding(lock):
+    """A thread that takes ``lock`` and keeps it until the returned event is set."""
+    taken, release = threading.Event(), threading.Event()
+
+    def hold():
+        with lock:
+            taken.set()
+            release.wait(30)
+
+    threading.Thread(target=hold, daemon=True).start()
+    assert taken.wait(5)
+    return release
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_fork_while_other_threads_hold_the_guards_locks_leaves_the_child_working():
+    guard.call("t:warm", lambda: "allow", validate=validate, timeout=1.0)  # an idle worker
+    worker = guard._pool.idle[-1]
+    release = threading.Event()
+    busy = threading.Thread(target=lambda: guard.call("t:busy", lambda: release.wait(30), validate=validate, timeout=30), daemon=True)
+    busy.start()  # a worker in the middle of a hook
+    holds = [_holding(guard._pool.lock), _holding(worker.lock)]
+    try:
+        def child():
+            ok = guard.call_each([("t:child", lambda: "allow", (), None, validate, 2.0)])[0]
+            gone = threading.Event()
+            hung = guard.call("t:hang", lambda: gone.wait(5), validate=validate, timeout=0.1)
+            aok = asyncio.run(guard.acall("t:child", lambda: "deny", validate=validate, timeout=2.0))
+            return f"{ok.action.value}|{hung.failure.value}|{aok.action.value}|{guard.abandoned_calls()}"
+
+        got = _forked(child)
+    finally:
+        for hold in holds:
+            hold.set()
+        release.set()
+        busy.join(5)
+    # the child's gates answer within their deadlines; twin: a hanging one still times out
+    assert got == "allow|timeout|deny|1"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_fork_while_another_thread_holds_an_adapters_lock_leaves_the_childs_patch_working():
+    toy = _Toy()
+    release = _holding(toy._lock)  # a patch under way in another thread
+    try:
+        def child():
+            state = toy.patch()
+            toy.unpatch()
+            return state
+
+        got = _forked(child, seconds=5)
+    finally:
+        release.set()
+    assert got == "patched"
+    # twin: in this process, once the lock is free, the same adapter patches as usual
+    assert toy.patch() == "patched"
+    toy.unpatch()
+
+
+def test_a_command_hook_under_the_longest_deadline_runs():
+    """The command-hook runner waits with poll(2), whose milliseconds are a C int: the
+    longest deadline a config can give (policy.MAX_TIMEOUT) is waited for in steps."""
+    from failsecure import runner_process
+
+    result = runner_process.execute(["cat"], b"payload", threading.TIMEOUT_MAX)  # = policy.MAX_TIMEOUT
+    assert not result.timed_out and result.status == 0 and result.stdout == b"payload"
+    # twin: a short deadline still cuts a hook that outlives it
+    result = runner_process.execute(["sleep", "5"], b"", 0.1)
+    assert result.timed_out
+
+
+def test_a_gates_deadline_runs_from_its_own_start_not_from_a_slow_hand_off(monkeypatch):
+    """Under load the worker may begin a call well after the hand-off (a thread starting
+    among hundreds): that time is not the gate's. Here the hand-off itself takes longer
+    than the deadline; the gate, quick once started, is judged."""
+    monkeypatch.setattr(guard, "_pool", guard._Pool())
+    real = guard._pool.start
+
+    def slow_start(worker, job):
+        time.sleep(0.3)
+        real(worker, job)
+
+    monkeypatch.setattr(guard._pool, "start", slow_start)
+    quick = lambda: time.sleep(0.02) or "allow"  # noqa: E731
+    for o in (guard.call("t:q", quick, validate=validate, timeout=0.2),
+              asyncio.run(guard.acall("t:q", quick, validate=validate, timeout=0.2))):
+        assert o.failure is None and o.action is Action.ALLOW, o
+    # twin: a gate that overruns its deadline from its own start is still a timeout
+    release = threading.Event()
+    try:
+        o = guard.call("t:slow", lambda: release.wait(5), validate=validate, timeout=0.2)
+    finally:
+        release.set()
+    assert o.failure is Failure.TIMEOUT

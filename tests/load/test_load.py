@@ -1,5 +1,5 @@
 """Load: 1,000 gated tool calls in flight, from threads and from asyncio tasks, 10 %
-hanging and 10 % raising gates; the abandoned-call bound; four processes appending to
+hanging and 10 % raising gates; the bounds on abandoned calls; four processes appending to
 one audit file. Run with ``tox -e load`` (not in the ``test`` label). The bounds are
 asserted with generous slack (a shared 2-CPU machine); the measured figures are printed
 at the end of the run to be quoted (docs/performance.md, "Under load")."""
@@ -90,7 +90,13 @@ def test_a_thousand_calls_in_flight(rig, adapter, figures):
         if failure is Failure.TIMEOUT:
             late[call.origin] = max(late[call.origin], call.seconds - DEADLINE)
             assert call.seconds <= DEADLINE + SLACK, (call.origin, call.seconds)
-    assert by["allow"]["allow"] > 0
+    # the bounds contain the hung gates without denying the legitimate ones: at most 1 % of
+    # the allowing calls may be denied (a deadline missed on this shared machine), and
+    # none of them by the bound (refused at once: the hung gates are not theirs)
+    allowing = sum(by["allow"].values())
+    denied = collections.Counter(c.origin for c in calls if c.kind == "allow" and c.decision.denied)
+    assert by["allow"]["allow"] >= allowing * 0.99, (dict(by["allow"]), dict(denied))
+    assert by["allow"]["timeout at once (bound)"] == 0, dict(by["allow"])
 
     events = [e for e in audit_lines(rig.audit_path) if e["call_id"] != "warm-up"]
     ids = collections.Counter(e["call_id"] for e in events)
@@ -128,8 +134,10 @@ def test_past_the_bound_calls_deny_at_once_and_the_bound_recovers(rig, adapter, 
             return lambda *a: hold.wait(60) and "allow"
 
         # fill the bound: MAX_ABANDONED hanging gates at once, each denied at its deadline
+        # (as many different gates: one gate's own hung calls are bounded far lower,
+        # MAX_ABANDONED_PER_HOOK, see test_guard)
         fill: list = []
-        threads = [threading.Thread(target=lambda h=h, i=i: fill.append(decide_sync(adapter, "hang", hang(h), f"fill{i}")))
+        threads = [threading.Thread(target=lambda h=h, i=i: fill.append(decide_sync(adapter, f"hang{i}", hang(h), f"fill{i}")))
                    for i, h in enumerate(holds)]
         for t in threads:
             t.start()
