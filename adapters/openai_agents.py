@@ -72,6 +72,10 @@ APPROVALS = "agents.util._approvals"
 GUARDRAILS = "agents.tool_guardrails"
 EXCEPTIONS = "agents.exceptions"
 MCP_SERVER = "agents.mcp.server"
+TOOL = "agents.tool"
+APPROVAL_STATUS = "resolve_approval_status"
+#: callbacks a tool carries that decide whether its call runs: (class, attribute, kind)
+TOOL_CALLBACKS = (("ComputerTool", "on_safety_check", "safety"), ("HostedMCPTool", "on_approval_request", "approval"))
 MCP_APPROVAL = "_get_needs_approval_for_tool"
 
 GUARDRAIL_LOOP = "_execute_tool_input_guardrails"
@@ -102,6 +106,29 @@ def _approval_verdict(native: Any) -> Verdict:
     if native is False:
         return _ALLOW
     raise Invalid()
+
+
+def _safety_verdict(native: Any) -> Verdict:
+    """``on_safety_check``: exactly ``True`` (acknowledge) or ``False`` (do not)."""
+    if native is True:
+        return Verdict(action=Action.ALLOW, data=True)
+    if native is False:
+        return Verdict(action=Action.DENY, data=False)
+    raise Invalid()
+
+
+def _approval_result_verdict(native: Any) -> Verdict:
+    """``on_approval`` / ``on_approval_request``: a mapping whose ``approve`` is a bool
+    (and ``reason``, when there, a string)."""
+    from collections.abc import Mapping
+
+    if not isinstance(native, Mapping):
+        raise Invalid()
+    approve = native.get("approve")
+    reason = native.get("reason")
+    if type(approve) is not bool or (reason is not None and type(reason) is not str):
+        raise Invalid()
+    return Verdict(action=Action.ALLOW if approve else Action.DENY, data=native)
 
 
 def _mcp_policy(policy: Any, agent: Any, tool: Any) -> Any:
@@ -207,8 +234,21 @@ class OpenAIAgentsAdapter(Adapter):
                 _pre_approval.set(True)
             return answer
 
+        def approval_status(wrapped, instance, args, kwargs):
+            on_approval = kwargs.get("on_approval")
+            if adapter._active and callable(on_approval) and not getattr(on_approval, "_failsecure_guarded", False):
+                kwargs = dict(kwargs, on_approval=adapter._guarded_callback(on_approval, "approval", kwargs.get("tool_name")))
+            return wrapped(*args, **kwargs)
+
         # the SDK imports these helpers by name into its call sites: wrapped everywhere
         self.wrap(te, GUARDRAIL_LOOP, guardrail_loop)
+        if inspect.iscoroutinefunction(vars(te).get(APPROVAL_STATUS)):
+            self.wrap_everywhere(te, APPROVAL_STATUS, approval_status, PACKAGE)
+        tool_module = sys.modules.get(TOOL) or importlib.import_module(TOOL)
+        for class_name, attr, kind in TOOL_CALLBACKS:
+            owner = getattr(tool_module, class_name, None)
+            if isinstance(owner, type):
+                self._guard_attribute(owner, attr, kind)
         executor = getattr(te, "_FunctionToolBatchExecutor", None)
         if isinstance(executor, type) and callable(vars(executor).get(PRE_APPROVAL)):
             self.wrap(executor, PRE_APPROVAL, pre_approval)
@@ -222,6 +262,48 @@ class OpenAIAgentsAdapter(Adapter):
 
             self._mcp_watch = True
             _bootstrap.when_imported(MCP_SERVER, self._late_mcp)
+
+    def _guard_attribute(self, owner: type, attr: str, kind: str) -> None:
+        """Every callable set as ``owner.<attr>`` (in ``__init__`` or later) is put under
+        the guard: the SDK reads the attribute and calls what it finds."""
+        adapter = self
+        original = owner.__setattr__
+
+        def __setattr__(instance, name, value):
+            if name == attr and callable(value) and adapter._active and not getattr(value, "_failsecure_guarded", False):
+                value = adapter._guarded_callback(value, kind, getattr(instance, "name", None))
+            original(instance, name, value)
+
+        self.replace(owner, "__setattr__", __setattr__)
+
+    def _guarded_callback(self, callback: Any, kind: str, tool: Any) -> Any:
+        """A tool's approval or safety callback as a gate: deadline, any exception, an
+        answer of the wrong shape. ``kind`` "safety" (``on_safety_check``: a bool, True
+        acknowledges) or "approval" (``on_approval`` / ``on_approval_request``: a mapping
+        with ``approve`` a bool). A failure answers "not acknowledged" / ``{"approve":
+        False, "reason": <hook id and category>}``: the SDK's own no. A valid answer is
+        passed through as it came."""
+        adapter = self
+        validate = _safety_verdict if kind == "safety" else _approval_result_verdict
+        name = _text(tool)
+
+        async def guarded(*args, **kwargs):
+            if not adapter._active:
+                result = callback(*args, **kwargs)
+                return await result if inspect.isawaitable(result) else result
+            hook_id = adapter.callable_id(callback)
+            outcome = await adapter.ahook_call(hook_id, callback, *args, _validate=validate, **kwargs)
+            decision = await adapter.adecide_stage(name, [outcome], call_id=None)
+            if outcome.failure is None and not decision.denied:
+                return outcome.verdict.data  # type: ignore[union-attr]
+            if outcome.failure is None and outcome.verdict is not None and decision.primary is outcome:
+                return outcome.verdict.data  # the callback's own no, as it said it
+            reason = decision.reason or failure_reason(hook_id, outcome.failure or Failure.INVALID)
+            return False if kind == "safety" else {"approve": False, "reason": reason}
+
+        guarded._failsecure_guarded = True  # type: ignore[attr-defined]
+        guarded.__wrapped__ = callback  # type: ignore[attr-defined]
+        return guarded
 
     def _late_mcp(self, module: Any) -> None:
         if not self._active or self._mcp_patched:
