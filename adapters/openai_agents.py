@@ -64,13 +64,19 @@ from typing import Any, Optional
 
 from failsecure import integrity
 from failsecure.adapter import Adapter, PatchError
-from failsecure.verdict import Action, Failure, Invalid, Verdict, failure_reason
+from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 PACKAGE = "agents"
 TOOL_EXECUTION = "agents.run_internal.tool_execution"
 APPROVALS = "agents.util._approvals"
 GUARDRAILS = "agents.tool_guardrails"
 EXCEPTIONS = "agents.exceptions"
+MCP_SERVER = "agents.mcp.server"
+TOOL = "agents.tool"
+APPROVAL_STATUS = "resolve_approval_status"
+#: callbacks a tool carries that decide whether its call runs: (class, attribute, kind)
+TOOL_CALLBACKS = (("ComputerTool", "on_safety_check", "safety"), ("HostedMCPTool", "on_approval_request", "approval"))
+MCP_APPROVAL = "_get_needs_approval_for_tool"
 
 GUARDRAIL_LOOP = "_execute_tool_input_guardrails"
 NEEDS_APPROVAL = "evaluate_needs_approval_setting"
@@ -87,6 +93,11 @@ _ASK = Verdict(action=Action.ASK)
 #: arguments when it is a bool)
 _function_call: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("failsecure_openai_agents_call", default=None)
 
+#: the guardrail loop about to run is the pre-approval pass (``pre_approval_tool_input_guardrails``):
+#: the approval interruption comes after it, so an ASK there is not a rejection
+_pre_approval: "contextvars.ContextVar[bool]" = contextvars.ContextVar("failsecure_openai_agents_pre_approval", default=False)
+PRE_APPROVAL = "_should_run_pre_approval_tool_input_guardrails"
+
 
 def _approval_verdict(native: Any) -> Verdict:
     """``needs_approval`` answers: exactly ``True`` (ask a human) or ``False``."""
@@ -95,6 +106,43 @@ def _approval_verdict(native: Any) -> Verdict:
     if native is False:
         return _ALLOW
     raise Invalid()
+
+
+def _safety_verdict(native: Any) -> Verdict:
+    """``on_safety_check``: exactly ``True`` (acknowledge) or ``False`` (do not)."""
+    if native is True:
+        return Verdict(action=Action.ALLOW, data=True)
+    if native is False:
+        return Verdict(action=Action.DENY, data=False)
+    raise Invalid()
+
+
+def _approval_result_verdict(native: Any) -> Verdict:
+    """``on_approval`` / ``on_approval_request``: a mapping whose ``approve`` is a bool
+    (and ``reason``, when there, a string)."""
+    from collections.abc import Mapping
+
+    if not isinstance(native, Mapping):
+        raise Invalid()
+    approve = native.get("approve")
+    reason = native.get("reason")
+    if type(approve) is not bool or (reason is not None and type(reason) is not str):
+        raise Invalid()
+    return Verdict(action=Action.ALLOW if approve else Action.DENY, data=native)
+
+
+def _mcp_policy(policy: Any, agent: Any, tool: Any) -> Any:
+    """An MCP tool's ``needs_approval``: the server's ``require_approval`` policy, called
+    as the SDK calls it, with its own answer (not ``bool()`` of it)."""
+
+    async def needs_approval(run_context: Any, _args: Any, _call_id: Any) -> Any:
+        result = policy(run_context, agent, tool)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    needs_approval._failsecure_policy = policy  # type: ignore[attr-defined]
+    return needs_approval
 
 
 def _text(value: Any) -> Optional[str]:
@@ -133,6 +181,8 @@ class OpenAIAgentsAdapter(Adapter):
         self._te: Any = None
         self._g: Any = None  # agents.tool_guardrails
         self._tripwire: Any = None
+        self._mcp_watch = False
+        self._mcp_patched = False
 
     # ------------------------------------------------------------ patching
 
@@ -178,14 +228,117 @@ class OpenAIAgentsAdapter(Adapter):
                 return wrapped(*args, **kwargs)
             return adapter._named(wrapped, args, kwargs)
 
+        def pre_approval(wrapped, instance, args, kwargs):
+            answer = wrapped(*args, **kwargs)
+            if answer is True and adapter._active:
+                _pre_approval.set(True)
+            return answer
+
+        def approval_status(wrapped, instance, args, kwargs):
+            on_approval = kwargs.get("on_approval")
+            if adapter._active and callable(on_approval) and not getattr(on_approval, "_failsecure_guarded", False):
+                kwargs = dict(kwargs, on_approval=adapter._guarded_callback(on_approval, "approval", kwargs.get("tool_name")))
+            return wrapped(*args, **kwargs)
+
         # the SDK imports these helpers by name into its call sites: wrapped everywhere
         self.wrap(te, GUARDRAIL_LOOP, guardrail_loop)
+        if inspect.iscoroutinefunction(vars(te).get(APPROVAL_STATUS)):
+            self.wrap_everywhere(te, APPROVAL_STATUS, approval_status, PACKAGE)
+        tool_module = sys.modules.get(TOOL) or importlib.import_module(TOOL)
+        for class_name, attr, kind in TOOL_CALLBACKS:
+            owner = getattr(tool_module, class_name, None)
+            if isinstance(owner, type):
+                self._guard_attribute(owner, attr, kind)
+        executor = getattr(te, "_FunctionToolBatchExecutor", None)
+        if isinstance(executor, type) and callable(vars(executor).get(PRE_APPROVAL)):
+            self.wrap(executor, PRE_APPROVAL, pre_approval)
         self.wrap_everywhere(approvals, NEEDS_APPROVAL, needs_approval, PACKAGE)
         self.wrap_everywhere(te, FUNCTION_NEEDS_APPROVAL, function_needs_approval, PACKAGE)
         self._active = True
+        if MCP_SERVER in sys.modules:
+            self._patch_mcp(sys.modules[MCP_SERVER])
+        elif not self._mcp_watch:
+            from failsecure import _bootstrap
+
+            self._mcp_watch = True
+            _bootstrap.when_imported(MCP_SERVER, self._late_mcp)
+
+    def _guard_attribute(self, owner: type, attr: str, kind: str) -> None:
+        """Every callable set as ``owner.<attr>`` (in ``__init__`` or later) is put under
+        the guard: the SDK reads the attribute and calls what it finds."""
+        adapter = self
+        original = owner.__setattr__
+
+        def __setattr__(instance, name, value):
+            if name == attr and callable(value) and adapter._active and not getattr(value, "_failsecure_guarded", False):
+                value = adapter._guarded_callback(value, kind, getattr(instance, "name", None))
+            original(instance, name, value)
+
+        self.replace(owner, "__setattr__", __setattr__)
+
+    def _guarded_callback(self, callback: Any, kind: str, tool: Any) -> Any:
+        """A tool's approval or safety callback as a gate: deadline, any exception, an
+        answer of the wrong shape. ``kind`` "safety" (``on_safety_check``: a bool, True
+        acknowledges) or "approval" (``on_approval`` / ``on_approval_request``: a mapping
+        with ``approve`` a bool). A failure answers "not acknowledged" / ``{"approve":
+        False, "reason": <hook id and category>}``: the SDK's own no. A valid answer is
+        passed through as it came."""
+        adapter = self
+        validate = _safety_verdict if kind == "safety" else _approval_result_verdict
+        name = _text(tool)
+
+        async def guarded(*args, **kwargs):
+            if not adapter._active:
+                result = callback(*args, **kwargs)
+                return await result if inspect.isawaitable(result) else result
+            hook_id = adapter.callable_id(callback)
+            outcome = await adapter.ahook_call(hook_id, callback, *args, _validate=validate, **kwargs)
+            decision = await adapter.adecide_stage(name, [outcome], call_id=None)
+            if outcome.failure is None and not decision.denied:
+                return outcome.verdict.data  # type: ignore[union-attr]
+            if outcome.failure is None and outcome.verdict is not None and decision.primary is outcome:
+                return outcome.verdict.data  # the callback's own no, as it said it
+            reason = decision.reason or failure_reason(hook_id, outcome.failure or Failure.INVALID)
+            return False if kind == "safety" else {"approve": False, "reason": reason}
+
+        guarded._failsecure_guarded = True  # type: ignore[attr-defined]
+        guarded.__wrapped__ = callback  # type: ignore[attr-defined]
+        return guarded
+
+    def _late_mcp(self, module: Any) -> None:
+        if not self._active or self._mcp_patched:
+            return
+        try:
+            self._patch_mcp(module)
+        except Exception as exc:
+            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+
+    def _patch_mcp(self, module: Any) -> None:
+        """An MCP server's ``require_approval`` callable becomes each of its tools'
+        ``needs_approval`` through a wrapper of the SDK's that answers ``bool(result)``:
+        junk would decide, and the hook id would name that wrapper. The patched method
+        hands back a wrapper that returns the policy's own answer (judged like any
+        ``needs_approval`` answer) and names the user's policy."""
+        server = getattr(module, "MCPServer", None)
+        if not isinstance(server, type) or not callable(vars(server).get(MCP_APPROVAL)):
+            raise PatchError(f"{MCP_SERVER}.MCPServer.{MCP_APPROVAL}")
+        adapter = self
+
+        def get_needs_approval(wrapped, instance, args, kwargs):
+            setting = wrapped(*args, **kwargs)
+            policy = getattr(instance, "_needs_approval_policy", None)
+            agent = args[1] if len(args) > 1 else kwargs.get("agent")
+            tool = args[0] if args else kwargs.get("tool")
+            if not adapter._active or not callable(setting) or not callable(policy) or agent is None:
+                return setting
+            return _mcp_policy(policy, agent, tool)
+
+        self.wrap(server, MCP_APPROVAL, get_needs_approval)
+        self._mcp_patched = True
 
     def _unpatch(self) -> None:
         self._active = False
+        self._mcp_patched = False
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the guardrail loop (if there) rejects every
@@ -234,7 +387,7 @@ class OpenAIAgentsAdapter(Adapter):
                     return setting
                 hook_id, outcomes = None, []
             elif callable(setting):
-                hook_id = self.callable_id(setting)
+                hook_id = self.callable_id(getattr(setting, "_failsecure_policy", setting))
                 outcomes = [await self.ahook_call(hook_id, setting, *rest, _validate=_approval_verdict)]
             else:
                 return await wrapped(*args, **kwargs)  # upstream's own UserError / default
@@ -336,9 +489,13 @@ class OpenAIAgentsAdapter(Adapter):
         results = kwargs.get("tool_input_guardrail_results")
         tool = _text(getattr(func_tool, "name", None))
         call_id = _text(getattr(tool_context, "tool_call_id", None))
+        pre = _pre_approval.get()
+        if pre:
+            _pre_approval.set(False)
         try:
             guardrails = list(getattr(func_tool, "tool_input_guardrails", None) or ())
             call = getattr(tool_context, "tool_call", None)
+            entry = getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None)
             ran: list = []  # [(guardrail, outcome)] of the last round
             data_type = self._g.ToolInputGuardrailData
 
@@ -362,7 +519,12 @@ class OpenAIAgentsAdapter(Adapter):
             arguments = self._arguments(getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
             self._record(results, ran)
-            return self._render(decision, ran, tool_context, func_tool)
+            rendered = self._render(decision, ran, tool_context, func_tool, pre)
+            if rendered is None and not pre and guardrails:
+                final = getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None)
+                if final != entry:
+                    rendered = await self._approval_again(func_tool, tool_context, tool, call_id, final)
+            return rendered
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except self._tripwire:
@@ -381,13 +543,36 @@ class OpenAIAgentsAdapter(Adapter):
             if outcome.failure is None and outcome.verdict is not None and isinstance(outcome.verdict.data, tuple):
                 results.append(result_type(guardrail=guardrail, output=outcome.verdict.data[1]))
 
-    def _render(self, decision, ran: list, tool_context: Any, func_tool: Any) -> Optional[str]:
+    async def _approval_again(self, func_tool: Any, tool_context: Any, tool: Optional[str], call_id: Optional[str], final: Any) -> Optional[str]:
+        """A guardrail rewrote the arguments after ``needs_approval`` (and any human
+        approval) judged the model's: the approval setting judges the final arguments.
+        A plain ``True`` approved the old arguments only; a callable is asked again. A call
+        that wants approval now is rejected (no one can be asked here); one that does not
+        runs. Returns the rejection text, or None."""
+        setting = getattr(func_tool, "needs_approval", False)
+        if setting is False:
+            return None
+        if callable(setting):
+            hook_id = self.callable_id(getattr(setting, "_failsecure_policy", setting))
+            parsed = _parsed(final)
+            outcome = await self.ahook_call(hook_id, setting, tool_context, parsed if parsed is not None else {}, call_id, _validate=_approval_verdict)
+        else:
+            hook_id = self.hook_id("needs_approval")
+            outcome = Outcome(hook=hook_id, verdict=_ASK)
+        decision = await self.adecide_stage(tool, [outcome], call_id=call_id)
+        if decision.action is Action.ALLOW or decision.action is Action.ABSTAIN:
+            return None
+        if decision.action is Action.ASK:
+            return f"failsecure: hook '{hook_id}' asks for approval of the rewritten arguments; this call was not approved"
+        return decision.reason or f"failsecure: hook '{hook_id}' denied the rewritten call"
+
+    def _render(self, decision, ran: list, tool_context: Any, func_tool: Any, pre: bool = False) -> Optional[str]:
         action = decision.action
         if action is Action.ALLOW or action is Action.ABSTAIN:
             return None
         if action is Action.ASK:
-            if self._approved(tool_context, func_tool):
-                return None
+            if pre or self._approved(tool_context, func_tool):
+                return None  # the pre-approval pass: the approval interruption comes next
             hook = decision.primary.hook if decision.primary is not None else self.name
             return f"failsecure: hook '{hook}' asked for approval; this call was not approved"
         by_outcome = {id(outcome): guardrail for guardrail, outcome in ran}

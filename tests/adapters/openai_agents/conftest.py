@@ -54,13 +54,14 @@ class Rig(AuditRig):
         self.release = threading.Event()  # hanging gates wait on it; set at teardown
 
     # one agent run through the real Runner
-    def run(self, guardrails=(), arguments=None, mode="sync", needs_approval=False, calls=1):
+    def run(self, guardrails=(), arguments=None, mode="sync", needs_approval=False, calls=1, **config_kwargs):
         self.model = oa_rig.make_model(arguments or {"command": "harmless"}, calls=calls)
         self.agent = oa_rig.agent_with(self.tool.build(list(guardrails), needs_approval=needs_approval), self.model)
-        return oa_rig.run(self.agent, mode)
+        self.config_kwargs = config_kwargs
+        return oa_rig.run(self.agent, mode, **config_kwargs)
 
     def resume(self, state, mode="sync"):
-        return oa_rig.run(self.agent, mode, state=state)
+        return oa_rig.run(self.agent, mode, state=state, **getattr(self, "config_kwargs", {}))
 
     def told(self, call_id: str = oa_rig.CALL_ID):
         return self.model.told.get(call_id)

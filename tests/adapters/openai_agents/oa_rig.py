@@ -104,13 +104,14 @@ def agent_with(tool, model):
     return Agent(name="failsecure-test", instructions="use the tool", tools=[tool], model=model)
 
 
-def run(agent, mode: str = "sync", state=None, max_turns: int = 4):
-    """One real agent run: ``Runner.run_sync`` (sync) or ``Runner.run`` (async)."""
+def run(agent, mode: str = "sync", state=None, max_turns: int = 4, **config_kwargs):
+    """One real agent run: ``Runner.run_sync`` (sync) or ``Runner.run`` (async);
+    ``config_kwargs`` go to the ``RunConfig``."""
     import asyncio
 
     from agents import RunConfig, Runner
 
-    config = RunConfig(tracing_disabled=True)
+    config = RunConfig(tracing_disabled=True, **config_kwargs)
     what = state if state is not None else "go"
     if mode == "sync":
         return Runner.run_sync(agent, what, run_config=config, max_turns=max_turns)
