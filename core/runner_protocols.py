@@ -245,8 +245,8 @@ class CodexProtocol(ClaudeProtocol):
         # not support fails open: say it with exit 2 and stderr only.
         return b"", (reason + "\n").encode(), 2
 
-    def own_decision(self, obj, specific):
-        action, reason = ClaudeProtocol.own_decision(self, obj, specific)
+    def own_decision(self, obj, specific, event=None):
+        action, reason = ClaudeProtocol.own_decision(self, obj, specific, event)
         if action == ASK:
             # Codex cannot ask: it runs the tool on "ask" (measured on 0.169.0, `codex
             # exec`). On a host that cannot ask, ask is a deny.
