@@ -38,12 +38,21 @@ class _Capture:
 _capture = _Capture()
 
 
+_plugins_module: Any = None
+
+
 def _plugins() -> Any:
-    """``failsecure.plugins`` (imported on the first decision: it imports pluggy)."""
-    module = sys.modules.get("failsecure.plugins")
+    """``failsecure.plugins`` (imported on the first decision: it imports pluggy). Never
+    the half-executed module another thread is importing: ``sys.modules`` holds it from
+    the start of its import, the import statement waits for the module's import lock."""
+    global _plugins_module
+    module = _plugins_module
     if module is None:
         from . import plugins as module
+
+        _plugins_module = module
     return module
+
 
 #: the deadline the self-test's hanging gate gets, whatever the config says
 SELF_TEST_TIMEOUT = 0.25
