@@ -365,6 +365,6 @@ def test_an_untouched_patched_framework_stays_intact_and_is_patched_once(fresh_f
     import fs_toy_fresh_tools
 
     adapter = activation.get("toy-fresh")
-    assert adapter.intact() and adapter.patch() == "patched" and activation.install()["toy-fresh"] == "patched"
+    assert adapter.intact() and adapter.patch() == "patched" and activation.activate("toy-fresh") == "patched"
     assert _answers(fs_toy_fresh, fs_toy_fresh_tools) == (GATED,) * 3
     assert "patch was lost" not in capsys.readouterr().err
