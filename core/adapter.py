@@ -202,7 +202,7 @@ class Adapter(abc.ABC):
         here and applied again."""
         with self._lock:
             if self.state == "patched" and not self.intact():
-                problem(f"failsecure: the {self.name} patch was lost (module reloaded?); patching it again")
+                problem(f"failsecure: the {self.name} patch was lost (a module reloaded or imported afresh?); patching it again")
                 self._forget_lost()
                 self.state = "unpatched"
             if self.state in ("patched", "native", "refused"):
