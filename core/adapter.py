@@ -58,19 +58,22 @@ def _plugins() -> Any:
 def _superseded(owner: Any) -> bool:
     """``owner`` (a module, or a class) is no longer what its name gives: ``sys.modules``
     holds another module under the module's name (it was removed and imported afresh), or
-    the class's module holds another class under its qualified name (a reload or a fresh
-    import defined it again). Unknown (no such name now, a local class): False."""
+    the class's module holds another class of the same qualified name (a reload or a
+    fresh import defined it again). Unknown (no such name now, a local class): False."""
     try:
         if isinstance(owner, types.ModuleType):
             current = sys.modules.get(owner.__name__)
             return current is not None and current is not owner
         if isinstance(owner, type):
+            qualname = type.__dict__["__qualname__"].__get__(owner)
             found: Any = sys.modules.get(type.__dict__["__module__"].__get__(owner))
-            for part in type.__dict__["__qualname__"].__get__(owner).split("."):
+            for part in qualname.split("."):
                 if found is None or part == "<locals>":
                     return False
                 found = vars(found).get(part)
-            return found is not None and found is not owner
+            # only a class defined again under the same name: a proxy or an alias put
+            # there on purpose is not a new definition (it would be patched twice)
+            return isinstance(found, type) and found is not owner and type.__dict__["__qualname__"].__get__(found) == qualname
     except Exception:
         return False
     return False

@@ -309,3 +309,15 @@ def test_a_fork_while_another_thread_loads_the_plugins_does_not_hang_the_child(t
     ls, rm = child
     assert ls["action"] == "allow" and ls["outcomes"] == ["toy:ok", "plugin:corp"]
     assert rm["action"] == "deny" and rm["hook"] == "plugin:corp"
+
+
+def test_a_plugin_that_calls_install_while_it_imports_does_not_hang(tmp_path):
+    """install() from inside a plugin's import asks for the plugins being loaded: it is
+    told they are loading (its adapter plugins are skipped, said on stderr) instead of
+    waiting for itself forever; the plugin itself loads and gates."""
+    source = "import failsecure\nfailsecure.install()\n" + GATE
+    dist(tmp_path / "site", "corp-gates", [("corp", "corp_gate")], {"corp_gate": source})
+    (ls, rm), err = decide(tmp_path, [tmp_path / "site"], "ls", "rm")
+    assert ls["action"] == "allow" and ls["outcomes"] == ["toy:ok", "plugin:corp"], err
+    assert rm["action"] == "deny" and rm["hook"] == "plugin:corp" and rm["failure"] is None
+    assert "adapter plugins could not be loaded (RuntimeError)" in err
