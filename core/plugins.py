@@ -33,6 +33,8 @@ _pm: Optional[pluggy.PluginManager] = None
 load_failures: list[tuple[str, str]] = []
 #: entry-point names whose object is already registered under another name: name -> that name
 aliases: dict[str, str] = {}
+#: (manager, {entry-point name: the plugin registered under it}, the failures at load)
+_declared: tuple = (None, {}, [])
 _HOOKS = tuple(name for name in vars(hookspecs) if name.startswith("failsecure_"))
 
 
@@ -40,7 +42,7 @@ def manager() -> pluggy.PluginManager:
     """The plugin manager, created (and entry points loaded) on first use, once: threads
     making their first decision at the same time wait for the one load. A decision made
     from inside a plugin's own import (same thread) raises instead of loading again."""
-    global _pm, _loading, load_failures, aliases
+    global _pm, _loading, load_failures, aliases, _declared
     pm = _pm
     if pm is not None:
         return pm
@@ -51,10 +53,10 @@ def manager() -> pluggy.PluginManager:
                 raise RuntimeError("failsecure plugins are still loading")
             _loading = me
             try:
-                pm, failures, named = _load_entry_points()
+                pm, failures, named, loaded = _load_entry_points()
             finally:
                 _loading = None
-            load_failures, aliases = failures, named
+            load_failures, aliases, _declared = failures, named, (pm, loaded, list(failures))
             _pm = pm
         return _pm
 
@@ -77,7 +79,7 @@ def _origin(ep: Any) -> str:
     return str(getattr(dist, "name", None) or "an unknown distribution")
 
 
-def _load_entry_points() -> tuple[pluggy.PluginManager, list[tuple[str, str]], dict[str, str]]:
+def _load_entry_points() -> tuple[pluggy.PluginManager, list[tuple[str, str]], dict[str, str], dict[str, Any]]:
     """Every declared plugin is registered, or reported as failed (then every gated call
     denies with failure ``missing``, hook id ``plugin:<name>``). Nothing a plugin raises
     while it is imported escapes (``BaseException`` included): a ``KeyboardInterrupt``
@@ -89,6 +91,7 @@ def _load_entry_points() -> tuple[pluggy.PluginManager, list[tuple[str, str]], d
     pm.add_hookspecs(hookspecs)
     failures: list[tuple[str, str]] = []
     named: dict[str, str] = {}
+    loaded: dict[str, Any] = {}
     declared: dict[str, list] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         declared.setdefault(ep.name, []).append(ep)
@@ -130,7 +133,9 @@ def _load_entry_points() -> tuple[pluggy.PluginManager, list[tuple[str, str]], d
                 except BaseException:
                     pass
             failed(name, why)
-    return pm, failures, named
+        else:
+            loaded[name] = registered
+    return pm, failures, named, loaded
 
 
 def _unusable(pm: pluggy.PluginManager, plugin: Any) -> Optional[str]:
@@ -213,8 +218,27 @@ def _callers(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, Any]]:
     for impl in plain:  # a plugin's wrappers wrap every gate; they are no gate themselves
         others = [other.plugin for other in plain if other.plugin is not impl.plugin]
         callers.append((f"plugin:{impl.plugin_name}", _one(pm.subset_hook_caller(hook, remove_plugins=others))))
+    if hook == "failsecure_pre_tool_call":
+        _vanished(pm)
     _cache[hook] = (impls, pm, callers)
     return callers
+
+
+def _vanished(pm: pluggy.PluginManager) -> None:
+    """A declared plugin that loaded and was unregistered since (by another plugin, or
+    its name given to another object) is missing too, for as long as it is gone. Checked
+    whenever the set of gates changes."""
+    global load_failures
+    owner, loaded, at_load = _declared
+    if owner is not pm:
+        return
+    gone = [(name, "unregistered after it loaded") for name, plugin in loaded.items() if pm.get_plugin(name) is not plugin]
+    now = at_load + gone
+    if now != load_failures:
+        for name, why in gone:
+            if (name, why) not in load_failures:
+                _failed(name, why)
+        load_failures = now
 
 
 def _one(caller: Any) -> Any:
