@@ -70,7 +70,8 @@ def _probe(frameworks: dict) -> dict:
     without ``install()``. Returns the probe's report, or ``{"error": ...}``."""
     import subprocess
 
-    cmd = [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", _PROBE]
+    flags = getattr(subprocess, "_args_from_interpreter_flags")()  # the -S, -I, -X ... doctor runs with
+    cmd = [sys.executable, *flags, "-c", _PROBE]
     cmd += [f"{name}={trigger}" for name, trigger in frameworks.items()]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
@@ -82,7 +83,7 @@ def _probe(frameworks: dict) -> dict:
     except Exception as exc:
         return {"error": f"the fresh interpreter gave no report ({type_name(exc)})"}
     report["python"] = cmd[0]
-    report["flags"] = cmd[1:-2 - len(frameworks)]
+    report["flags"] = flags
     report["why_not"] = _why_not(report)
     return report
 
