@@ -6,7 +6,8 @@ module of each built-in adapter. When one of those modules has finished executin
 adapter is imported and patches its framework. A trigger module imported before the
 finder was installed (an earlier ``.pth``, ``sitecustomize``) is patched at once.
 The finder stays the module's loader, so ``importlib.reload`` of a patched module
-patches it again. If the adapter of a framework cannot load at all, the framework's
+patches it again, and so does a fresh import (the module removed from ``sys.modules`` and
+imported again): once an adapter is active, the other modules it patches are watched too. If the adapter of a framework cannot load at all, the framework's
 import is refused: its tools must not run without their gates.
 (wrapt's own post-import hooks would import all of wrapt, ~100 ms here, on every
 interpreter start.) ``FAILSECURE_AUTO=0`` turns it off and says so on stderr; a drop-in
@@ -41,12 +42,13 @@ class Finder:
     """A meta-path finder that only ever answers for watched module names."""
 
     def __init__(self):
-        self.watch = {}  # module name -> adapter name
+        self.watch = {}  # trigger module name -> adapter name
+        self.patched = {}  # another module an active adapter patched -> adapter name
         self.callbacks = {}  # module name -> [callable(module)], see when_imported
         self._busy = set()
 
     def find_spec(self, fullname, path=None, target=None):
-        if (fullname not in self.watch and fullname not in self.callbacks) or fullname in self._busy:
+        if (fullname not in self.watch and fullname not in self.patched and fullname not in self.callbacks) or fullname in self._busy:
             return None
         self._busy.add(fullname)
         try:
@@ -73,6 +75,9 @@ class Finder:
                 _say(f"failsecure: a post-import step for {module_name} failed ({type(exc).__name__})")
         adapter = self.watch.get(module_name)
         if adapter is None:
+            adapter = self.patched.get(module_name)
+            if adapter is not None:
+                self._again(adapter, module_name)
             return
         try:
             from failsecure import activation
@@ -88,6 +93,22 @@ class Finder:
             ) from None
         except BaseException as exc:  # patch() never raises; anything else is ours
             _say(f"failsecure: could not activate {adapter} ({type(exc).__name__})")
+
+    def _again(self, adapter, module_name):
+        """A module an active adapter patched executed again (reload, fresh import): the
+        adapter patches the new objects, unless its trigger module is itself still being
+        imported (its own activation follows when it has executed)."""
+        for trigger, name in self.watch.items():
+            if name == adapter:
+                module = sys.modules.get(trigger)
+                if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
+                    return
+        try:
+            from failsecure import activation
+
+            activation.activate(adapter)
+        except BaseException as exc:  # the adapter was active: this import is not refused
+            _say(f"failsecure: could not patch {module_name} again for {adapter} ({type(exc).__name__})")
 
     def invalidate_caches(self):
         pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import sys
 import threading
 from typing import Any
@@ -19,8 +20,20 @@ from .adapter import Adapter
 from .report import problem, type_name
 
 _lock = threading.RLock()
+_here = threading.local()  # the adapters this thread is patching now
 _adapters: dict[str, Adapter] = {}
 _extra: dict[str, type] = {}  # adapters contributed by plugins: name -> class
+
+
+def _after_fork() -> None:
+    """A fork while another thread was installing must not leave the child's own
+    ``install()`` (or a framework import the drop-in activates) waiting forever."""
+    global _lock
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 class AdapterLoadError(ImportError):
@@ -102,7 +115,23 @@ def activate(name: str) -> str:
     if isinstance(adapter, Unloadable):
         problem(f"failsecure: {adapter.refused_reason}; {name} is refused: its tools cannot run unguarded")
         raise AdapterLoadError(adapter.refused_reason)
-    return adapter.patch()
+    busy = _here.__dict__.setdefault("names", set())
+    if name in busy:  # an import the adapter's own patching made: that patching is not done
+        return adapter.state
+    busy.add(name)
+    try:
+        state = adapter.patch()
+    finally:
+        busy.discard(name)
+    if state == "patched":  # a reload or a fresh import of any module it patched patches again
+        from . import _bootstrap
+
+        finder = _bootstrap.finder
+        if finder is not None:
+            for module in adapter.modules[1:]:
+                if isinstance(module, str) and module not in finder.watch:
+                    finder.patched.setdefault(module, name)
+    return state
 
 
 def _load_plugin_adapters() -> dict[str, str]:

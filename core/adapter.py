@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import threading
+import types
 import weakref
 from typing import Any, Callable, ClassVar, Iterable, Optional
 
@@ -57,12 +58,45 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
+_plugins_module: Any = None
+
+
 def _plugins() -> Any:
-    """``failsecure.plugins`` (imported on the first decision: it imports pluggy)."""
-    module = sys.modules.get("failsecure.plugins")
+    """``failsecure.plugins`` (imported on the first decision: it imports pluggy). Never
+    the half-executed module another thread is importing: ``sys.modules`` holds it from
+    the start of its import, the import statement waits for the module's import lock."""
+    global _plugins_module
+    module = _plugins_module
     if module is None:
         from . import plugins as module
+
+        _plugins_module = module
     return module
+
+
+def _superseded(owner: Any) -> bool:
+    """``owner`` (a module, or a class) is no longer what its name gives: ``sys.modules``
+    holds another module under the module's name (it was removed and imported afresh), or
+    the class's module holds another class of the same qualified name (a reload or a
+    fresh import defined it again). Unknown (no such name now, a local class): False."""
+    try:
+        if isinstance(owner, types.ModuleType):
+            current = sys.modules.get(owner.__name__)
+            return current is not None and current is not owner
+        if isinstance(owner, type):
+            qualname = type.__dict__["__qualname__"].__get__(owner)
+            found: Any = sys.modules.get(type.__dict__["__module__"].__get__(owner))
+            for part in qualname.split("."):
+                if found is None or part == "<locals>":
+                    return False
+                found = vars(found).get(part)
+            # only a class defined again under the same name: a proxy or an alias put
+            # there on purpose is not a new definition (it would be patched twice)
+            return isinstance(found, type) and found is not owner and type.__dict__["__qualname__"].__get__(found) == qualname
+    except Exception:
+        return False
+    return False
+
 
 #: the deadline the self-test's hanging gate gets, whatever the config says
 SELF_TEST_TIMEOUT = 0.25
@@ -124,6 +158,10 @@ class Adapter(abc.ABC):
         self._callable_ids: dict = {}  # id(callable) -> (callable, hook id)
         self._everywhere: list = []  # (package, attr, wrapped, original) of wrap_everywhere
         self._replaced: list[tuple[Any, str, Any, bool, Any]] = []  # (owner, attr, original, own attr)
+        # patches of objects a fresh import replaced since (and wrap_everywhere's call-site
+        # copies): left in place for code that still holds them, undone by unpatch
+        self._kept: list[tuple[Any, str, Any, bool, Any]] = []
+        self._kept_everywhere: list = []
 
     # ------------------------------------------------------------ to implement
 
@@ -187,7 +225,7 @@ class Adapter(abc.ABC):
         here and applied again."""
         with self._lock:
             if self.state == "patched" and not self.intact():
-                problem(f"failsecure: the {self.name} patch was lost (module reloaded?); patching it again")
+                problem(f"failsecure: the {self.name} patch was lost (a module reloaded or imported afresh?); patching it again")
                 self._forget_lost()
                 self.state = "unpatched"
             if self.state in ("patched", "native", "refused"):
@@ -206,10 +244,12 @@ class Adapter(abc.ABC):
             return self.state
 
     def intact(self) -> bool:
-        """Every attribute this adapter replaced still holds what it put there."""
+        """Every attribute this adapter replaced still holds what it put there, on the
+        objects the program now gets: a module removed from ``sys.modules`` and imported
+        afresh (or a class a reload defined again) is a new, unpatched object."""
         for owner, attr, _, _, new in self._replaced:
             try:
-                if vars(owner).get(attr, _ABSENT) is not new:
+                if vars(owner).get(attr, _ABSENT) is not new or _superseded(owner):
                     return False
             except Exception:
                 return False
@@ -217,10 +257,16 @@ class Adapter(abc.ABC):
 
     def _forget_lost(self) -> None:
         """After a lost patch: put back what is still ours, leave what was replaced since
-        (a reloaded module's fresh functions), then the adapter's own clean-up."""
-        for owner, attr, original, own, new in reversed(self._replaced):
+        (a reloaded module's fresh functions), then the adapter's own clean-up. Patches
+        of objects a fresh import superseded, and the wrapped copies call sites imported
+        by name, stay: code still holding them keeps its gates (``unpatch`` undoes them)."""
+        kept = []
+        for entry in reversed(self._replaced):
+            owner, attr, original, own, new = entry
             try:
-                if vars(owner).get(attr, _ABSENT) is new:
+                if _superseded(owner):
+                    kept.append(entry)
+                elif vars(owner).get(attr, _ABSENT) is new:
                     if own:
                         setattr(owner, attr, original)
                     else:
@@ -228,10 +274,14 @@ class Adapter(abc.ABC):
             except Exception:
                 pass
         self._replaced.clear()
+        held = (self._kept + kept[::-1], self._kept_everywhere + self._everywhere)
+        self._kept, self._kept_everywhere, self._everywhere = [], [], []
         try:
             self._unpatch()
         except Exception as exc:
             problem(f"failsecure: {self.name} clean-up after a lost patch raised {type_name(exc)}")
+        finally:
+            self._kept, self._kept_everywhere = held[0] + self._kept, held[1] + self._kept_everywhere
 
     def refuse(self, reason: str) -> None:
         """Mark the adapter refused: loud, and every decision of it denies from now on."""
@@ -307,13 +357,14 @@ class Adapter(abc.ABC):
 
     def restore(self) -> None:
         """Undo every ``replace``/``wrap``, last first."""
-        everywhere, self._everywhere = self._everywhere, []
-        for package, attr, new, original in everywhere:
+        everywhere, self._everywhere, self._kept_everywhere = self._kept_everywhere + self._everywhere, [], []
+        for package, attr, new, original in reversed(everywhere):
             for module in self.bindings(new, package):
                 try:
                     setattr(module, attr, original)
                 except Exception:
                     pass
+        self._replaced[:0], self._kept = self._kept, []
         while self._replaced:
             owner, attr, original, own, _ = self._replaced.pop()
             if own:

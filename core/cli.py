@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Optional
 
 from .report import type_name
 
@@ -28,6 +29,77 @@ def _gate_rows(adapter, config) -> list[dict]:
                      for k in ("role", "on_error", "timeout")},
         })
     return rows
+
+
+#: run in a fresh interpreter (the user's, with doctor's own flags and environment): does
+#: the drop-in start there, and is each framework patched by importing it alone?
+_PROBE = r"""
+import json, os, sys
+boot = sys.modules.get("failsecure._bootstrap")
+out = {"drop_in": bool(boot is not None and getattr(boot, "finder", None) in sys.meta_path),
+       "no_site": bool(sys.flags.no_site), "pth": [], "frameworks": {},
+       "auto": os.environ.get("FAILSECURE_AUTO", "1").strip().lower() not in ("0", "false", "no", "off")}
+try:
+    import site
+    dirs = list(site.getsitepackages()) + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    out["pth"] = [d for d in dirs if os.path.isfile(os.path.join(d, "failsecure-auto.pth"))]
+except BaseException as exc:
+    out["pth_error"] = type(exc).__name__
+for pair in sys.argv[1:]:
+    name, _, trigger = pair.partition("=")
+    row = out["frameworks"][name] = {}
+    try:
+        __import__(trigger)
+    except BaseException as exc:
+        row["import_error"] = type(exc).__name__
+    activation = sys.modules.get("failsecure.activation")
+    adapter = getattr(activation, "_adapters", {}).get(name) if activation is not None else None
+    row["state"] = adapter.state if adapter is not None else "unpatched"
+    row["intact"] = bool(adapter is not None and adapter.state == "patched" and adapter.intact())
+sys.stdout.write("\n" + json.dumps(out) + "\n")
+"""
+
+#: how to guard a program where the drop-in does not start
+EXPLICIT = "to guard a program there, call failsecure.install() at its start, before it imports the framework"
+
+
+def _probe(frameworks: dict) -> dict:
+    """What the user's interpreter does on its own: ``sys.executable`` with the flags and
+    the environment doctor runs with (``python -S``, ``PYTHONPATH`` of a ``pip install
+    --target`` directory or a zipapp), importing each installed framework's trigger module
+    without ``install()``. Returns the probe's report, or ``{"error": ...}``."""
+    import subprocess
+
+    flags = getattr(subprocess, "_args_from_interpreter_flags")()  # the -S, -I, -X ... doctor runs with
+    cmd = [sys.executable, *flags, "-c", _PROBE]
+    cmd += [f"{name}={trigger}" for name, trigger in frameworks.items()]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        report = json.loads(done.stdout.rsplit("\n", 2)[-2])
+        if not isinstance(report, dict):
+            raise ValueError("not a report")
+    except subprocess.TimeoutExpired:
+        return {"error": "the fresh interpreter did not finish in 600 s"}
+    except Exception as exc:
+        return {"error": f"the fresh interpreter gave no report ({type_name(exc)})"}
+    report["python"] = cmd[0]
+    report["flags"] = flags
+    report["why_not"] = _why_not(report)
+    return report
+
+
+def _why_not(report: dict) -> Optional[str]:
+    """Why the drop-in does not start in that interpreter (None when it does)."""
+    if report.get("drop_in"):
+        return None
+    if not report.get("auto", True):
+        return "it is turned off (FAILSECURE_AUTO=0)"
+    if report.get("no_site"):
+        return "the interpreter runs with -S: the site module, which reads .pth files, never runs"
+    if not report.get("pth"):
+        return ("failsecure-auto.pth is in no site-packages directory of this interpreter (failsecure was installed "
+                "with pip --target, or runs from a zipapp, a source tree or PYTHONPATH): .pth files are read only there")
+    return "failsecure-auto.pth is there but the drop-in did not start (it says why on stderr)"
 
 
 def _doctor(args) -> int:
@@ -57,10 +129,26 @@ def _doctor(args) -> int:
         rows.append(row)
     if plugins._pm is None and plugins._has_entry_points():
         plugins.manager()
+    builtin = set(_builtin_names())
+    fresh = _probe({r["framework"]: activation.get(r["framework"]).modules[0] for r in rows
+                    if r.get("version") is not None and r["framework"] in builtin})
+    for r in rows:
+        if r.get("version") is None:
+            continue
+        if r["framework"] not in builtin:
+            r["fresh_interpreter"] = {"state": "unpatched", "why": "adapters from plugins are activated by failsecure.install() only"}
+            continue
+        got = fresh.get("frameworks", {}).get(r["framework"])
+        if got is None:
+            r["fresh_interpreter"] = {"state": "unknown", "why": fresh.get("error", "no report")}
+        else:
+            r["fresh_interpreter"] = dict(got, why=None if got.get("state") != "unpatched" else fresh.get("why_not"))
     report: dict = {
         "config": {"source": config.source, "files": config.sources, "error": config.error, "timeout": config.timeout,
                    "on_error": config.on_error, "ignored": [f"{w}: {s}" for w, s in config.ignored]},
         "plugins_failed": [{"plugin": n, "why": w} for n, w in plugins.load_failures],
+        "plugin_aliases": [{"plugin": n, "registered_as": a} for n, a in plugins.aliases.items()],
+        "drop_in": {k: fresh.get(k) for k in ("python", "flags", "drop_in", "why_not", "error")},
         "frameworks": rows,
         "hosts": _host_settings(),
         "codex_hook_trust": _codex_hook_trust(),
@@ -69,6 +157,7 @@ def _doctor(args) -> int:
         not t.get("trusted") for t in report["codex_hook_trust"]) or any(
         (r.get("state") == "refused" and r.get("version") is not None)
         or r.get("patch_lost")
+        or _unguarded(r)
         or any(not c["ok"] for c in r.get("self_test", ()))
         for r in rows
     )
@@ -78,8 +167,17 @@ def _doctor(args) -> int:
     lines = [f"config: {', '.join(config.sources) or 'defaults'}" + (f"  ERROR: {config.error}" if config.error else ""),
              f"  on_error={config.on_error} timeout={config.timeout}s"]
     lines += [f"  ignored (project file may only tighten): {i}" for i in report["config"]["ignored"]]
+    drop_in = report["drop_in"]
+    if drop_in.get("error"):
+        lines.append(f"drop-in: could not check a fresh interpreter ({drop_in['error']})")
+    elif drop_in.get("drop_in"):
+        lines.append(f"drop-in: starts in {' '.join([drop_in['python'], *drop_in['flags']])}")
+    else:
+        lines.append(f"drop-in: DOES NOT START in {' '.join([drop_in['python'], *drop_in['flags']])}: {drop_in['why_not']}; {EXPLICIT}")
     for name, why in plugins.load_failures:
         lines.append(f"plugin {name}: FAILED TO LOAD ({why}); every gated call is denied")
+    for name, canonical in plugins.aliases.items():
+        lines.append(f"plugin {name}: the same object as plugin {canonical}, registered once as {canonical} (hook id plugin:{canonical})")
     for r in rows:
         if r["version"] is None:
             lines.append(f"{r['framework']}: not installed (supported {r['supported']})")
@@ -89,6 +187,16 @@ def _doctor(args) -> int:
         lines.append(f"{r['framework']} {r['version']}: {r['state']}, {rng} ({r['supported']}), {upstream}")
         if r.get("refused_reason"):
             lines.append(f"  refused: {r['refused_reason']}")
+        fresh_row = r.get("fresh_interpreter") or {}
+        if fresh_row.get("state") == "unpatched":
+            lines.append(f"  NOT PATCHED when a program imports it in a fresh interpreter ({fresh_row['why']}); {EXPLICIT}"
+                         + (" (doctor patched it in its own process only)" if r["state"] == "patched" else ""))
+        elif fresh_row.get("state") == "unknown":
+            lines.append(f"  in a fresh interpreter: unknown ({fresh_row['why']})")
+        elif fresh_row.get("import_error"):
+            lines.append(f"  in a fresh interpreter: its import failed ({fresh_row['import_error']}), state {fresh_row['state']}")
+        else:
+            lines.append(f"  in a fresh interpreter: {fresh_row.get('state')} on import, by the drop-in")
         if r.get("patch_lost"):
             lines.append("  PATCH LOST: the patched functions were replaced since (a reload?); import the framework again or run failsecure.install()")
         for g in r.get("gates", ()):
@@ -148,6 +256,22 @@ def _codex_hook_trust_lines(rows: list[dict]) -> list[str]:
         else:
             lines.append(f"codex hook {row['key']}: trusted")
     return lines
+
+
+def _builtin_names() -> list:
+    from .adapters import BUILTIN
+
+    return list(BUILTIN)
+
+
+def _unguarded(row: dict) -> bool:
+    """A built-in framework that a program importing it in a fresh interpreter would run
+    unpatched, with the drop-in not deliberately off: doctor's own patch proves nothing."""
+    fresh = row.get("fresh_interpreter")
+    if row.get("version") is None or not fresh or fresh.get("state") != "unpatched":
+        return False
+    why = fresh.get("why") or ""
+    return "FAILSECURE_AUTO=0" not in why and "failsecure.install() only" not in why
 
 
 #: where each command-hook host keeps its settings: user level, then project level

@@ -1,3 +1,4 @@
+import importlib
 import json
 import os
 import subprocess
@@ -250,3 +251,120 @@ def test_when_imported_runs_now_or_after_the_import(tmp_path, monkeypatch):
         sys.modules.pop("fs_toy_later", None)
         if _bootstrap.finder is not None:
             _bootstrap.finder.callbacks.pop("fs_toy_later", None)
+
+
+# ---------------------------------------------------------------- a fresh import is patched too
+
+
+class FreshToy(Adapter):
+    """Patches a function and a class method of its trigger module, and a function of a
+    second module; each wrapper marks the answer, so a double wrap shows."""
+
+    name = "toy-fresh"
+    distribution = "failsecure-toy"
+    modules = ("fs_toy_fresh", "fs_toy_fresh_tools")
+
+    def _patch(self):
+        framework, tools = sys.modules["fs_toy_fresh"], importlib.import_module("fs_toy_fresh_tools")
+
+        def gated(wrapped, instance, args, kwargs):
+            return ("gated", wrapped(*args, **kwargs))
+
+        self.wrap(framework, "dispatch", gated)
+        self.wrap(framework.Runner, "run", gated)
+        self.wrap(tools, "call_tool", gated)
+
+    def to_verdict(self, native):
+        return ABSTAIN
+
+    def _probe(self, gate):
+        return False
+
+
+GATED = ("gated", "ran")
+
+
+@pytest.fixture
+def fresh_framework(tmp_path, monkeypatch):
+    (tmp_path / "fs_toy_fresh.py").write_text(
+        "import fs_toy_fresh_tools\n"
+        "def dispatch():\n    return 'ran'\n"
+        "class Runner:\n    def run(self):\n        return 'ran'\n"
+    )
+    (tmp_path / "fs_toy_fresh_tools.py").write_text("def call_tool():\n    return 'ran'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(activation._extra, "toy-fresh", FreshToy)
+    _bootstrap.enable({"fs_toy_fresh": "toy-fresh"})
+    yield
+    activation.uninstall()
+    for name in FreshToy.modules:
+        sys.modules.pop(name, None)
+        _bootstrap.finder.watch.pop(name, None)
+        getattr(_bootstrap.finder, "patched", {}).pop(name, None)
+    activation._adapters.pop("toy-fresh", None)
+
+
+def _answers(framework, tools):
+    return framework.dispatch(), framework.Runner().run(), tools.call_tool()
+
+
+def test_a_fresh_import_of_a_patched_module_is_patched_too(fresh_framework, capsys):
+    import fs_toy_fresh
+    import fs_toy_fresh_tools
+
+    old = fs_toy_fresh
+    assert _answers(old, fs_toy_fresh_tools) == (GATED,) * 3
+    del sys.modules["fs_toy_fresh"]
+    fresh = importlib.import_module("fs_toy_fresh")  # a new module object: new, unwrapped functions
+    assert fresh is not old
+    assert _answers(fresh, fs_toy_fresh_tools) == (GATED,) * 3
+    assert old.dispatch() == GATED and old.Runner().run() == GATED  # code holding the old module keeps its gates
+    assert activation.get("toy-fresh").intact() and "patch was lost" in capsys.readouterr().err
+    activation.uninstall()  # the allow twin: upstream restored everywhere
+    assert _answers(fresh, fs_toy_fresh_tools) == ("ran",) * 3
+    assert old.dispatch() == "ran" and old.Runner().run() == "ran"
+
+
+def test_a_fresh_import_of_every_module_patches_each_once(fresh_framework):
+    import fs_toy_fresh  # noqa: F401
+
+    for name in FreshToy.modules:
+        del sys.modules[name]
+    fresh = importlib.import_module("fs_toy_fresh")  # imports a fresh fs_toy_fresh_tools first
+    tools = sys.modules["fs_toy_fresh_tools"]
+    assert _answers(fresh, tools) == (GATED,) * 3
+    assert activation.get("toy-fresh").intact()
+
+
+def test_a_fresh_import_of_another_patched_module_is_patched(fresh_framework):
+    import fs_toy_fresh
+    import fs_toy_fresh_tools
+
+    old = fs_toy_fresh_tools
+    del sys.modules["fs_toy_fresh_tools"]
+    fresh = importlib.import_module("fs_toy_fresh_tools")  # not the trigger: watched once the adapter is active
+    assert fresh is not old and fresh.call_tool() == GATED and old.call_tool() == GATED
+    assert _answers(fs_toy_fresh, fresh) == (GATED,) * 3
+    activation.uninstall()
+    assert fresh.call_tool() == "ran" and old.call_tool() == "ran"
+
+
+def test_a_reload_that_defines_a_patched_class_again_patches_the_new_class(fresh_framework):
+    import fs_toy_fresh
+
+    old_runner = fs_toy_fresh.Runner
+    importlib.reload(fs_toy_fresh)
+    assert fs_toy_fresh.Runner is not old_runner
+    assert fs_toy_fresh.Runner().run() == GATED and old_runner().run() == GATED
+    assert fs_toy_fresh.dispatch() == GATED and activation.get("toy-fresh").intact()
+
+
+def test_an_untouched_patched_framework_stays_intact_and_is_patched_once(fresh_framework, capsys):
+    """The twin: nothing imported afresh, nothing lost, no second patch."""
+    import fs_toy_fresh
+    import fs_toy_fresh_tools
+
+    adapter = activation.get("toy-fresh")
+    assert adapter.intact() and adapter.patch() == "patched" and activation.activate("toy-fresh") == "patched"
+    assert _answers(fs_toy_fresh, fs_toy_fresh_tools) == (GATED,) * 3
+    assert "patch was lost" not in capsys.readouterr().err
