@@ -20,10 +20,12 @@ asks ``tool_hooks.run_before_tool_call_hooks(context)``, which calls the module 
   ``None`` abstains, ``True`` allows, ``False`` and ``HookAborted`` deny, anything else
   is INVALID. ``decide`` reduces them with the cross-framework gates, ``required`` and
   the config; a deny is raised as ``HookAborted`` so upstream's own call sites report
-  the block. As upstream does, the hooks after a deny (or a raise) are not run.
-- Argument integrity: the whole round of hooks runs again while a round changes the
-  tool input (``integrity.until_stable``), so every gate has judged the dict the tool
-  really runs with. Before each hook, ``context.tool_input``/``tool_name``/``tool`` are
+  the block. As upstream does, the hooks after a deny (or a raise the config counts as
+  a deny) are not run.
+- Argument integrity: the hooks run one by one under ``integrity.settle``: the hooks
+  that judged the tool input before a later hook rewrote it judge it again (a hook
+  that stamps a fresh value into a key it alone wrote is accepted; a hook after the
+  last rewrite runs once), so every gate has judged the dict the tool really runs with. Before each hook, ``context.tool_input``/``tool_name``/``tool`` are
   bound back to what the call site runs (rebinding them never reaches the tool).
 - ``POST_TOOL_CALL`` goes to upstream untouched (after-tool-call hooks are observers);
   only when the call was denied by failsecure, and the after hooks left CrewAI's own
@@ -44,7 +46,7 @@ from time import perf_counter
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError
-from failsecure.integrity import until_stable
+from failsecure.integrity import settle
 from failsecure.verdict import Action, Invalid, Verdict
 
 log = logging.getLogger("failsecure")
@@ -290,17 +292,17 @@ class CrewAIAdapter(Adapter):
                 interactive = _interactive()
                 ids = [self.hook_name(h) for h in hooks]
 
-                def run_round() -> list:
-                    state = _Round()
-                    try:
-                        return self.hook_calls(
-                            [(hid, _run_hook, (h, ctx, original, state), None, None) for hid, h in zip(ids, hooks)],
-                            _interactive=interactive,
-                        )
-                    finally:
-                        ctx.tool_input, ctx.tool_name, ctx.tool = original
+                def step(hid: str, h: Any) -> Any:
+                    def run() -> list:  # one hook on the call as it is now
+                        try:
+                            return self.hook_calls([(hid, _run_hook, (h, ctx, original, _Round()), None, None)], _interactive=interactive)
+                        finally:
+                            ctx.tool_input, ctx.tool_name, ctx.tool = original
 
-                outcomes = until_stable(run_round, lambda: original[0], self.hook_id("pre_tool_call"))
+                    return run
+
+                # hook by hook: a stamping hook settles, a hook after the last rewrite runs once
+                outcomes = settle([step(hid, h) for hid, h in zip(ids, hooks)], lambda: original[0], self.hook_id("pre_tool_call"))
             decision = self.decide(tool, outcomes, arguments=original[0])
         except Exception as exc:  # a bug here must not read as "no hook objected"
             decision = self.failed(exc, tool, hook=self.hook_id("pre_tool_call"))
