@@ -7,8 +7,9 @@ to read the current call; the core runs them under the settling rule
 (docs/integrity.md):
 
 - pass 1 runs every gate in order, picturing the call before and after each one;
-- a deny (or a failure the config counts as a deny) in any pass ends it at once, and
-  stands;
+- a deny (or a failure the config counts as a deny) in any pass ends it, and stands:
+  nothing is re-run after it (with ``finish_pass`` the rest of that pass still runs, for
+  a framework that runs and audits every gate of a round);
 - a change made by a gate is a new version of the call; the gate that made it has
   judged it (its own output). After a pass, only the gates whose last judgement was of
   an older version are run again, in order (the gates that ran before the last change);
@@ -415,39 +416,48 @@ def _overlap(p: tuple, q: tuple) -> bool:
 
 
 def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
-           *, fail_closed: Any = (), stamp_root: tuple = ()) -> list[Outcome]:
+           *, fail_closed: Any = (), stamp_root: tuple = (), finish_pass: bool = False) -> list[Outcome]:
     """Run the gate ``steps`` (each runs one gate on the call as ``current()`` reads it
     now and returns its Outcome or Outcomes) under the settling rule (module docstring).
     Returns each gate's latest outcomes in gate order, plus ``unsettled(hook)`` when the
     call never settled. ``picture``: how to picture the call (default ``fingerprint``;
     must never raise; ``CHANGED`` for what it cannot picture). ``stamp_root``: the path
     of the arguments inside the picture (stamps are accepted only below it).
-    ``fail_closed``: hook ids whose failures deny whatever the config says."""
+    ``fail_closed``: hook ids whose failures deny whatever the config says.
+    ``finish_pass``: a deny still ends the settling, but the gates after it in the same
+    pass run first (for a framework that runs, and audits, every gate of a round)."""
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
         rule.passes = n
+        denied = False
         for i in order:
             if rule.done(i, steps[i]()):
-                return rule.result()
+                denied = True
+                if not finish_pass:
+                    break
         order = rule.stale()
-        if not order:
+        if denied or not order:
             return rule.result()
     return rule.result() + [unsettled(hook)]
 
 
 async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callable[[], Any], hook: str,
-                  picture: Optional[Callable[[Any], Any]] = None, *, fail_closed: Any = (), stamp_root: tuple = ()) -> list[Outcome]:
+                  picture: Optional[Callable[[Any], Any]] = None, *, fail_closed: Any = (), stamp_root: tuple = (),
+                  finish_pass: bool = False) -> list[Outcome]:
     """``settle`` for async steps."""
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
         rule.passes = n
+        denied = False
         for i in order:
             if rule.done(i, await steps[i]()):
-                return rule.result()
+                denied = True
+                if not finish_pass:
+                    break
         order = rule.stale()
-        if not order:
+        if denied or not order:
             return rule.result()
     return rule.result() + [unsettled(hook)]
 

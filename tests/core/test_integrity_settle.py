@@ -263,3 +263,15 @@ def test_a_step_may_answer_several_outcomes():
 
     out = integrity.settle([two, g.gate("p")], lambda: g.args, "t:args")
     assert [o.hook for o in out] == ["t:x", "t:y", "t:p"]
+
+
+def test_finish_pass_runs_the_rest_of_the_pass_after_a_deny_and_the_deny_stands():
+    g = Gates({"command": "rm"})
+    rewrite = lambda a: a.__setitem__("command", "ls")  # noqa: E731  (after the deny: never re-judged)
+    out = g.settle(g.gate("policy", answer=policy_no_rm), g.gate("after"), g.gate("rewriter", rewrite), finish_pass=True)
+    assert g.runs == {"policy": 1, "after": 1, "rewriter": 1}
+    assert ("t:policy", Action.DENY) in actions(out) and ("t:after", Action.ALLOW) in actions(out)
+    # twin: without it the pass ends at the deny
+    g = Gates({"command": "rm"})
+    out = g.settle(g.gate("policy", answer=policy_no_rm), g.gate("after"), g.gate("rewriter", rewrite))
+    assert g.runs == {"policy": 1} and actions(out) == [("t:policy", Action.DENY)]
