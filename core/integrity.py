@@ -50,6 +50,7 @@ MAX_ROUNDS = 3
 BUDGET = 1_000_000
 
 _CHANGED = object()
+_NOTHING = object()
 CHANGED = _CHANGED  # what a fingerprint returns for a value it cannot picture
 
 
@@ -465,32 +466,52 @@ async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callab
 # ---------------------------------------------------------------- whole rounds
 
 
-def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
+def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
+                 *, origin: Any = _NOTHING) -> list[Outcome]:
     """Run ``run_round`` (every hook once, in order, on the call as it is now; hooks may
     rewrite it) until a round leaves ``current()`` unchanged. Returns the last round's
     outcomes; a round with a deny or a failure ends it at once (nothing more to judge).
     ``hook`` names the unsettled outcome added when rewriting never stops.
     ``picture``: how to picture the call (default: the module's ``fingerprint``; it
     must never raise; return ``CHANGED`` for what it cannot picture). For a dispatcher
-    that cannot run its gates one by one; ``settle`` is the rule to use."""
+    that cannot run its gates one by one; ``settle`` is the rule to use.
+    ``origin``: the call as it arrived; given, a round whose change is confined to paths
+    earlier rounds added (absent from ``origin``) is a stamp and settles the call (every
+    gate of that round judged the call with the stamp's previous value)."""
     take = picture or fingerprint
+    first = origin is not _NOTHING and take(origin)
     for _ in range(MAX_ROUNDS):
         before = take(current())
         outcomes = run_round()
-        if _denied(outcomes) or _unchanged(before, take(current())):
+        after = take(current())
+        if _denied(outcomes) or _unchanged(before, after) or (first is not False and _round_stamp(first, before, after)):
             return outcomes
     return outcomes + [unsettled(hook)]
 
 
-async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
+async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str,
+                       picture: Optional[Callable[[Any], Any]] = None, *, origin: Any = _NOTHING) -> list[Outcome]:
     """``until_stable`` for async rounds."""
     take = picture or fingerprint
+    first = origin is not _NOTHING and take(origin)
     for _ in range(MAX_ROUNDS):
         before = take(current())
         outcomes = await run_round()
-        if _denied(outcomes) or _unchanged(before, take(current())):
+        after = take(current())
+        if _denied(outcomes) or _unchanged(before, after) or (first is not False and _round_stamp(first, before, after)):
             return outcomes
     return outcomes + [unsettled(hook)]
+
+
+def _round_stamp(origin: Any, before: Any, after: Any) -> bool:
+    """The change from ``before`` to ``after`` lies only under paths that earlier rounds
+    added to ``origin`` (not the whole call)."""
+    if origin is _CHANGED or before is _CHANGED or after is _CHANGED:
+        return False
+    added = [q for q in changed_paths(origin, before) if q and not _present(origin, q)]
+    if not added:
+        return False
+    return all(any(p[:len(q)] == q for q in added) for p in changed_paths(before, after))
 
 
 def _unchanged(before: Any, after: Any) -> bool:

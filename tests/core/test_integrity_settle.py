@@ -275,3 +275,40 @@ def test_finish_pass_runs_the_rest_of_the_pass_after_a_deny_and_the_deny_stands(
     g = Gates({"command": "rm"})
     out = g.settle(g.gate("policy", answer=policy_no_rm), g.gate("after"), g.gate("rewriter", rewrite))
     assert g.runs == {"policy": 1} and actions(out) == [("t:policy", Action.DENY)]
+
+
+def test_whole_rounds_with_an_origin_accept_a_stamp_in_a_key_an_earlier_round_added():
+    """For a dispatcher whose gates run concurrently (no per-gate order): a round that
+    only changes a key earlier rounds added settles."""
+    arrived = {"command": "ls"}
+    args = dict(arrived, key="k-0")  # the first round (run by the adapter) added the key
+    rounds = []
+
+    def round_():
+        rounds.append(1)
+        args["key"] = f"k-{next(_fresh)}"
+        return [Outcome(hook="t:a", verdict=Verdict(Action.ALLOW))]
+
+    out = integrity.until_stable(round_, lambda: args, "t:args", origin=arrived)
+    assert len(rounds) == 1 and [o.failure for o in out] == [None]
+    # twin: a round that keeps changing a key the model sent never settles
+    rounds.clear()
+
+    def rewriting_round():
+        rounds.append(1)
+        args["command"] = f"ls {len(rounds)}"
+        return [Outcome(hook="t:a", verdict=Verdict(Action.ALLOW))]
+
+    out = asyncio.run(_arounds(rewriting_round, args, arrived))
+    assert len(rounds) == integrity.MAX_ROUNDS and out[-1].failure is Failure.INVALID
+    # without an origin the stamp is not known as one
+    rounds.clear()
+    out = integrity.until_stable(round_, lambda: args, "t:args")
+    assert out[-1].failure is Failure.INVALID
+
+
+async def _arounds(round_, args, arrived):
+    async def run():
+        return round_()
+
+    return await integrity.auntil_stable(run, lambda: args, "t:args", origin=arrived)
