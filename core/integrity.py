@@ -365,6 +365,8 @@ class _Rule:
         """Every changed path lies under one this gate alone wrote before, inside the
         stampable part of the call, not in the call as it arrived."""
         root, depth = self.stamp_root, len(self.stamp_root)
+        if self.origin is _CHANGED:  # what arrived is unknown: nothing is provably added
+            return False
         for p in paths:
             if len(p) <= depth or p[:depth] != root:
                 return False

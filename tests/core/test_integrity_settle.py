@@ -312,3 +312,22 @@ async def _arounds(round_, args, arrived):
         return round_()
 
     return await integrity.auntil_stable(run, lambda: args, "t:args", origin=arrived)
+
+
+def test_no_stamp_when_the_call_as_it_arrived_could_not_be_pictured(monkeypatch):
+    g = Gates({"big": list(range(50)), "command": "ls"})
+
+    def shrink_then_stamp(a):
+        a.pop("big", None)
+        a["key"] = next(_fresh)
+
+    monkeypatch.setattr(integrity, "BUDGET", 20)
+    out = g.settle(g.gate("s", shrink_then_stamp), g.gate("p"), g.gate("r", stamp("other")),
+                   picture=lambda v: integrity.fingerprint(v, integrity.BUDGET))
+    assert out[-1].failure is Failure.INVALID
+    # twin: the same gates on a call that can be pictured settle
+    monkeypatch.setattr(integrity, "BUDGET", 1000)
+    g = Gates({"big": list(range(50)), "command": "ls"})
+    out = g.settle(g.gate("s", shrink_then_stamp), g.gate("p"), g.gate("r", stamp("other")),
+                   picture=lambda v: integrity.fingerprint(v, integrity.BUDGET))
+    assert all(o.failure is None for o in out)
