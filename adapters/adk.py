@@ -20,9 +20,11 @@ The patch:
 
 - ``PluginManager.run_before_tool_callback`` (wrapt) runs BOTH stages itself: every
   plugin's ``before_tool_callback`` and then every agent ``before_tool_callback``, each one
-  guarded call (deadline, any exception, junk -> one Outcome), and the whole round again
-  while a callback keeps rewriting the arguments (``integrity.auntil_stable``), so every
-  gate has judged the arguments the tool runs with. ``adecide`` reduces the outcomes with
+  guarded call (deadline, any exception, junk -> one Outcome), one by one under
+  ``integrity.asettle``: the callbacks that judged the arguments before a later one
+  rewrote them judge again (a stamp, a fresh value in a key the same callback alone
+  wrote, is accepted; a callback after the last rewrite runs once), so every gate has
+  judged the arguments the tool runs with. ``adecide`` reduces the outcomes with
   the cross-framework gates, ``required`` and the config: one audited decision per call.
 - ``LlmAgent.canonical_before_tool_callbacks`` (the property the agent stage reads) then
   yields one failsecure callback instead of the user's list: it answers ``None`` for a
@@ -255,26 +257,20 @@ class ADKAdapter(Adapter):
             return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=self.hook_id(CALLBACK)), ())
 
     async def _gate(self, calls: list, tool: Any, tool_args: Any, tool_context: Any, judged: bool) -> Optional[dict]:
-        async def run_round() -> list[Outcome]:
-            # consecutive plain sync callbacks share one thread hand-off and hold the loop
-            # while they run, as upstream does (it calls them on the loop); the rest are
-            # awaited under their deadline
-            outcomes: list[Outcome] = []
-            batch: list = []
-            for hook, fn, args, kwargs, plain in calls:
+        def step(hook: str, fn: Any, args: Any, kwargs: Any, plain: bool) -> Any:
+            async def run() -> list[Outcome]:
+                # a plain sync callback holds the loop while it runs, as upstream does (it
+                # calls it on the loop); the rest are awaited under their deadline
                 if plain:
-                    batch.append((hook, fn, args, kwargs, None))
-                    continue
-                if batch:
-                    outcomes += self.hook_calls(batch)
-                    batch = []
-                outcomes.append(await self.ahook_call(hook, fn, *args, **kwargs))
-            if batch:
-                outcomes += self.hook_calls(batch)
-            return outcomes
+                    return self.hook_calls([(hook, fn, args, kwargs, None)])
+                return [await self.ahook_call(hook, fn, *args, **kwargs)]
+
+            return run
 
         if calls:
-            outcomes = await integrity.auntil_stable(run_round, lambda: tool_args, self.hook_id("arguments"))
+            # callback by callback: a stamping callback settles, one after the last
+            # rewrite runs once, a deny in any pass stands
+            outcomes = await integrity.asettle([step(*c) for c in calls], lambda: tool_args, self.hook_id("arguments"), finish_pass=True)
         else:
             outcomes = []
         call_id = _call_id(tool_context)

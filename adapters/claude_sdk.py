@@ -320,7 +320,10 @@ class _Session:
 
         outcomes = await one_round()
         if state["args"] is not original:  # rewritten: every gate judges the new input, until it settles
-            outcomes = await integrity.auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"))
+            # (callbacks run concurrently on one input, as the CLI runs them: whole rounds,
+            # not gate by gate; a round that only changes keys earlier rounds added is a
+            # stamp, and the input every gate of that round judged is what runs)
+            outcomes = await integrity.auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"), origin=original)
         outcomes = list(outcomes)
         for earlier in rounds[:-1]:  # a deny, failure or ask of any round stands
             outcomes += [o for o in earlier if _stands(o)]

@@ -54,7 +54,7 @@ from typing import Any, Optional
 from failsecure.adapter import Adapter, PatchError
 from failsecure.failures import process_failure
 from failsecure.hookid import command_name
-from failsecure.integrity import auntil_stable
+from failsecure.integrity import asettle
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 log = logging.getLogger("failsecure")
@@ -463,27 +463,31 @@ class CodePuppyAdapter(Adapter):
             interactive = _interactive()
 
             opted: set = set()
+            calls: list = []
+            for callback in self._callbacks.get_callbacks(phase):
+                hook_id = self.callable_id(callback)
+                if self._opted_in(phase, callback):
+                    opted.add(hook_id)
+                calls.append((hook_id, callback, args, kwargs, validate))
 
-            async def round_() -> list:
-                outcomes: list = []
-                processes: list = []  # command hooks code-puppy ran itself, judged
-                token = _processes.set(processes)
-                try:
-                    calls: list = []  # consecutive sync callbacks: one thread hand-off for all
-                    for callback in self._callbacks.get_callbacks(phase):
-                        hook_id = self.callable_id(callback)
-                        if self._opted_in(phase, callback):
-                            opted.add(hook_id)
-                        calls.append((hook_id, callback, args, kwargs, validate))
-                    outcomes += await self.ahook_calls(calls, interactive)
-                finally:
-                    _processes.reset(token)
-                return outcomes + processes
+            def step(call: tuple) -> Any:
+                async def run() -> list:  # one callback, and the command hooks it ran, judged
+                    processes: list = []
+                    token = _processes.set(processes)
+                    try:
+                        outcomes = await self.ahook_calls([call], interactive)
+                    finally:
+                        _processes.reset(token)
+                    return outcomes + processes
+
+                return run
 
             # a pre_tool_call callback may mutate tool_args in place after a gate allowed
-            # them: the round runs again until the arguments the tool gets were judged
+            # them: callback by callback, the ones that judged them before judge again (a
+            # stamping callback settles; one after the last rewrite runs once)
             tool_args = _bind(phase, args, kwargs).get("tool_args") if phase == PRE_TOOL else None
-            outcomes = await auntil_stable(round_, lambda: tool_args, self.hook_id(phase))
+            outcomes = await asettle([step(c) for c in calls], lambda: tool_args, self.hook_id(phase),
+                                     fail_closed=frozenset(opted), finish_pass=True)
             tool, arguments = self._tool_and_arguments(phase, args, kwargs)
             decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments, fail_closed=frozenset(opted))
             results = self._native(phase, decision, outcomes)

@@ -20,10 +20,12 @@ asks ``tool_hooks.run_before_tool_call_hooks(context)``, which calls the module 
   ``None`` abstains, ``True`` allows, ``False`` and ``HookAborted`` deny, anything else
   is INVALID. ``decide`` reduces them with the cross-framework gates, ``required`` and
   the config; a deny is raised as ``HookAborted`` so upstream's own call sites report
-  the block. As upstream does, the hooks after a deny (or a raise) are not run.
-- Argument integrity: the whole round of hooks runs again while a round changes the
-  tool input (``integrity.until_stable``), so every gate has judged the dict the tool
-  really runs with. Before each hook, ``context.tool_input``/``tool_name``/``tool`` are
+  the block. As upstream does, the hooks after a deny (or a raise the config counts as
+  a deny) are not run.
+- Argument integrity: the hooks run one by one under ``integrity.settle``: the hooks
+  that judged the tool input before a later hook rewrote it judge it again (a hook
+  that stamps a fresh value into a key it alone wrote is accepted; a hook after the
+  last rewrite runs once), so every gate has judged the dict the tool really runs with. Before each hook, ``context.tool_input``/``tool_name``/``tool`` are
   bound back to what the call site runs (rebinding them never reaches the tool).
 - ``POST_TOOL_CALL`` goes to upstream untouched (after-tool-call hooks are observers);
   only when the call was denied by failsecure, and the after hooks left CrewAI's own
@@ -44,7 +46,7 @@ from time import perf_counter
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError
-from failsecure.integrity import until_stable
+from failsecure.integrity import settle
 from failsecure.verdict import Action, Invalid, Verdict
 
 log = logging.getLogger("failsecure")
@@ -395,28 +397,20 @@ class CrewAIAdapter(Adapter):
                 # for one without the default deadline, and only when stdin is a terminal
                 asks = [tty and _asks_human(h) for h in hooks]
 
-                def run_round() -> list:
-                    state = _Round()
-                    outcomes: list = []
-                    try:
-                        start_at = 0
-                        while start_at < len(hooks):  # consecutive hooks alike share one hand-off
-                            end = start_at
-                            while end < len(hooks) and asks[end] == asks[start_at]:
-                                end += 1
-                            outcomes += self.hook_calls(
-                                [
-                                    (ids[i], _run_hook, (hooks[i], ctx, original, state, stops[i]), None, None)
-                                    for i in range(start_at, end)
-                                ],
-                                _interactive=asks[start_at],
+                def step(i: int) -> Any:
+                    def run() -> list:  # one hook on the call as it is now
+                        try:
+                            return self.hook_calls(
+                                [(ids[i], _run_hook, (hooks[i], ctx, original, _Round(), stops[i]), None, None)],
+                                _interactive=asks[i],
                             )
-                            start_at = end
-                        return outcomes
-                    finally:
-                        ctx.tool_input, ctx.tool_name, ctx.tool = original
+                        finally:
+                            ctx.tool_input, ctx.tool_name, ctx.tool = original
 
-                outcomes = until_stable(run_round, lambda: original[0], self.hook_id("pre_tool_call"))
+                    return run
+
+                # hook by hook: a stamping hook settles, a hook after the last rewrite runs once
+                outcomes = settle([step(i) for i in range(len(hooks))], lambda: original[0], self.hook_id("pre_tool_call"))
             decision = self.decide(tool, outcomes, arguments=original[0])
         except Exception as exc:  # a bug here must not read as "no hook objected"
             decision = self.failed(exc, tool, hook=self.hook_id("pre_tool_call"))

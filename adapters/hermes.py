@@ -45,7 +45,7 @@ from failsecure.adapter import Adapter, Check, PatchError
 from failsecure.report import type_name
 from failsecure.failures import process_failure
 from failsecure.hookid import callable_name, command_name
-from failsecure.integrity import fingerprint, same, until_stable
+from failsecure.integrity import fingerprint, same, settle
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 
@@ -265,14 +265,11 @@ class HermesAdapter(Adapter):
         try:
             if self._schema is not None:
                 kwargs.setdefault("telemetry_schema_version", self._schema)
-            last: list = [None]
-
-            def picture(args: Any) -> Any:  # the last round's picture is what was judged
-                last[0] = fingerprint(args)
-                return last[0]
-
-            outcomes = until_stable(lambda: self._call_all(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT), picture)
-            _judged.set((tool, last[0]))
+            # callback by callback: the ones that judged the arguments before a later one
+            # rewrote them judge again (a stamping callback settles; one after the last
+            # rewrite runs once); what was judged is the call as it is at the end
+            outcomes = settle(self._steps(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT), finish_pass=True)
+            _judged.set((tool, fingerprint(kwargs.get("args"))))
             decision = self.decide(
                 tool,
                 outcomes,
@@ -314,13 +311,13 @@ class HermesAdapter(Adapter):
             return [directive]
         return []
 
-    def _call_all(self, manager: Any, kwargs: dict) -> list[Outcome]:
+    def _call_all(self, manager: Any, kwargs: dict, callbacks: Any = None) -> list[Outcome]:
         """Every ``pre_tool_call`` callback, in registration order, under the guard (one
         thread hand-off for all of them): Python plugins with the hook kwargs, shell hooks
         through hermes' own ``_spawn`` with their timeout bounded by ours."""
         calls: list = []
         unreadable: list = []
-        for cb in manager._hooks.get(EVENT, ()):
+        for cb in manager._hooks.get(EVENT, ()) if callbacks is None else callbacks:
             hook_id, spec = self._identify(manager, cb)
             if spec is None:
                 calls.append((hook_id, cb, (), kwargs, None))
@@ -332,6 +329,11 @@ class HermesAdapter(Adapter):
         for index, outcome in unreadable:  # in registration order
             outcomes.insert(index, outcome)
         return outcomes
+
+    def _steps(self, manager: Any, kwargs: dict) -> list:
+        """``_call_all`` one callback at a time, in registration order (the steps of
+        ``integrity.settle``)."""
+        return [lambda cb=cb: self._call_all(manager, kwargs, (cb,)) for cb in list(manager._hooks.get(EVENT, ()))]
 
     def _identify(self, manager: Any, cb: Any) -> tuple[str, Any]:
         known = self._ids.get(id(cb))

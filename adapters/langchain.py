@@ -29,8 +29,9 @@ What is patched (``wrapt``; ``unpatch`` restores every attribute):
     ``ahandle_event`` unchanged: their errors are logged and swallowed, the tool runs.
 
   Observers run first (they see every start, as upstream), then the gates judge the
-  inputs as they are now; a gate round that rewrites the inputs is run again
-  (``integrity.until_stable``). ``decide`` adds the cross-framework gates, ``required``
+  inputs as they are now, one by one under ``integrity.settle``: the gates that judged
+  the inputs before a later gate rewrote them judge again (a stamp, a fresh value in a
+  key the same gate alone wrote, is accepted; a gate after the last rewrite runs once). ``decide`` adds the cross-framework gates, ``required``
   and the config. A deny raises ``ToolCallDenied`` (text: hook id + category) out of
   ``tool.invoke``/``tool.ainvoke`` before the tool body runs; the observers are told
   ``on_tool_error`` with it so no trace is left open.
@@ -262,10 +263,11 @@ class LangChainAdapter(Adapter):
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
             outcomes = list(fixed)
             if calls:
-                def one_round():
-                    return self.hook_calls([(h, _drive, (m,) + rest, kwargs, None) for h, m in calls])
+                def step(h: str, m: Any) -> Any:
+                    return lambda: self.hook_calls([(h, _drive, (m,) + rest, kwargs, None)])
 
-                outcomes += integrity.until_stable(one_round, lambda: inputs, self.hook_id(EVENT))
+                # gate by gate: a stamping gate settles, a gate after the last rewrite runs once
+                outcomes += integrity.settle([step(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
@@ -289,13 +291,13 @@ class LangChainAdapter(Adapter):
             if calls:
                 config = policy.current()
 
-                async def one_round():
-                    return [
-                        await guard.acall(h, m, rest, kwargs, validate=self.to_verdict, timeout=config.timeout_for(h))
-                        for h, m in calls
-                    ]
+                def astep(h: str, m: Any) -> Any:
+                    async def run() -> Outcome:
+                        return await guard.acall(h, m, rest, kwargs, validate=self.to_verdict, timeout=config.timeout_for(h))
 
-                outcomes += await integrity.auntil_stable(one_round, lambda: inputs, self.hook_id(EVENT))
+                    return run
+
+                outcomes += await integrity.asettle([astep(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))

@@ -41,9 +41,11 @@ approved, and is rejected otherwise.
 Argument integrity: a guardrail can rewrite the call it is shown
 (``data.context.tool_call.arguments`` is the string the tool runs with;
 ``data.context.tool_arguments`` is what guardrails read). Before every round the adapter
-shows the gates the arguments the tool will run with, and the whole round runs again
-while a guardrail keeps rewriting them (``integrity.auntil_stable``): every gate has seen
-the final arguments.
+shows the gates the arguments the tool will run with; the guardrails run one by one under
+``integrity.asettle``: the guardrails that judged the arguments before a later one
+rewrote them judge again (a stamp, a fresh value in a key the same guardrail alone wrote,
+is accepted; a guardrail after the last rewrite runs once): every gate has seen the final
+arguments.
 
 Tool output guardrails observe results; they are untouched.
 
@@ -475,11 +477,12 @@ class OpenAIAgentsAdapter(Adapter):
 
     @staticmethod
     def _current(tool_context: Any, call: Any) -> tuple:
-        return (
-            getattr(tool_context, "tool_arguments", None),
-            getattr(call, "arguments", None) if call is not None else None,
-            getattr(tool_context, "tool_call", None) is call,
-        )
+        """(the arguments the tool runs with, parsed where they are a JSON object, so a
+        stamped key is told apart from a rewrite; whether the context still holds the
+        call). Read after ``_show_final``: what guardrails read is what runs."""
+        arguments = getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None)
+        parsed = _parsed(arguments)
+        return (arguments if parsed is None else parsed, getattr(tool_context, "tool_call", None) is call)
 
     async def _input_guardrails(self, wrapped, args, kwargs):
         kwargs = dict(zip(_LOOP_PARAMS, args), **kwargs)
@@ -499,22 +502,30 @@ class OpenAIAgentsAdapter(Adapter):
             ran: list = []  # [(guardrail, outcome)] of the last round
             data_type = self._g.ToolInputGuardrailData
 
-            async def run_round() -> list:
-                self._show_final(tool_context, call)
-                ran.clear()
-                calls = []
-                for guardrail in guardrails:
-                    fn, named = self._guardrail_fn(guardrail)
-                    calls.append((self.callable_id(named), fn, (data_type(context=tool_context, agent=agent),), None, None))
-                outcomes = await self.ahook_calls(calls)  # consecutive sync guardrails: one hand-off
-                ran.extend(zip(guardrails, outcomes))
-                return outcomes
+            latest: dict = {}  # guardrail index -> its latest outcome
+
+            def step(index: int, guardrail: Any) -> Any:
+                fn, named = self._guardrail_fn(guardrail)
+                hook = self.callable_id(named)
+
+                async def run() -> list:  # one guardrail, shown the call as it is now
+                    self._show_final(tool_context, call)
+                    outcomes = await self.ahook_calls([(hook, fn, (data_type(context=tool_context, agent=agent),), None, None)])
+                    self._show_final(tool_context, call)  # a decoy in tool_arguments never runs
+                    latest[index] = outcomes[0]
+                    return outcomes
+
+                return run
 
             outcomes: list = []
             if guardrails:
-                outcomes = await integrity.auntil_stable(
-                    run_round, lambda: self._current(tool_context, call), self.hook_id("tool_input_guardrails")
+                # guardrail by guardrail: a stamping guardrail settles, one after the last
+                # rewrite runs once, a deny in any pass stands
+                outcomes = await integrity.asettle(
+                    [step(i, g) for i, g in enumerate(guardrails)], lambda: self._current(tool_context, call),
+                    self.hook_id("tool_input_guardrails"), stamp_root=(0,), finish_pass=True,
                 )
+                ran.extend((guardrails[i], latest[i]) for i in sorted(latest))
                 self._show_final(tool_context, call)
             arguments = self._arguments(getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)

@@ -20,9 +20,11 @@ The patch is one ``wrapt`` wrapper on ``Hooks.before_tool_execute``:
   hook's own deny; anything else (``None``, a string, a list, a dict with non-string keys,
   a hostile object) is ``invalid``; any other exception is ``raised``; the hook's own
   ``timeout=`` expiring is ``timeout``;
-- the round of hooks runs again while a hook keeps rewriting the arguments
-  (``integrity.auntil_stable``), so every gate has judged the arguments the tool runs
-  with; the cross-framework gates see the final arguments;
+- the hooks run one by one under ``integrity.asettle``: the hooks that judged the
+  arguments before a later one rewrote them judge again (a stamp, a fresh value in a key
+  the same hook alone wrote, is accepted; a hook after the last rewrite runs once), so
+  every gate has judged the arguments the tool runs with; the cross-framework gates see
+  the final arguments;
 - the Decision goes back in pydantic-ai's own shape: a hook's own deny (or ask) is
   re-raised as it was; failsecure's deny is ``ToolFailed("failsecure: hook '<id>' failed
   closed (<category>)")``, which the model sees as a failed tool result; an ask from a
@@ -51,7 +53,6 @@ from typing import Any
 
 from failsecure import integrity, policy
 from failsecure.adapter import Adapter, PatchError
-from failsecure.reduce import effective
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 HOOKS = "pydantic_ai.capabilities.hooks"
@@ -252,35 +253,24 @@ class PydanticAIAdapter(Adapter):
         tool = tool if isinstance(tool, str) else None
         call_id = getattr(call, "tool_call_id", None)
         call_id = call_id if isinstance(call_id, str) and call_id else None
-        state = {"args": arguments, "rewrites": 0}
+        state = {"args": arguments}
         try:
             entries = self._hooks._filter_tool_entries(instance._get(EVENT), call=call)
             if not self._gated(entries):
                 return arguments
-            config = policy.current()
+            def step(entry: Any) -> Any:
+                async def run() -> Outcome:  # one hook, given the arguments as they are now
+                    outcome = await self._call(entry, EVENT, ctx, call=call, tool_def=tool_def, args=state["args"])
+                    if outcome.failure is None and outcome.action is Action.ALLOW:
+                        state["args"] = outcome.verdict.data  # type: ignore[union-attr]  (its answer: the arguments)
+                    return outcome  # a failure (an observer's, a tolerated one): the arguments stand
 
-            async def run_round() -> list[Outcome]:
-                current = state["args"]
-                outcomes = []
-                for entry in entries:
-                    before = integrity.snapshot(current)
-                    outcome = await self._call(entry, EVENT, ctx, call=call, tool_def=tool_def, args=current)
-                    outcomes.append(outcome)
-                    if effective(outcome, config) is Action.DENY:
-                        break  # upstream stops at a raise too; nothing more to judge
-                    if outcome.failure is not None:
-                        continue  # an observer's or a tolerated failure: the arguments stand
-                    if outcome.action is Action.ALLOW:
-                        new = outcome.verdict.data  # type: ignore[union-attr]
-                        if not integrity.same(before, new):
-                            state["rewrites"] += 1  # type: ignore[operator]
-                        current = new
-                state["args"] = current
-                return outcomes
+                return run
 
-            # a round is settled when no hook changed what it was given (each hook's input is
-            # snapshotted in run_round), so every gate of the last round saw the final arguments
-            outcomes = await integrity.auntil_stable(run_round, lambda: state["rewrites"], self.hook_id(EVENT))
+            # hook by hook: the hooks that judged the arguments before a later one rewrote
+            # them judge again; a stamping hook settles; a deny (upstream stops at a raise
+            # too) ends it. Compared by fingerprint: no code of the arguments' objects runs.
+            outcomes = await integrity.asettle([step(e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"])
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise

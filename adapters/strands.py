@@ -22,9 +22,11 @@ straight to upstream:
   than ``None`` is junk too (upstream drops it silently); ``InterruptException`` is an
   ASK carrying the native interrupt; raising anything else is RAISED, a missed deadline
   TIMEOUT;
-- argument integrity: the whole round of callbacks runs again while a round swaps the
-  tool or changes ``tool_use`` (``failsecure.integrity``), so every gate judged the call
-  that really runs;
+- argument integrity: the callbacks run one by one under ``integrity.settle``; the
+  callbacks that judged the call before a later one swapped the tool or changed
+  ``tool_use`` judge again (a stamp, a fresh value in an input key the same callback
+  alone wrote, is accepted; a callback after the last change runs once), so every gate
+  judged the call that really runs;
 - ``decide`` reduces the outcomes with the cross-framework gates, ``required`` and the
   config, and the Decision is written back as the one answer upstream honours: a deny
   sets ``cancel_tool`` to the Decision's reason (Strands' own cancelled-tool result: a
@@ -64,6 +66,8 @@ _ABSTAIN = Verdict(action=Action.ABSTAIN)
 _ALLOW = Verdict(action=Action.ALLOW)
 _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
 _PLAIN = (str, int, float, bool, type(None))
+#: where a stamp may be in the picture of ``_current`` (selected tool, tool use): the input
+_STAMPABLE = (1, "input")
 
 
 class _Did:
@@ -310,12 +314,22 @@ class StrandsAdapter(Adapter):
         """Sync registries (``invoke_callbacks``): all callbacks are sync."""
         try:
             start = event.cancel_tool
+            last = [len(callbacks)]  # the index of the step run last: a lower one starts a pass
 
-            def run_round() -> list[Outcome]:
-                event.cancel_tool = start
-                return self.hook_calls([(self._hook(cb), self._call_sync, (cb, event), None, _verdict) for cb in callbacks])
+            def step(i: int, cb: Any) -> Any:
+                def run() -> list[Outcome]:
+                    if i <= last[0]:
+                        event.cancel_tool = start  # each pass starts from the call site's state
+                    last[0] = i
+                    return self.hook_calls([(self._hook(cb), self._call_sync, (cb, event), None, _verdict)])
 
-            outcomes = integrity.until_stable(run_round, lambda: event, self.hook_id("BeforeToolCallEvent"), self._current)
+                return run
+
+            # callback by callback: a stamping callback settles, one after the last rewrite runs once
+            outcomes = integrity.settle(
+                [step(i, cb) for i, cb in enumerate(callbacks)], lambda: event, self.hook_id("BeforeToolCallEvent"),
+                self._current, stamp_root=_STAMPABLE, finish_pass=True,
+            )
             outcomes = _one_interrupt_per_name(outcomes)
             decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
             return self._render(event, start, decision)
@@ -329,15 +343,22 @@ class StrandsAdapter(Adapter):
         try:
             callbacks = list(registry.get_callbacks_for(event))
             start = event.cancel_tool
+            last = [len(callbacks)]
 
-            async def run_round() -> list[Outcome]:
-                event.cancel_tool = start
-                return await self.ahook_calls([
-                    (self._hook(cb), self._call_async if inspect.iscoroutinefunction(cb) else self._call_sync, (cb, event), None, _verdict)
-                    for cb in callbacks
-                ])
+            def step(i: int, cb: Any) -> Any:
+                async def run() -> list[Outcome]:
+                    if i <= last[0]:
+                        event.cancel_tool = start
+                    last[0] = i
+                    call = self._call_async if inspect.iscoroutinefunction(cb) else self._call_sync
+                    return await self.ahook_calls([(self._hook(cb), call, (cb, event), None, _verdict)])
 
-            outcomes = await integrity.auntil_stable(run_round, lambda: event, self.hook_id("BeforeToolCallEvent"), self._current)
+                return run
+
+            outcomes = await integrity.asettle(
+                [step(i, cb) for i, cb in enumerate(callbacks)], lambda: event, self.hook_id("BeforeToolCallEvent"),
+                self._current, stamp_root=_STAMPABLE, finish_pass=True,
+            )
             outcomes = _one_interrupt_per_name(outcomes)
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
             return self._render(event, start, decision)

@@ -554,9 +554,17 @@ class Adapter(abc.ABC):
             found += [Outcome(hook=h, failure=Failure.MISSING) for h in plugins.missing()]
         if not gates:
             return config, found, ()
+        from . import integrity
         from .hookspecs import ToolCall
 
-        kwargs = {"call": ToolCall(self.name, tool, arguments, call_id)}
+        # A plugin gate judges the call after the framework's gates did: it is shown a
+        # copy (plain containers copied, no code of the arguments' objects run), so
+        # what it does to what it is shown cannot change what runs.
+        shown = integrity.snapshot(arguments)
+        if shown is integrity.CHANGED:  # too big, or a cycle through a tuple: not shown, denied
+            found.append(Outcome(hook="failsecure:arguments", failure=Failure.INVALID))
+            shown = None
+        kwargs = {"call": ToolCall(self.name, tool, shown, call_id)}
         return config, found, [(h, fn, (), kwargs, plugins.to_verdict, config.timeout_for(h)) for h, fn in gates]
 
     def decide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None, fail_closed=()) -> Decision:

@@ -16,8 +16,10 @@ hookspec = pluggy.HookspecMarker("failsecure")
 class ToolCall:
     """What a cross-framework gate is shown about a tool call.
 
-    ``arguments`` is the framework's own payload: a gate may read it, failsecure never
-    audits or displays it."""
+    ``arguments`` is a copy of the framework's payload (``integrity.snapshot``: its
+    dicts, lists and tuples copied, other objects shared): a gate may read it, but
+    changing it does not change what the tool runs with. failsecure never audits or
+    displays it."""
 
     __slots__ = ("framework", "tool", "arguments", "call_id")
 

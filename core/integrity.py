@@ -1,41 +1,68 @@
 """Argument integrity: the gates judge the arguments the tool really runs with.
 
 Where a framework lets a hook rewrite the arguments (or swap the tool) after another
-hook approved them, an adapter runs the whole round of hooks again on the rewritten
-call until a round changes nothing: every gate has then seen exactly what the tool
-will run with. A round that keeps rewriting past ``MAX_ROUNDS`` is a failure
-(``invalid``), never a silent pass.
+hook approved them, the adapter hands the core its gates one by one (``settle`` /
+``asettle``: a list of steps, each running one gate on the call as it is now) and how
+to read the current call; the core runs them under the settling rule
+(docs/integrity.md):
 
-What a round compares is a ``fingerprint`` of the call: containers (dict, list, tuple)
-by content, plain values by type and value (``True`` is not ``1``), any other object by
-identity (the picture holds the object, so a new object cannot take a freed one's
-address and pass for it). A rewrite of the
-arguments' containers (all a hook can reach that the tool will see as new) changes it;
-an argument object that cannot be copied or compared (a client, a lock) never reads as
-"rewritten", so it is not falsely denied. ``snapshot`` (a deep copy) is there for
-adapters that need a copy of what a gate saw. Neither ever raises.
+- pass 1 runs every gate in order, picturing the call before and after each one;
+- a deny (or a failure the config counts as a deny) in any pass ends it, and stands:
+  nothing is re-run after it (with ``finish_pass`` the rest of that pass still runs, for
+  a framework that runs and audits every gate of a round);
+- a change made by a gate is a new version of the call; the gate that made it has
+  judged it (its own output). After a pass, only the gates whose last judgement was of
+  an older version are run again, in order (the gates that ran before the last change);
+  a gate that judged the current version is never run again (no side effect twice);
+- in a re-run, a change confined to paths (dict keys, list indexes of the picture) that
+  this same gate alone wrote in its earlier runs, that were not in the call as it
+  arrived, is a stamp (an idempotency key, a timestamp, a counter): accepted, it makes
+  no other gate judge again. Any other change is a rewrite, and the gates that judged
+  an older version judge again;
+- after ``MAX_ROUNDS`` passes with a gate still behind, the call is unsettled: denied
+  (``invalid``). Two gates fighting over one field are denied, never silently resolved.
+
+What is compared is a ``fingerprint`` of the call: a flat tuple of tokens, containers
+(exact dict, list, tuple) by content at any depth (iterative, cycle-safe, bounded by
+``BUDGET`` tokens: a call larger than that cannot be pictured and reads as changed at
+every look), plain values by type and value (``True`` is not ``1``), any other object by
+identity (the picture holds the object, so a new object cannot take a freed one's address
+and pass for it). Building and comparing pictures runs none of the hook's code (no
+``__eq__``, ``__hash__``, ``__deepcopy__``), so a hostile object cannot hang the caller.
+``snapshot`` copies plain containers (other objects are kept, by reference) and ``same``
+compares by fingerprint: neither runs the hook's code, neither ever raises.
+
+``until_stable`` / ``auntil_stable`` (whole rounds until a round changes nothing) remain
+for a dispatcher that cannot be split per gate.
 """
 
 from __future__ import annotations
 
-import copy
-from typing import Any, Awaitable, Callable, Optional
+from itertools import chain
+from typing import Any, Awaitable, Callable, Optional, Sequence, Union
 
 from .verdict import Action, Failure, Outcome
 
-#: rounds of hooks before a call that keeps being rewritten is denied
+#: passes of gates before a call that keeps being rewritten is denied
 MAX_ROUNDS = 3
 
+#: the most tokens a picture may hold; a larger call reads as changed (unpicturable)
+BUDGET = 1_000_000
+
 _CHANGED = object()
+_NOTHING = object()
 CHANGED = _CHANGED  # what a fingerprint returns for a value it cannot picture
 
 
 _PLAIN = (str, int, bytes, type(None))  # bool is pictured with its type: True == 1
+_OPEN = {dict: "D", list: "L", tuple: "T"}
+_ITEMS = dict.items
 
 
-def fingerprint(value: Any, depth: int = 0) -> Any:
+def fingerprint(value: Any, budget: int = BUDGET) -> Any:
     """An immutable picture of ``value`` built only from builtin types (comparing two
-    runs no code of the hook's objects): containers by content, others by identity."""
+    pictures runs no code of the hook's objects): containers by content at any depth,
+    others by identity. ``CHANGED`` when the picture would exceed ``budget`` tokens."""
     kind = type(value)
     if kind in _PLAIN:
         return value
@@ -43,35 +70,237 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
         return ("b", value)
     if kind is float:
         return ("f", value.hex())  # NaN equals itself here
-    if depth < 32:  # containers: plain items without a call each, list comprehensions (no generator)
-        plain = _PLAIN
-        if kind is dict:
-            return ("d", tuple([
-                (k if type(k) in plain else fingerprint(k, depth + 1), v if type(v) in plain else fingerprint(v, depth + 1))
-                for k, v in value.items()
-            ]))
-        if kind is list or kind is tuple:
-            return ("l" if kind is list else "t", tuple([v if type(v) in plain else fingerprint(v, depth + 1) for v in value]))
+    if kind is dict or kind is list or kind is tuple:
+        try:
+            return _stream(value, budget)
+        except BaseException:  # a container resized by another thread while read, memory
+            return _CHANGED
     # Same id while both pictures hold their object: the same object, and the tuple
     # comparison stops at the id or at the identity check, never calling the object's __eq__.
     return ("id", id(value), value)
 
 
-def snapshot(value: Any) -> Any:
-    """A deep copy of what a gate saw (``_CHANGED`` when it cannot be copied)."""
+def _stream(root: Any, budget: int) -> Any:
+    """The flat token tuple of a container: ``(kind, n)`` opens a container of n items
+    (a dict's as key, value, key, value...), ``("c", k)`` is a reference to the
+    container k levels up (a cycle), every other token is one plain value or atom."""
+    plain, opened = _PLAIN, _OPEN
+    out: list = [(opened[type(root)], len(root))]
+    append = out.append
+    on_path = {id(root): 0}
+    memo: dict = {}  # id -> (start, end): a container already pictured (a shared one)
+    # frames: [iterator, id, start, cyclic]
+    stack = [[iter(chain.from_iterable(_ITEMS(root))) if type(root) is dict else iter(root), id(root), 0, False]]
+    while stack:
+        frame = stack[-1]
+        for v in frame[0]:
+            kind = type(v)
+            if kind in plain:
+                append(v)
+            elif kind is bool:
+                append(("b", v))
+            elif kind is float:
+                append(("f", v.hex()))
+            elif kind is dict or kind is list or kind is tuple:
+                i = id(v)
+                level = on_path.get(i)
+                if level is not None:
+                    append(("c", len(stack) - level))
+                    for f in stack:
+                        f[3] = True  # a picture with a cycle in it is not reused elsewhere
+                    continue
+                span = memo.get(i)
+                if span is not None:
+                    out.extend(out[span[0]:span[1]])
+                    if len(out) > budget:
+                        return _CHANGED
+                    continue
+                on_path[i] = len(stack)
+                start = len(out)
+                append((opened[kind], len(v)))
+                stack.append([iter(chain.from_iterable(_ITEMS(v))) if kind is dict else iter(v), i, start, False])
+                break
+            else:
+                append(("id", id(v), v))
+            if len(out) > budget:
+                return _CHANGED
+        else:
+            stack.pop()
+            del on_path[frame[1]]
+            if not frame[3]:
+                memo[frame[1]] = (frame[2], len(out))
+            continue
+        if len(out) > budget:
+            return _CHANGED
+    return tuple(out)
+
+
+def _container(token: Any) -> bool:
+    return type(token) is tuple and len(token) == 2 and token[0] in ("D", "L", "T")
+
+
+def _ends(s: tuple) -> list:
+    """``ends[i]``: the index after the value that starts at token ``i``."""
+    ends = [0] * len(s)
+    stack: list = []  # [start, items still to read]
+    for i, t in enumerate(s):
+        if _container(t):
+            count = t[1] * 2 if t[0] == "D" else t[1]
+            if count:
+                stack.append([i, count])
+                continue
+        ends[i] = i + 1
+        while stack:
+            stack[-1][1] -= 1
+            if stack[-1][1]:
+                break
+            ends[stack.pop()[0]] = i + 1
+    return ends
+
+
+def _children(s: tuple, ends: list, i: int) -> list:
+    """(key, index of the value) of each item of the container at ``i``; a dict key is
+    its plain value, or None when it is not plain (then keys cannot be matched)."""
+    kind, n = s[i]
+    found, j = [], i + 1
+    if kind == "D":
+        for _ in range(n):
+            key = s[j] if ends[j] == j + 1 and type(s[j]) in _PLAIN else _CHANGED
+            j = ends[j]
+            found.append((key, j))
+            j = ends[j]
+    else:
+        for k in range(n):
+            found.append((k, j))
+            j = ends[j]
+    return found
+
+
+def changed_paths(before: Any, after: Any, budget: int = BUDGET) -> list:
+    """The paths (tuples of dict keys and list indexes) at which two pictures differ:
+    each the deepest container item both have that differs. ``[()]`` (the whole call)
+    for what cannot be told apart finer."""
+    if before is _CHANGED or after is _CHANGED or type(before) is not tuple or type(after) is not tuple:
+        return [] if before is not _CHANGED and after is not _CHANGED and before == after else [()]
+    if not before or not _container(before[0]) or not after or not _container(after[0]):
+        return [] if before == after else [()]
+    ea, eb = _ends(before), _ends(after)
+    out: list = []
+    work = [(0, 0, ())]
+    steps = 0
+    while work:
+        i, j, path = work.pop()
+        steps += (ea[i] - i) + (eb[j] - j)
+        if steps > budget:
+            return [()]
+        if before[i:ea[i]] == after[j:eb[j]]:
+            continue
+        x, y = before[i], after[j]
+        if _container(x) and _container(y) and x[0] == y[0]:
+            if x[0] != "D" and x[1] == y[1]:
+                for (k, u), (_, v) in zip(_children(before, ea, i), _children(after, eb, j)):
+                    work.append((u, v, path + (k,)))
+                continue
+            if x[0] == "D":
+                mine, theirs = _children(before, ea, i), _children(after, eb, j)
+                keys = [k for k, _ in mine] + [k for k, _ in theirs]
+                if _CHANGED not in keys and len(set(keys[:len(mine)])) == len(mine) and len(set(keys[len(mine):])) == len(theirs):
+                    a, b = dict(mine), dict(theirs)
+                    for k in a.keys() | b.keys():
+                        if k in a and k in b:
+                            work.append((a[k], b[k], path + (k,)))
+                        else:
+                            out.append(path + (k,))
+                    continue
+        out.append(path)
+    return out
+
+
+def _present(picture: Any, path: tuple) -> bool:
+    """Whether ``path`` leads to a value in ``picture``."""
+    if not path:
+        return True
+    if type(picture) is not tuple or not picture or not _container(picture[0]):
+        return False
+    ends, i = _ends(picture), 0
+    for key in path:
+        if not _container(picture[i]):
+            return False
+        for k, j in _children(picture, ends, i):
+            if k == key and type(k) is type(key):
+                i = j
+                break
+        else:
+            return False
+    return True
+
+
+def snapshot(value: Any, budget: Optional[int] = None) -> Any:
+    """A copy of what a gate saw: exact dicts, lists and tuples copied at any depth,
+    every other object kept (by reference: no ``__deepcopy__`` or other code of it
+    runs). ``CHANGED`` beyond ``budget`` containers (default ``BUDGET``) or for a cycle
+    through a tuple. Other cycles and shared containers are copied as such."""
+    if type(value) not in _OPEN:
+        return value
     try:
-        return copy.deepcopy(value)
-    except BaseException:  # a hostile __deepcopy__ / __reduce__
+        return _copy(value, BUDGET if budget is None else budget)
+    except BaseException:
         return _CHANGED
 
 
+def _copy(root: Any, budget: int) -> Any:
+    """Post-order, without recursion: a dict or list copy exists before its items are
+    copied (a cycle through it resolves); a tuple is built once its items are (a cycle
+    through a tuple cannot be copied: ``CHANGED``)."""
+    made: dict = {}  # id -> the copy (cycles, shared containers)
+    keep = []  # the originals stay alive while their ids are keys
+    pending: set = set()  # tuples being copied (their ancestors in the walk)
+    work = [(root, False)]
+    count = 0
+    while work:
+        v, expanded = work.pop()
+        i = id(v)
+        kind = type(v)
+        if not expanded:
+            if i in made:
+                continue
+            count += 1
+            if count > budget:
+                return _CHANGED
+            keep.append(v)
+            if kind is tuple:
+                pending.add(i)
+            else:
+                made[i] = {} if kind is dict else []
+            work.append((v, True))
+            for child in (v.values() if kind is dict else v):
+                if type(child) in _OPEN and id(child) not in made:
+                    if id(child) in pending:
+                        return _CHANGED
+                    work.append((child, False))
+            continue
+        if kind is dict:
+            copy_ = made[i]
+            for k, x in _ITEMS(v):
+                copy_[k] = made[id(x)] if type(x) in _OPEN else x
+        elif kind is list:
+            made[i].extend([made[id(x)] if type(x) in _OPEN else x for x in v])
+        else:
+            made[i] = tuple([made[id(x)] if type(x) in _OPEN else x for x in v])
+            pending.discard(i)
+    return made[id(root)]
+
+
 def same(before: Any, after: Any) -> bool:
-    """True only when ``after`` provably equals the snapshot ``before``."""
+    """True only when ``after`` provably equals ``before`` (a snapshot or a picture):
+    compared by fingerprint, so no code of the hook's objects runs."""
     if before is _CHANGED or after is _CHANGED:
         return False
+    a, b = fingerprint(before), fingerprint(after)
+    if a is _CHANGED or b is _CHANGED:
+        return False
     try:
-        result = before == after
-        return result is True or (type(result) is bool and result)
+        return bool(a == b)
     except BaseException:
         return False
 
@@ -88,28 +317,204 @@ def unsettled(hook: str) -> Outcome:
     return Outcome(hook=hook, failure=Failure.INVALID)
 
 
-def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
+# ---------------------------------------------------------------- per gate
+
+Step = Callable[[], Union[Outcome, list]]
+
+
+class _Rule:
+    """The settling rule's bookkeeping for one call (see the module docstring)."""
+
+    __slots__ = ("n", "current", "take", "fail_closed", "stamp_root", "latest", "judged", "version",
+                 "written", "origin", "pic", "passes", "watch", "config")
+
+    def __init__(self, n: int, current: Callable[[], Any], picture: Optional[Callable[[Any], Any]], fail_closed, stamp_root: tuple):
+        self.n = n
+        self.current = current
+        self.take = picture or fingerprint
+        self.fail_closed = fail_closed
+        self.stamp_root = tuple(stamp_root)
+        self.latest: list = [None] * n
+        self.judged = [0] * n
+        self.version = 0
+        self.written: list = [[] for _ in range(n)]
+        self.passes = 1
+        self.config: Any = None
+        # one gate: nothing can have judged a stale call, nothing is re-run, no picture
+        self.watch = n > 1
+        self.origin = self.pic = self.take(current()) if self.watch else None
+
+    def done(self, i: int, outs: Any) -> bool:
+        """Gate ``i`` answered ``outs``: book its change; True when the pass must end
+        (a deny that stands)."""
+        if type(outs) is not list:
+            outs = [outs]
+        self.latest[i] = outs
+        if self.watch:
+            after = self.take(self.current())
+            before, self.pic = self.pic, after
+            if before is _CHANGED or after is _CHANGED or not _equal(before, after):
+                paths = changed_paths(before, after)
+                if not (self.passes > 1 and self._stamp(i, paths)):
+                    self.version += 1
+                self.written[i].extend(paths)
+        self.judged[i] = self.version
+        return self._stops(outs)
+
+    def _stamp(self, i: int, paths: list) -> bool:
+        """Every changed path lies under one this gate alone wrote before, inside the
+        stampable part of the call, not in the call as it arrived."""
+        root, depth = self.stamp_root, len(self.stamp_root)
+        if self.origin is _CHANGED:  # what arrived is unknown: nothing is provably added
+            return False
+        for p in paths:
+            if len(p) <= depth or p[:depth] != root:
+                return False
+            owned = False
+            for q in self.written[i]:
+                if len(q) > depth and p[:len(q)] == q and not _present(self.origin, q):
+                    if not any(_overlap(q, r) for g, mine in enumerate(self.written) if g != i for r in mine):
+                        owned = True
+                        break
+            if not owned:
+                return False
+        return True
+
+    def _stops(self, outs: list) -> bool:
+        for o in outs:
+            if o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY):
+                if self.config is None:
+                    from . import policy
+
+                    self.config = policy.current()
+                from .reduce import effective
+
+                if effective(o, self.config, self.fail_closed) is Action.DENY:
+                    return True
+        return False
+
+    def stale(self) -> list:
+        """The gates whose last judgement was of an older version, in order."""
+        version = self.version
+        return [i for i in range(self.n) if self.judged[i] < version]
+
+    def result(self) -> list:
+        found: list = []
+        for outs in self.latest:
+            if outs is not None:
+                found += outs
+        return found
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)  # pictures: builtin tokens, objects compared by identity
+    except BaseException:
+        return False
+
+
+def _overlap(p: tuple, q: tuple) -> bool:
+    n = min(len(p), len(q))
+    return p[:n] == q[:n]
+
+
+def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
+           *, fail_closed: Any = (), stamp_root: tuple = (), finish_pass: bool = False) -> list[Outcome]:
+    """Run the gate ``steps`` (each runs one gate on the call as ``current()`` reads it
+    now and returns its Outcome or Outcomes) under the settling rule (module docstring).
+    Returns each gate's latest outcomes in gate order, plus ``unsettled(hook)`` when the
+    call never settled. ``picture``: how to picture the call (default ``fingerprint``;
+    must never raise; ``CHANGED`` for what it cannot picture). ``stamp_root``: the path
+    of the arguments inside the picture (stamps are accepted only below it).
+    ``fail_closed``: hook ids whose failures deny whatever the config says.
+    ``finish_pass``: a deny still ends the settling, but the gates after it in the same
+    pass run first (for a framework that runs, and audits, every gate of a round)."""
+    rule = _Rule(len(steps), current, picture, fail_closed, stamp_root)
+    order: Sequence[int] = range(len(steps))
+    for n in range(1, MAX_ROUNDS + 1):
+        rule.passes = n
+        denied = False
+        for i in order:
+            if rule.done(i, steps[i]()):
+                denied = True
+                if not finish_pass:
+                    break
+        order = rule.stale()
+        if denied or not order:
+            return rule.result()
+    return rule.result() + [unsettled(hook)]
+
+
+async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callable[[], Any], hook: str,
+                  picture: Optional[Callable[[Any], Any]] = None, *, fail_closed: Any = (), stamp_root: tuple = (),
+                  finish_pass: bool = False) -> list[Outcome]:
+    """``settle`` for async steps."""
+    rule = _Rule(len(steps), current, picture, fail_closed, stamp_root)
+    order: Sequence[int] = range(len(steps))
+    for n in range(1, MAX_ROUNDS + 1):
+        rule.passes = n
+        denied = False
+        for i in order:
+            if rule.done(i, await steps[i]()):
+                denied = True
+                if not finish_pass:
+                    break
+        order = rule.stale()
+        if denied or not order:
+            return rule.result()
+    return rule.result() + [unsettled(hook)]
+
+
+# ---------------------------------------------------------------- whole rounds
+
+
+def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
+                 *, origin: Any = _NOTHING) -> list[Outcome]:
     """Run ``run_round`` (every hook once, in order, on the call as it is now; hooks may
     rewrite it) until a round leaves ``current()`` unchanged. Returns the last round's
     outcomes; a round with a deny or a failure ends it at once (nothing more to judge).
     ``hook`` names the unsettled outcome added when rewriting never stops.
     ``picture``: how to picture the call (default: the module's ``fingerprint``; it
-    must never raise; return ``CHANGED`` for what it cannot picture)."""
+    must never raise; return ``CHANGED`` for what it cannot picture). For a dispatcher
+    that cannot run its gates one by one; ``settle`` is the rule to use.
+    ``origin``: the call as it arrived; given, a round whose change is confined to paths
+    earlier rounds added (absent from ``origin``) is a stamp and settles the call (every
+    gate of that round judged the call with the stamp's previous value)."""
     take = picture or fingerprint
+    first = origin is not _NOTHING and take(origin)
     for _ in range(MAX_ROUNDS):
         before = take(current())
         outcomes = run_round()
-        if _denied(outcomes) or same(before, take(current())):
+        after = take(current())
+        if _denied(outcomes) or _unchanged(before, after) or (first is not False and _round_stamp(first, before, after)):
             return outcomes
     return outcomes + [unsettled(hook)]
 
 
-async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
+async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str,
+                       picture: Optional[Callable[[Any], Any]] = None, *, origin: Any = _NOTHING) -> list[Outcome]:
     """``until_stable`` for async rounds."""
     take = picture or fingerprint
+    first = origin is not _NOTHING and take(origin)
     for _ in range(MAX_ROUNDS):
         before = take(current())
         outcomes = await run_round()
-        if _denied(outcomes) or same(before, take(current())):
+        after = take(current())
+        if _denied(outcomes) or _unchanged(before, after) or (first is not False and _round_stamp(first, before, after)):
             return outcomes
     return outcomes + [unsettled(hook)]
+
+
+def _round_stamp(origin: Any, before: Any, after: Any) -> bool:
+    """The change from ``before`` to ``after`` lies only under paths that earlier rounds
+    added to ``origin`` (not the whole call)."""
+    if origin is _CHANGED or before is _CHANGED or after is _CHANGED:
+        return False
+    added = [q for q in changed_paths(origin, before) if q and not _present(origin, q)]
+    if not added:
+        return False
+    return all(any(p[:len(q)] == q for q in added) for p in changed_paths(before, after))
+
+
+def _unchanged(before: Any, after: Any) -> bool:
+    return before is not _CHANGED and after is not _CHANGED and _equal(before, after)

@@ -1,5 +1,5 @@
-"""Argument integrity: what a fingerprint tells apart and what it equates, how deep it
-looks, ``same``/``snapshot`` on what cannot be pictured, and the rounds (sync and async)
+"""Argument integrity: what a fingerprint tells apart and what it equates, that it looks
+at any depth, ``same``/``snapshot`` on what cannot be pictured, and the rounds (sync and async)
 when a gate rewrites the call once, every time, or denies."""
 
 import asyncio
@@ -10,7 +10,7 @@ import pytest
 from failsecure import integrity
 from failsecure.verdict import Action, Failure, Outcome, Verdict
 
-#: containers nested deeper than this are pictured by identity (the recursion bound)
+#: the old depth bound (containers below it were pictured by identity until issue 25)
 LIMIT = 32
 
 
@@ -141,25 +141,46 @@ def _dicts(levels, key):
     return value
 
 
-def test_nested_lists_are_read_by_content_down_to_the_bound():
+def test_nested_lists_are_read_by_content_at_any_depth():
+    """Changed on purpose (issue 25): below the old depth bound a container was pictured
+    by identity, so an in-place rewrite there was not seen; now content at any depth."""
     fp = integrity.fingerprint
-    assert fp(_lists(LIMIT)) == fp(_lists(LIMIT))  # innermost list at depth LIMIT - 1
-    # deeper, a copy reads as a rewrite (never as "unchanged"): by identity
-    assert fp(_lists(LIMIT + 1)) != fp(_lists(LIMIT + 1))
-    deep = _lists(LIMIT + 1)
+    assert fp(_lists(LIMIT)) == fp(_lists(LIMIT))
+    assert fp(_lists(LIMIT + 1)) == fp(_lists(LIMIT + 1))
+    assert fp(_lists(5000)) == fp(_lists(5000))  # deeper than the recursion limit
+    deep = _lists(LIMIT + 8)
+    before = fp(deep)
+    inner = deep
+    while type(inner[0]) is list:
+        inner = inner[0]
+    inner[0] = "rm -rf /"  # an in-place rewrite far below the old bound
+    assert fp(deep) != before
+    # twin: the same deep call read twice is the same picture
     assert fp(deep) == fp(deep)
 
 
-def test_nested_dicts_and_their_keys_are_read_by_content_down_to_the_bound():
+def test_nested_dicts_and_their_keys_are_read_by_content_at_any_depth():
     fp = integrity.fingerprint
     key_a, key_b = tuple(["k"]), tuple(["k"])
     assert key_a == key_b and key_a is not key_b
-    # the key of the innermost dict sits one level below it
     assert fp(_dicts(LIMIT - 1, key_a)) == fp(_dicts(LIMIT - 1, key_b))
-    assert fp(_dicts(LIMIT, key_a)) != fp(_dicts(LIMIT, key_b))
-    assert fp(_dicts(LIMIT, key_a)) == fp(_dicts(LIMIT, key_a))
-    assert fp(_dicts(LIMIT, "k")) == fp(_dicts(LIMIT, "k"))  # a plain key is always by value
-    assert fp(_dicts(LIMIT + 1, "k")) != fp(_dicts(LIMIT + 1, "k"))
+    assert fp(_dicts(LIMIT, key_a)) == fp(_dicts(LIMIT, key_b))
+    assert fp(_dicts(LIMIT + 1, "k")) == fp(_dicts(LIMIT + 1, "k"))
+    assert fp(_dicts(LIMIT + 10, "k")) != fp(_dicts(LIMIT + 10, "j"))
+
+
+def test_a_call_beyond_the_budget_is_unpicturable_and_shared_containers_cost_their_size():
+    fp = integrity.fingerprint
+    shared: list = []
+    for _ in range(64):  # 2**64 paths through 64 lists: pictured by content it is too big
+        shared = [shared, shared]
+    assert fp(shared) is integrity.CHANGED
+    assert not integrity.same(shared, shared)
+    # twin: a shared container within the budget is pictured by content, at its size
+    small: list = ["x"]
+    for _ in range(8):
+        small = [small, small]
+    assert fp(small) == fp(integrity.snapshot(small)) and len(fp(small)) > 2**8
 
 
 def test_self_referential_arguments_are_pictured_without_recursing_forever():
@@ -204,9 +225,11 @@ def test_same_is_never_true_for_what_could_not_be_pictured():
     assert integrity.same(integrity.CHANGED, integrity.CHANGED) is False
     assert integrity.same(integrity.CHANGED, _EqualsAnything()) is False
     assert integrity.same(_EqualsAnything(), integrity.CHANGED) is False
-    # twin: the same object that claims equality is the same
+    # changed on purpose (issue 25): ``same`` compares by fingerprint, so an object
+    # that claims equality is never asked (its __eq__ is hook code); the same object is
     anything = _EqualsAnything()
-    assert integrity.same(anything, _EqualsAnything()) is True
+    assert integrity.same(anything, _EqualsAnything()) is False
+    assert integrity.same(anything, anything) is True
 
 
 def test_same_wants_a_real_true_from_the_comparison():
@@ -227,13 +250,31 @@ def test_snapshot_is_a_deep_copy_of_what_the_gate_saw():
     assert integrity.same(seen, args) is False
 
 
-def test_snapshot_of_what_cannot_be_copied_is_changed():
+def test_snapshot_runs_none_of_the_objects_code():
+    """Changed on purpose (issue 25): a snapshot used to deep-copy (running an object's
+    __deepcopy__, outside any deadline); now plain containers are copied and any other
+    object is kept by reference, so none of its code runs."""
+    ran = []
+
     class NoCopies:
         def __deepcopy__(self, memo):
+            ran.append("deepcopy")
             raise RuntimeError("no copies")
 
-    assert integrity.snapshot({"client": NoCopies()}) is integrity.CHANGED
+        def __reduce_ex__(self, protocol):
+            ran.append("reduce")
+            raise RuntimeError("no copies")
+
+    client = NoCopies()
+    seen = integrity.snapshot({"client": client, "argv": ["ls"]})
+    assert seen["client"] is client and ran == []
+    assert integrity.same(seen, {"client": client, "argv": ["ls"]}) is True
+    assert integrity.same(seen, {"client": NoCopies(), "argv": ["ls"]}) is False
     assert integrity.same(integrity.snapshot({"client": NoCopies()}), {"client": None}) is False
+    cyclic: dict = {"n": [1, (2, [3])]}
+    cyclic["self"] = cyclic
+    copy = integrity.snapshot(cyclic)
+    assert copy["self"] is copy and copy["n"] == [1, (2, [3])] and copy["n"][1][1] is not cyclic["n"][1][1]
 
 
 def test_a_call_that_cannot_be_pictured_never_settles():

@@ -300,11 +300,18 @@ def test_harmless_rewrite_runs_with_the_rewritten_arguments(rig, mode):
 
 
 def test_rewrite_that_never_settles_denies(rig, mode):
+    """Changed on purpose (issue 25): a lone callback that rewrites on every run is not
+    run again (no other gate judged a stale call); two that keep rewriting the command
+    after each other still deny."""
+
     def counter(tool, args, tool_context):
         args["command"] = args["command"] + "!"
         return None
 
-    out = rig.run({"command": "harmless"}, mode, before=counter)
+    def counter_too(tool, args, tool_context):
+        return counter(tool, args, tool_context)
+
+    out = rig.run({"command": "harmless"}, mode, before=[counter, counter_too])
     assert not rig.ran
     assert out.response == failed_closed("google-adk:arguments", "invalid")
     assert rig.outcome_of("google-adk:arguments")["failure"] == "invalid"

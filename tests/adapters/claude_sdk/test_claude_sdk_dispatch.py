@@ -241,6 +241,29 @@ def test_a_rewrite_that_never_settles_is_denied(rig):
     assert rig.last()["failure"] == "invalid" and rig.last()["hook"] == "claude-agent-sdk:updatedInput"
 
 
+def test_a_stamping_callback_is_not_denied(rig):
+    """Issue 25: a callback that writes a fresh key into the input on every round (an
+    idempotency key) settles; the input every gate judged is the one that runs."""
+    fresh = iter(range(100))
+    seen = []
+
+    async def policy(input_data, tool_use_id, context):
+        seen.append(dict(input_data["tool_input"]))
+        return out("deny", "forbidden") if "forbidden" in input_data["tool_input"]["command"] else out("allow")
+
+    async def stamper(input_data, tool_use_id, context):
+        return out(updatedInput=dict(input_data["tool_input"], idempotency_key=f"k-{next(fresh)}"))
+
+    _, answers = dispatch(matchers(named(policy, "policy"), named(stamper, "stamper")), tool_input={"command": "harmless"})
+    assert decisions(answers) == ["allow", None]
+    final = answers[0]["response"]["hookSpecificOutput"]["updatedInput"]
+    assert final["command"] == "harmless" and final == seen[-1]  # the policy judged what runs
+    assert rig.last()["failure"] is None
+    # twin: the stamped call the policy denies is denied
+    _, answers = dispatch(matchers(named(policy, "policy"), named(stamper, "stamper")), tool_input={"command": "forbidden"})
+    assert decisions(answers) == ["deny", "deny"] and rig.last()["hook"].endswith(".policy")
+
+
 # ---------------------------------------------------------------- required, plugins, config
 
 

@@ -59,10 +59,19 @@ def test_unpatched_upstream_lets_the_smuggled_argument_run(rig, adapter):
 
 
 def test_a_hook_that_never_stops_rewriting_denies(rig):
+    """Changed on purpose (issue 25): a lone hook that rewrites on every run is no
+    longer run again (no other gate judged a stale call, it is allowed); two hooks that
+    keep rewriting one field after each other still deny."""
+
     def counter(context):
         context.tool_input["command"] = context.tool_input["command"] + "+"
 
+    def other_counter(context):
+        context.tool_input["command"] = context.tool_input["command"] + "-"
+
     register_before_tool_call_hook(counter)
+    register_before_tool_call_hook(policy)
+    register_before_tool_call_hook(other_counter)
     run = rig.run({"command": "harmless"})
     assert not run.ran
     event = rig.last()

@@ -355,6 +355,9 @@ def test_upstream_runs_the_smuggled_call(rig, adapter):
 
 
 def test_endless_rewriter_denies(rig):
+    """Changed on purpose (issue 25): a lone guardrail that rewrites on every run is not
+    run again (no other gate judged a stale call); two that keep rewriting the command
+    after each other still deny."""
     counter = iter(range(100))
 
     def restless(data):
@@ -362,7 +365,10 @@ def test_endless_rewriter_denies(rig):
         data.context.tool_call.arguments = text
         return ToolGuardrailFunctionOutput.allow()
 
-    rig.run([rig_guardrail(restless)])
+    def restless_too(data):
+        return restless(data)
+
+    rig.run([rig_guardrail(restless), rig_guardrail(restless_too)])
     assert rig.tool.runs() == []
     assert rig.last()["failure"] == "invalid"
 

@@ -207,12 +207,18 @@ def test_an_in_place_rewrite_is_judged_again(rig):
 
 
 def test_a_rewrite_that_never_settles_denies(rig):
+    """Changed on purpose (issue 25): a lone hook that rewrites on every run is not run
+    again (no other gate judged a stale call); two that keep rewriting the command
+    after each other still deny."""
     counter = iter(range(100))
 
     def restless(ctx, *, call, tool_def, args):
         return {**args, "command": f"harmless {next(counter)}"}
 
-    output, exc = run_agent(rig.agent(restless))
+    def restless_too(ctx, *, call, tool_def, args):
+        return restless(ctx, call=call, tool_def=tool_def, args=args)
+
+    output, exc = run_agent(rig.agent(restless, restless_too))
     assert rig.ran() == [] and exc is None
     event = rig.last()
     assert (event["outcome"], event["failure"]) == ("deny", "invalid")

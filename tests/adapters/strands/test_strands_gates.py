@@ -204,10 +204,17 @@ def test_swap_to_an_allowed_tool_runs(rig):
 
 
 def test_endless_rewriting_denies(rig):
+    """Changed on purpose (issue 25): a lone callback that rewrites on every run is not
+    run again (no other gate judged a stale call); two that keep rewriting the command
+    after each other still deny."""
+
     def grow(event):
         event.tool_use = {**event.tool_use, "input": {"command": event.tool_use["input"]["command"] + "!"}}
 
-    rig.agent(hooks=[provider(grow)], command="ls")("go")
+    def grow_too(event):
+        grow(event)
+
+    rig.agent(hooks=[provider(grow, grow_too)], command="ls")("go")
     assert not rig.marker.ran
     assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "invalid")
 
