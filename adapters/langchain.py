@@ -358,6 +358,7 @@ class LangChainAdapter(Adapter):
         if known is None or self.state != "patched":
             return None
         guarded, seen = known
+        call_id = key[2] if key is not None else None
         final = _call_picture(request)
         allowed = list(seen)
         allowed.append(_edited_picture(request))
@@ -368,11 +369,11 @@ class LangChainAdapter(Adapter):
         try:
             review = self._ask_when(guarded, request)
         except Exception as exc:
-            return self.failed(exc, guarded.tool, key[2], hook=self.callable_id(guarded.original)).reason
+            return self.failed(exc, guarded.tool, call_id, hook=self.callable_id(guarded.original)).reason
         if not review:
             return None
         hook = self.callable_id(guarded.original)
-        decision = self.decide_stage(guarded.tool, [Outcome(hook=hook, verdict=_REVIEW)], call_id=key[2])
+        decision = self.decide_stage(guarded.tool, [Outcome(hook=hook, verdict=_REVIEW)], call_id=call_id)
         return decision.reason or f"failsecure: hook '{hook}' asks for a review of a rewritten call"
 
     # ------------------------------------------------------------ wrap_tool_call middleware

@@ -262,7 +262,8 @@ class PydanticAIAdapter(Adapter):
                 async def run() -> Outcome:  # one hook, given the arguments as they are now
                     outcome = await self._call(entry, EVENT, ctx, call=call, tool_def=tool_def, args=state["args"])
                     if outcome.failure is None and outcome.action is Action.ALLOW:
-                        state["args"] = outcome.verdict.data  # type: ignore[union-attr]  (its answer: the arguments)
+                        # its answer: the arguments
+                        state["args"] = outcome.verdict.data  # type: ignore[union-attr]
                     return outcome  # a failure (an observer's, a tolerated one): the arguments stand
 
                 return run

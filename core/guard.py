@@ -814,7 +814,7 @@ def _abandon(coro, value) -> None:
     try:
         loop = asyncio.get_running_loop()
         task = loop.create_task(_drain(_Resumed(coro, value, _CLOSING)), context=contextvars.copy_context())
-        task._log_destroy_pending = False
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
         timer = loop.call_later(ASYNC_GRACE, task.cancel)
         task.add_done_callback(lambda _: timer.cancel())
     except BaseException:  # no loop to drive it: it is not driven again

@@ -55,7 +55,7 @@ CHANGED = _CHANGED  # what a fingerprint returns for a value it cannot picture
 
 
 _PLAIN = (str, int, bytes, type(None))  # bool is pictured with its type: True == 1
-_OPEN = {dict: "D", list: "L", tuple: "T"}
+_OPEN: dict = {dict: "D", list: "L", tuple: "T"}
 _ITEMS = dict.items
 
 
@@ -90,7 +90,7 @@ def _stream(root: Any, budget: int) -> Any:
     on_path = {id(root): 0}
     memo: dict = {}  # id -> (start, end): a container already pictured (a shared one)
     # frames: [iterator, id, start, cyclic]
-    stack = [[iter(chain.from_iterable(_ITEMS(root))) if type(root) is dict else iter(root), id(root), 0, False]]
+    stack: list = [[iter(chain.from_iterable(_ITEMS(root))) if type(root) is dict else iter(root), id(root), 0, False]]
     while stack:
         frame = stack[-1]
         for v in frame[0]:
@@ -186,7 +186,7 @@ def changed_paths(before: Any, after: Any, budget: int = BUDGET) -> list:
         return [] if before == after else [()]
     ea, eb = _ends(before), _ends(after)
     out: list = []
-    work = [(0, 0, ())]
+    work: list = [(0, 0, ())]
     steps = 0
     while work:
         i, j, path = work.pop()
