@@ -38,6 +38,11 @@ class AuditRig:
         assert loaded.error is None, loaded.error
 
     def events(self) -> list:
+        """The events in the audit file, once every event emitted before was written
+        (``failsecure.audit.flush``: the file is written off the tool call's thread)."""
+        from . import audit
+
+        audit.flush(10.0)
         if not self.audit_path.exists():
             return []
         return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]

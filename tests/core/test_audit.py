@@ -37,6 +37,7 @@ def test_canary_never_reaches_message_log_or_file(write_config, tmp_path, caplog
     outcome = toy.hook_call("toy:leaky", leaky, command=f"rm -rf / # {CANARY}")
     decision = toy.decide("shell", [outcome], call_id="c1", arguments={"command": CANARY})
     assert decision.denied and decision.primary.failure is Failure.RAISED
+    assert audit.flush(10.0)
     text = (tmp_path / "audit.jsonl").read_text()
     assert CANARY not in (decision.reason or "")
     assert CANARY not in repr(decision)
@@ -54,6 +55,7 @@ def test_allow_event_twin(write_config, tmp_path):
     toy = Toy()
     decision = toy.decide("shell", [toy.hook_call("toy:ok", lambda: "allow")], call_id="c2")
     assert not decision.denied
+    assert audit.flush(10.0)
     event = json.loads((tmp_path / "audit.jsonl").read_text())
     assert event["outcome"] == "allow" and event["failure"] is None and event["hook"] == "toy:ok"
     assert event["outcomes"] == [{"hook": "toy:ok", "outcome": "allow", "failure": None, "exception_type": None, "elapsed_ms": event["outcomes"][0]["elapsed_ms"]}]
@@ -87,6 +89,7 @@ def test_unwritable_audit_file_does_not_flip_the_decision(write_config, tmp_path
     toy = Toy()
     assert not toy.decide("t", [toy.hook_call("toy:ok", lambda: "allow")]).denied
     assert toy.decide("t", [toy.hook_call("toy:no", lambda: "deny")]).denied
+    audit.flush(10.0)
     assert "cannot write the audit file" in capsys.readouterr().err
 
 
