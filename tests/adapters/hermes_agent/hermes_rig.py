@@ -148,10 +148,17 @@ class Rig:
         raw = model_tools.handle_function_call(TOOL, dict(args or {"path": "/etc/secret-payload"}), task_id="task-1", tool_call_id=call_id, session_id="session-1")
         return {"result": json.loads(raw), "ran": bool(self.ran)}
 
-    def events(self) -> list[dict]:
-        from failsecure import audit
+    @property
+    def audit_path(self):
+        return self._audit_path
 
-        audit.flush(10.0)  # the audit file is written off the tool call's thread
+    @audit_path.setter
+    def audit_path(self, value):
+        from failsecure.testing import AuditFile
+
+        self._audit_path = AuditFile(value)  # reading it waits for what was emitted before
+
+    def events(self) -> list[dict]:
         if not self.audit_path.exists():
             return []
         return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
