@@ -42,6 +42,9 @@ LOCK_WAIT = 2.0
 SYNC_LOCK_WAIT = 0.25
 #: seconds the interpreter's exit waits for queued events to be written
 EXIT_FLUSH = 2.0
+#: seconds a woken writer lets further events gather before it takes them: a burst of
+#: decisions becomes one batch (one open, lock and write) and one wake-up, not one each
+GATHER = 0.002
 
 _file_lock = _thread.allocate_lock()
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
@@ -312,10 +315,17 @@ class _Lane:
         try:
             while True:
                 with cond:
-                    while not self.items:
-                        self.waiting = True
-                        cond.wait()
-                    self.waiting = False
+                    if not self.items:
+                        while not self.items:
+                            self.waiting = True
+                            cond.wait()
+                        self.waiting = False
+                        woken = True
+                    else:
+                        woken = False
+                if woken:
+                    time.sleep(GATHER)  # no notify meanwhile: the producers only append
+                with cond:
                     batch, self.items = self.items, []
                     self.busy = True
                 try:
@@ -349,23 +359,20 @@ class _Lane:
 
 
 def _write_batch(batch: list, wait: float = LOCK_WAIT, block: bool = True) -> None:
-    """The file lane: consecutive events to one path in one write."""
+    """The file lane: consecutive lines to one path in one write. (The lines were made on
+    the tool call's thread: this thread mostly waits in system calls, without the GIL.)"""
     i, n = 0, len(batch)
     while i < n:
         path = batch[i][0]
         lines = []
         while i < n and batch[i][0] == path:
-            try:
-                lines.append(_dumps(batch[i][1]) + "\n")
-            except Exception as exc:
-                _drop("file", 1, type(exc).__name__)
+            lines.append(batch[i][1])
             i += 1
-        if lines:
-            try:
-                _append(path, "".join(lines).encode("utf-8"), wait, block)
-            except Exception as exc:
-                why = _why(exc)
-                _drop("file", len(lines), why, f"failsecure: cannot write the audit file {path} ({why})")
+        try:
+            _append(path, b"".join(lines), wait, block)
+        except Exception as exc:
+            why = _why(exc)
+            _drop("file", len(lines), why, f"failsecure: cannot write the audit file {path} ({why})")
 
 
 def _sink_batch(batch: list) -> None:
@@ -374,7 +381,7 @@ def _sink_batch(batch: list) -> None:
     if plugins is None:
         return
     for event, context in batch:
-        event = dict(event)  # the sinks' own copy: the file lane reads the original
+        event = dict(event)  # the sinks' own copy (of the rows too): the caller keeps its event
         if type(event.get("outcomes")) is list:
             event["outcomes"] = [dict(row) if type(row) is dict else row for row in event["outcomes"]]
         try:
@@ -495,8 +502,9 @@ def emit(event: dict, audit_path: str | None = None) -> None:
             failed("plugins", type(exc).__name__)
     if audit_path:
         try:
-            if not _file_lane.put((audit_path, event)):
-                _write_batch([(audit_path, event)], SYNC_LOCK_WAIT, False)  # no thread to be had (interpreter exit): bounded, here
+            item = (audit_path, (_dumps(event) + "\n").encode("utf-8"))  # the line as it is now
+            if not _file_lane.put(item):
+                _write_batch([item], SYNC_LOCK_WAIT, False)  # no thread to be had (interpreter exit): bounded, here
         except Exception as exc:
             failed("file", type(exc).__name__)
 
