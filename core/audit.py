@@ -259,7 +259,8 @@ def _why(exc: BaseException) -> str:
 
 class _Lane:
     """A bounded queue and the one daemon thread that hands its items, in order and in
-    batches, to ``handle``. ``put`` never blocks; ``wait`` is bounded."""
+    batches, to ``handle``. ``put`` never blocks and takes no lock while the writer is
+    busy (a deque append); ``wait`` is bounded."""
 
     def __init__(self, name: str, handle):
         self.name = name
@@ -268,7 +269,9 @@ class _Lane:
 
     def reset(self) -> None:
         """A fresh lane (after a fork: the parent writes what it had queued)."""
-        self.items: list = []
+        import collections
+
+        self.items = collections.deque()
         self.busy = False
         self.waiting = False
         self.alive = False
@@ -282,13 +285,14 @@ class _Lane:
             cond = self._start()
             if cond is None:
                 return False
-        with cond:
-            if len(self.items) < QUEUE_SIZE:
-                self.items.append(item)
-                if self.waiting:
-                    cond.notify()
-                return True
-        _drop(self.name, 1, "queue full", f"failsecure: the audit {self.name} queue is full ({QUEUE_SIZE} events: a sink is slow or stuck), events are dropped")
+        items = self.items
+        if len(items) >= QUEUE_SIZE:
+            _drop(self.name, 1, "queue full", f"failsecure: the audit {self.name} queue is full ({QUEUE_SIZE} events: a sink is slow or stuck), events are dropped")
+            return True
+        items.append(item)
+        if self.waiting:  # set under the lock before the writer's last look at the queue
+            with cond:
+                cond.notify()
         return True
 
     def _start(self):
@@ -310,32 +314,28 @@ class _Lane:
             return self.cond
 
     def _run(self) -> None:
-        cond = self.cond
+        cond, items = self.cond, self.items
         self.ident = _thread.get_ident()
         try:
             while True:
-                with cond:
-                    if not self.items:
-                        while not self.items:
-                            self.waiting = True
-                            cond.wait()
+                if not items:
+                    with cond:
+                        self.waiting = True
+                        while not items:
+                            cond.wait(1.0)
                         self.waiting = False
-                        woken = True
-                    else:
-                        woken = False
-                if woken:
-                    time.sleep(GATHER)  # no notify meanwhile: the producers only append
-                with cond:
-                    batch, self.items = self.items, []
-                    self.busy = True
+                    time.sleep(GATHER)  # the producers only append meanwhile: a burst is one batch
+                self.busy = True
+                batch = [items.popleft() for _ in range(len(items))]
                 try:
                     self.handle(batch)
                 except BaseException as exc:  # a sink's SystemExit too: the lane keeps going
                     failed(self.name, type(exc).__name__)
                 finally:
-                    with cond:
-                        self.busy = False
-                        self.done.notify_all()
+                    self.busy = False
+                    if not items:
+                        with cond:
+                            self.done.notify_all()
         finally:
             self.alive = False
 
@@ -351,7 +351,7 @@ class _Lane:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self.alive:
                     return False
-                done.wait(left)
+                done.wait(min(left, 0.05))
         return True
 
     def pending(self) -> int:
