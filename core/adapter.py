@@ -522,7 +522,8 @@ class Adapter(abc.ABC):
         if _capture.decisions is not None:
             _capture.decisions.append(decision)
         try:
-            if audit.listening(config.audit_path, decision.primary is not None and decision.primary.failure is not None):
+            failed = decision.primary is not None and decision.primary.failure is not None
+            if audit.listening(config.audit_path, failed, getattr(config, "audit_otel", False)):
                 event = audit.decision_event(decision, framework=self.name, framework_version=self.version, tool=tool, call_id=call_id)
                 audit.emit(event, config.audit_path)
         except Exception as exc:  # audit must never flip or lose a decision

@@ -452,6 +452,9 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
         if trust_set:
             policy.set_trusted_environment(saved_trust)
         policy.reload()
+    from . import audit
+
+    audit.flush(10.0)  # the audit file is written off the tool call's thread
     audit_text = audit_path.read_text() if audit_path.exists() else ""
     if case.expect == "deny" and ran.ran:
         return "escape", "the tool ran"

@@ -13,11 +13,18 @@ Only the fields named in ``FIELDS`` and ``OUTCOME_FIELDS`` are copied, and only 
 values (str, int, float, bool): never the tool arguments, exception text or a hook's
 output. The audit event holds none of those, and nothing else is read.
 
-The tool call never waits on an exporter. The span event is an in-memory append to the
-span (spans are exported when they end, by the application's span processor). The log
-record goes into a bounded queue that one daemon thread drains into the LoggerProvider;
-when the queue is full (an exporter hanging behind a synchronous processor) the record
-is dropped. Every failure (a full queue, a provider that raised) is counted in
+The sink takes each decision on the tool call's own thread (``failsecure.audit`` calls
+``inline``; the sink's ``failsecure_audit`` hook does the same when called by other code),
+and the tool call never waits on an exporter. The span event is an in-memory append to
+the span (spans are exported when they end, by the application's span processor). The
+log record is emitted at once when the provider cannot block (the SDK's LoggerProvider
+whose processors are all ``BatchLogRecordProcessor``: an in-memory append); otherwise it
+goes into a bounded queue that one daemon thread drains into the LoggerProvider, and when
+the queue is full (an exporter hanging behind a synchronous processor) the record is
+dropped. Either way a flush of the application's provider includes every decision made
+before it: the sink wraps the provider's ``force_flush`` and ``shutdown`` so that they
+first drain the sink's queue (at most ``FLUSH_BOUND`` seconds, within their own timeout).
+Every failure (a full queue, a provider that raised) is counted in
 ``failsecure.audit.failures["otel"]``, and the first is said once on stderr.
 
 Enabled by config, ``[audit] otel = true`` (``failsecure.audit`` registers the sink the
@@ -35,6 +42,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from typing import Any, Optional
 
 from opentelemetry import context as _context
@@ -57,6 +65,9 @@ SCOPE = "failsecure"
 QUEUE_SIZE = 2048
 #: seconds the interpreter's exit waits for queued records to reach the LoggerProvider
 EXIT_FLUSH = 2.0
+#: at most this many seconds of a provider's ``force_flush``/``shutdown`` go to draining
+#: the sink's queue into it first
+FLUSH_BOUND = 5.0
 
 #: the event's own fields, copied as ``failsecure.<field>`` when plain and present
 FIELDS = ("framework", "framework_version", "hook", "tool", "outcome", "failure", "exception_type", "elapsed_ms", "call_id")
@@ -123,14 +134,32 @@ class Sink:
         self._logger: Any = None
         self._logger_of: Any = None
         self._warned_no_provider = False
+        self._direct: tuple = (None, None, False)  # (provider, its processors, emit on the caller's thread)
+        self._hooked: list = []  # providers whose force_flush/shutdown drain this sink first
+        _sinks.add(self)
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._after_fork)
+            ref = weakref.ref(self)
+
+            def after_in_child() -> None:
+                sink = ref()
+                if sink is not None:
+                    sink._after_fork()
+
+            os.register_at_fork(after_in_child=after_in_child)
 
     # ------------------------------------------------------------ the hook (the tool call's thread)
 
     @hookimpl
     def failsecure_audit(self, event: dict) -> None:
-        """Never raises, never waits on an exporter."""
+        """Never raises, never waits on an exporter. On failsecure's own audit writer
+        thread it does nothing: ``failsecure.audit`` gave this sink the event on the tool
+        call's thread already (``inline``)."""
+        if audit.on_writer():
+            return
+        self.take(event)
+
+    def take(self, event: dict) -> None:
+        """One decision, on the caller's thread: never raises, never waits on an exporter."""
         if self._only_when_configured and not _configured():
             return
         try:
@@ -149,7 +178,58 @@ class Sink:
                     span.add_event(EVENT_NAME, attrs, ts)
             except Exception as exc:
                 audit.failed(NAME, f"span event: {type_name(exc)}")
+        try:
+            provider = self._provider if self._provider is not None else get_logger_provider()
+            if not any(p is provider for p in self._hooked):
+                self._hook(provider)
+            if not self._queue and not self._busy and self._emits_directly(provider):
+                self._emit(*item, provider=provider)  # an in-memory append: part of any flush from now on
+                return
+        except Exception as exc:
+            audit.failed(NAME, type_name(exc))
+            return
         self._put(item)
+
+    def _emits_directly(self, provider: Any) -> bool:
+        """Whether a record can be emitted on the caller's thread without any wait: the
+        SDK's own LoggerProvider, processors called in turn, each the SDK's batching one
+        (its on_emit appends to a bounded in-memory queue). Cached per processor tuple."""
+        multi = getattr(provider, "_multi_log_record_processor", None)
+        processors = getattr(multi, "_log_record_processors", None)
+        cached = self._direct
+        if cached[0] is provider and cached[1] is processors:
+            return cached[2]
+        ok = False
+        try:
+            from opentelemetry.sdk._logs import LoggerProvider as SdkProvider
+            from opentelemetry.sdk._logs._internal import SynchronousMultiLogRecordProcessor
+            from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+            ok = (
+                type(provider) is SdkProvider
+                and type(multi) is SynchronousMultiLogRecordProcessor
+                and type(processors) is tuple
+                and all(type(p) is BatchLogRecordProcessor for p in processors)
+            )
+        except Exception:
+            ok = False
+        self._direct = (provider, processors, ok)
+        return ok
+
+    def _hook(self, provider: Any) -> None:
+        """Make the provider's ``force_flush`` and ``shutdown`` drain this sink's queue
+        into it first (bounded), so that a flush right after a tool call includes its
+        decision. A provider that does not take the attribute is left as it is."""
+        self._hooked.append(provider)
+        ref = weakref.ref(self)
+        for name in ("force_flush", "shutdown"):
+            original = getattr(provider, name, None)
+            if not callable(original):
+                continue
+            try:
+                setattr(provider, name, _draining(ref, original, name == "force_flush"))
+            except Exception:
+                pass
 
     def _put(self, item: tuple) -> None:
         with self._cond:
@@ -185,8 +265,9 @@ class Sink:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _emit(self, attrs: dict, failed: bool, ts: int, ctx: Any, outcome: Optional[str]) -> None:
-        provider = self._provider if self._provider is not None else get_logger_provider()
+    def _emit(self, attrs: dict, failed: bool, ts: int, ctx: Any, outcome: Optional[str], provider: Any = None) -> None:
+        if provider is None:
+            provider = self._provider if self._provider is not None else get_logger_provider()
         if self._logger is None or self._logger_of is not provider:
             if self._provider is None:
                 self._check_provider(provider)
@@ -225,6 +306,8 @@ class Sink:
         LoggerProvider. True when the queue is empty. (The provider's own processors
         export on their schedule: call its ``force_flush`` to push them out.)"""
         deadline = time.monotonic() + timeout
+        if self._thread is not None and threading.get_ident() == self._thread.ident:
+            return not self._queue and not self._busy  # the worker itself (an exporter flushing): no wait
         with self._cond:
             while self._queue or self._busy:
                 left = deadline - time.monotonic()
@@ -237,9 +320,69 @@ class Sink:
         return len(self._queue)
 
     def _after_fork(self) -> None:
+        """In a forked child: fresh lock and no worker; the parent sends what it queued."""
         self._cond = threading.Condition(threading.Lock())
+        self._queue = collections.deque()
         self._busy = False
         self._thread = None
+
+
+def _draining(ref: Any, original: Any, takes_timeout: bool) -> Any:
+    """``original`` (a provider's force_flush or shutdown), after the sink ``ref`` drained
+    its queue into the provider: at most ``FLUSH_BOUND`` seconds, and within the timeout
+    ``force_flush`` was given (what is spent draining is taken off the provider's share)."""
+
+    def drain_then(*args: Any, **kwargs: Any) -> Any:
+        sink = ref()
+        if sink is not None:
+            bound = FLUSH_BOUND
+            timeout = kwargs.get("timeout_millis", args[0] if args else None) if takes_timeout else None
+            if type(timeout) in (int, float):
+                bound = max(0.0, min(bound, timeout / 1000.0))
+            start = time.monotonic()
+            try:
+                sink.flush(bound)
+            except Exception:
+                pass
+            if type(timeout) in (int, float):
+                left = max(0, int(timeout - (time.monotonic() - start) * 1000.0))
+                if "timeout_millis" in kwargs:
+                    kwargs["timeout_millis"] = left
+                elif args:
+                    args = (left,) + args[1:]
+        return original(*args, **kwargs)
+
+    drain_then.__wrapped__ = original  # type: ignore[attr-defined]
+    return drain_then
+
+
+#: every Sink made (weakly): ``inline`` and ``flush_all`` find them here
+_sinks: "weakref.WeakSet[Sink]" = weakref.WeakSet()
+
+
+def inline(event: dict) -> bool:
+    """``failsecure.audit.emit``'s call on the tool call's thread: every registered
+    ``Sink`` takes the decision here. -> whether other audit sinks remain (for the
+    writer thread)."""
+    others = False
+    from . import plugins
+
+    for impl in plugins.manager().hook.failsecure_audit.get_hookimpls():
+        plugin = impl.plugin
+        if isinstance(plugin, Sink) and not (impl.wrapper or impl.hookwrapper):
+            plugin.take(event)
+        else:
+            others = True
+    return others
+
+
+def flush_all(timeout: float) -> bool:
+    """Every sink's ``flush``, within ``timeout`` seconds in all."""
+    deadline = time.monotonic() + timeout
+    done = True
+    for sink in list(_sinks):
+        done = sink.flush(max(0.0, deadline - time.monotonic())) and done
+    return done
 
 
 def _configured() -> bool:
@@ -264,6 +407,15 @@ def _version() -> Optional[str]:
 
 _sink: Optional[Sink] = None
 _lock = threading.Lock()
+
+
+def _reset_lock() -> None:
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_lock)
 
 
 def enable() -> Sink:

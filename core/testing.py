@@ -10,12 +10,44 @@ short deadline and an audit file, and readers of what was audited.
 from __future__ import annotations
 
 import json
+import pathlib
 from typing import Any, Optional
+
+#: seconds a reader of the audit file waits for the events emitted before to be written
+FLUSH = 10.0
+
+
+class AuditFile(type(pathlib.Path())):  # type: ignore[misc]
+    """The audit file's path: reading it (``read_text``, ``read_bytes``, ``open``,
+    ``exists``, ``stat``) first waits until every event emitted before was written
+    (``failsecure.audit.flush``: the file is written off the tool call's thread)."""
+
+    def _flushed(self) -> "AuditFile":
+        from . import audit
+
+        audit.flush(FLUSH)
+        return self
+
+    def read_text(self, *args: Any, **kwargs: Any) -> str:
+        return super(AuditFile, self._flushed()).read_text(*args, **kwargs)
+
+    def read_bytes(self) -> bytes:
+        return super(AuditFile, self._flushed()).read_bytes()
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        return super(AuditFile, self._flushed()).open(*args, **kwargs)
+
+    def exists(self, *args: Any, **kwargs: Any) -> bool:
+        return super(AuditFile, self._flushed()).exists(*args, **kwargs)
+
+    def stat(self, *args: Any, **kwargs: Any) -> Any:
+        return super(AuditFile, self._flushed()).stat(*args, **kwargs)
 
 
 class AuditRig:
-    """``dir``: the test's directory; ``audit_path``: the JSON-lines audit file there;
-    ``config_file``: the name of the trusted config written there."""
+    """``dir``: the test's directory; ``audit_path``: the JSON-lines audit file there (an
+    ``AuditFile``: reading it waits for what was emitted before); ``config_file``: the
+    name of the trusted config written there."""
 
     config_file = "failsecure.toml"
 
@@ -24,6 +56,14 @@ class AuditRig:
         self.audit_path = path / "audit.jsonl"
         self.deadline = deadline
         self._monkeypatch = monkeypatch
+
+    @property
+    def audit_path(self) -> AuditFile:
+        return self._audit_path
+
+    @audit_path.setter
+    def audit_path(self, value: Any) -> None:
+        self._audit_path = AuditFile(value)
 
     def config(self, tables: str = "", timeout: Optional[float] = None, top: str = "") -> None:
         """Write and load a trusted config (``$FAILSECURE_CONFIG``, chosen in-process as
@@ -45,7 +85,9 @@ class AuditRig:
         assert loaded.error is None, loaded.error
 
     def events(self) -> list:
-        if not self.audit_path.exists():
+        """The events in the audit file, once every event emitted before was written
+        (``failsecure.audit.flush``: the file is written off the tool call's thread)."""
+        if not self.audit_path.exists():  # waits for the events emitted before
             return []
         return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
 

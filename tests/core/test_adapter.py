@@ -6,7 +6,7 @@ import types
 import pytest
 
 from core_helpers import validate
-from failsecure import plugins
+from failsecure import audit, plugins
 from failsecure.adapter import Adapter, PatchError
 from failsecure.verdict import Action, Failure, Verdict
 
@@ -211,6 +211,7 @@ def test_audit_plugin_sink_receives_events_and_cannot_flip(gate):
         toy = Toy()
         assert toy.decide("ls", [toy.hook_call("toy:ok", lambda: "allow")]).action is Action.ALLOW
         assert toy.decide("ls", [toy.hook_call("toy:no", lambda: "deny")]).denied
+        assert audit.flush(10.0)  # the sinks run off the tool call's thread
     finally:
         plugins.unregister(sink)
     assert [e["outcome"] for e in events] == ["allow", "deny"]
@@ -241,6 +242,7 @@ def test_hostile_tool_name_and_call_id_do_not_break_deciding(write_config, tmp_p
     toy = Toy()
     assert toy.decide(Evil("x"), [toy.hook_call("toy:no", lambda: "deny")], call_id=Evil("c")).denied
     assert toy.decide(Evil("x"), [toy.hook_call("toy:ok", lambda: "allow")], call_id=Evil("c")).action is Action.ALLOW
+    assert audit.flush(10.0)
     assert (tmp_path / "a.jsonl").read_text().count("\n") == 2
 
 

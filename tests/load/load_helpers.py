@@ -224,6 +224,9 @@ class Sampler:
 
 def audit_lines(path) -> list[dict]:
     """Every line of the audit file, parsed: a torn or interleaved write fails here."""
+    from failsecure import audit
+
+    assert audit.flush(30.0), "the audit writer did not drain"  # written off the tool calls' threads
     raw = path.read_bytes()
     assert raw.endswith(b"\n"), "the audit file ends mid-line"
     events = []

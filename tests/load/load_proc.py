@@ -40,6 +40,9 @@ def main() -> None:
         "abandoned": guard.abandoned_calls(),
     }))
     sys.stdout.flush()
+    from failsecure import audit
+
+    audit.flush(30.0)  # os._exit skips the exit's own (bounded) flush of the audit queue
     os._exit(0)  # hung workers may still be returning; the audit lines are all written
 
 

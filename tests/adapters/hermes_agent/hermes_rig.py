@@ -151,6 +151,16 @@ class Rig:
         raw = model_tools.handle_function_call(TOOL, dict(args or {"path": "/etc/secret-payload"}), task_id="task-1", tool_call_id=call_id, session_id="session-1")
         return {"result": json.loads(raw), "ran": bool(self.ran)}
 
+    @property
+    def audit_path(self):
+        return self._audit_path
+
+    @audit_path.setter
+    def audit_path(self, value):
+        from failsecure.testing import AuditFile
+
+        self._audit_path = AuditFile(value)  # reading it waits for what was emitted before
+
     def events(self) -> list[dict]:
         if not self.audit_path.exists():
             return []
