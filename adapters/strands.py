@@ -32,6 +32,14 @@ straight to upstream:
   callbacks' interrupts (upstream's human-in-the-loop stop), anything else leaves
   ``cancel_tool`` as it was before the callbacks ran.
 
+Also gates (issue 26): each ``before_tool_call`` handler of an interventions registry
+(instead of the registry's one callback; its actions read as verdicts, its ``on_error``
+fail-open paths closed); a renamed ``tool_use["name"]`` (1.6x runs the tool of the new
+name: ``selected_tool`` is pointed at it so the gates judge it); the ExecuteToolStage
+middleware chain's terminal (a tool or tool use replaced after the gates is judged again).
+Sync callbacks run on the guard's worker with the dispatching loop as its running loop,
+the loop's thread waiting (as upstream, which runs them on the loop).
+
 ``AfterToolCallEvent`` and every other event are observers: untouched.
 
 Hook ids: ``strands:<module>.<qualname>`` of the callback (a bound method names its class).
