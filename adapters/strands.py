@@ -79,6 +79,7 @@ _ABSTAIN = Verdict(action=Action.ABSTAIN)
 _ALLOW = Verdict(action=Action.ALLOW)
 _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
 _PLAIN = (str, int, float, bool, type(None))
+_UNSET = object()
 
 
 class _Acted:
@@ -346,7 +347,7 @@ class StrandsAdapter(Adapter):
 
     # ------------------------------------------------------------ one callback
 
-    def _call_sync(self, cb: Any, event: Any, origin: Optional[tuple] = None) -> _Did:
+    def _call_sync(self, cb: Any, event: Any, origin: Optional[list] = None) -> _Did:
         before = event.cancel_tool
         try:
             result = cb(event)
@@ -359,7 +360,7 @@ class StrandsAdapter(Adapter):
             _close(result)
         return _Did(before, event.cancel_tool, result)
 
-    async def _call_async(self, cb: Any, event: Any, origin: Optional[tuple] = None) -> _Did:
+    async def _call_async(self, cb: Any, event: Any, origin: Optional[list] = None) -> _Did:
         before = event.cancel_tool
         try:
             result = await cb(event)
@@ -400,7 +401,7 @@ class StrandsAdapter(Adapter):
             callbacks = list(registry.get_callbacks_for(event))
             start = event.cancel_tool
             loop = asyncio.get_running_loop()
-            origin = (event.selected_tool, self._name(event)) if follow and self._lookup is not None else None
+            origin = [event.selected_tool, self._name(event), _UNSET] if follow and self._lookup is not None else None
             entries = self._entries(callbacks, event, loop, origin)
 
             async def run_round() -> list[Outcome]:
@@ -427,7 +428,7 @@ class StrandsAdapter(Adapter):
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
             return event, []
 
-    def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[tuple]) -> list:
+    def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[list]) -> list:
         """``(guarded call, is_async)`` per gate: a callback, or each ``before_tool_call``
         handler of an interventions registry's callback."""
         entries = []
@@ -466,16 +467,28 @@ class StrandsAdapter(Adapter):
         tool_use = self._tool_use(event)
         return tool_use.get("name") if tool_use is not None else None
 
-    def _follow_rename(self, event: Any, origin: tuple) -> None:
+    def _follow_rename(self, event: Any, origin: list) -> None:
         """Strands 1.6x runs the tool registered under a renamed ``tool_use["name"]`` when
-        no callback selected another tool: point ``selected_tool`` at it, so the next round
-        of gates, the plugin gates and the audit judge and name the tool that runs."""
-        tool, name = origin
+        no callback selected another tool: point ``selected_tool`` at it, right after the
+        callback that renamed, so the gates after it, the next round, the plugin gates and
+        the audit judge and name the tool that runs. ``origin``: ``[the executor's tool,
+        the model's name, the tool failsecure selected for a rename or _UNSET]``; a name
+        renamed back selects the executor's tool again, as upstream would run it."""
+        tool, name, ours = origin
+        selected = event.selected_tool
+        if selected is not tool and (ours is _UNSET or selected is not ours):
+            return  # a callback selected a tool itself: upstream runs that one
         new = self._name(event)
-        if event.selected_tool is tool and new != name:
-            if type(new) is not str:
-                raise TypeError("tool_use name")
-            event.selected_tool = self._lookup(event.agent, new)
+        if new == name:
+            if selected is not tool:
+                event.selected_tool = tool
+                origin[2] = _UNSET
+            return
+        if type(new) is not str:
+            raise TypeError("tool_use name")
+        found = self._lookup(event.agent, new)
+        event.selected_tool = found
+        origin[2] = found
 
     # ------------------------------------------------------------ interventions
 
@@ -513,7 +526,7 @@ class StrandsAdapter(Adapter):
         self._ids[id(cls)] = (cls, hook_id)
         return hook_id
 
-    def _handler_sync(self, handler: Any, event: Any, origin: Optional[tuple] = None) -> Any:
+    def _handler_sync(self, handler: Any, event: Any, origin: Optional[list] = None) -> Any:
         before = event.cancel_tool
         try:
             action = handler.before_tool_call(event)
@@ -527,7 +540,7 @@ class StrandsAdapter(Adapter):
             if origin is not None:
                 self._follow_rename(event, origin)
 
-    async def _handler_async(self, handler: Any, event: Any, origin: Optional[tuple] = None) -> Any:
+    async def _handler_async(self, handler: Any, event: Any, origin: Optional[list] = None) -> Any:
         before = event.cancel_tool
         try:
             action = await handler.before_tool_call(event)

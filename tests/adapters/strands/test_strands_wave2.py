@@ -444,3 +444,29 @@ def test_running_loop_is_not_left_on_the_worker(rig):
     guard.call("probe", probe, (), {}, validate=lambda r: None, timeout=5)
     assert seen == ["none"]
     assert threading.current_thread() is threading.main_thread()
+
+
+def test_rename_and_back_runs_the_model_tool(rig):
+    """A name renamed to ``dangerous`` and back runs the model's tool (upstream's choice):
+    neither denied for the intermediate name nor swapped for it."""
+    dangerous = rig.marker.tool("dangerous")
+    rig.agent(
+        hooks=[provider(_rename("dangerous"), _rename("run_command"), _dangerous_policy)],
+        tools=[rig.marker.tool(), dangerous],
+    )("go")
+    assert rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["tool"]) == ("abstain", "run_command")
+
+
+def test_rename_to_a_denied_tool_in_async_callback_is_judged(rig):
+    dangerous = rig.marker.tool("dangerous")
+
+    async def rename(event):
+        event.tool_use["name"] = "dangerous"
+
+    asyncio.run(rig.agent(hooks=[provider(rename, _dangerous_policy)], tools=[rig.marker.tool(), dangerous]).invoke_async("go"))
+    if _renames_follow():
+        assert not rig.marker.ran
+        assert (rig.last()["outcome"], rig.last()["failure"], rig.last()["tool"]) == ("deny", None, "dangerous")
+    else:
+        assert rig.marker.ran
