@@ -470,3 +470,39 @@ def test_rename_to_a_denied_tool_in_async_callback_is_judged(rig):
         assert (rig.last()["outcome"], rig.last()["failure"], rig.last()["tool"]) == ("deny", None, "dangerous")
     else:
         assert rig.marker.ran
+
+
+# ---------------------------------------------------------------- direct tool calls
+
+
+@pytest.mark.parametrize("command, runs", [("ls", True), ("forbidden rm -rf", False)])
+def test_direct_tool_call_is_gated(rig, command, runs):
+    agent = rig.agent(hooks=[provider(_forbid)])
+    agent.tool.run_command(command=command)
+    assert rig.marker.ran is runs
+    assert rig.last()["outcome"] == ("abstain" if runs else "deny")
+
+
+def test_direct_tool_call_middleware_rewrite_is_judged(rig):
+    agent = rig.agent(hooks=[provider(_forbid)])
+    _add_input_middleware(agent, lambda ctx: _with_input(ctx, "forbidden rm -rf"))
+    agent.tool.run_command(command="ls")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", None)
+
+
+@pytest.mark.parametrize("executor", ["concurrent", "sequential"])
+def test_two_calls_middleware_rewrites_one(rig, executor):
+    """Two calls in one turn, the middleware rewrites only the second: the first runs
+    as judged, the second is judged again and denied."""
+    def rewrite(ctx):
+        return _with_input(ctx, "forbidden rm -rf") if ctx.tool_use["toolUseId"] == "call-1" else ctx
+
+    agent = rig.agent(
+        calls=[("run_command", {"command": "ls"}), ("run_command", {"command": "pwd"})],
+        hooks=[provider(_forbid)],
+        executor=executor,
+    )
+    _add_input_middleware(agent, rewrite)
+    agent("go")
+    assert rig.marker.runs() == ["ls"]
