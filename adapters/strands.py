@@ -127,6 +127,11 @@ def _verdict(did: Any) -> Verdict:
     return _ABSTAIN
 
 
+def _is(value: Any, cls: Any) -> bool:
+    """``isinstance`` against a class looked up at call time (not a narrowing check)."""
+    return isinstance(cls, type) and isinstance(value, cls)
+
+
 def _close(result: Any) -> None:
     close = getattr(type(result), "close", None)
     if close is not None:
@@ -161,10 +166,10 @@ class StrandsAdapter(Adapter):
         self._ids: dict[int, tuple[Any, str]] = {}
         self._gated: dict[type, bool] = {}
         #: call id -> (tool, fingerprint of the tool use) the gates last allowed
-        self._judged: dict[str, tuple] = {}
+        self._judged: dict[Any, tuple] = {}
         self._executor: Any = None  # the executor module once its terminal is wrapped
         self._lookup: Any = None
-        self._lock = threading.Lock()
+        self._lock: Any = threading.Lock()
         self._set_loop = getattr(asyncio.events, "_set_running_loop", None)
         self._get_loop = getattr(asyncio.events, "_get_running_loop", None)
 
@@ -431,7 +436,7 @@ class StrandsAdapter(Adapter):
     def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[list]) -> list:
         """``(guarded call, is_async)`` per gate: a callback, or each ``before_tool_call``
         handler of an interventions registry's callback."""
-        entries = []
+        entries: list[Any] = []
         for cb in callbacks:
             handlers = self._interventions(cb)
             if handlers is None:
@@ -562,20 +567,20 @@ class StrandsAdapter(Adapter):
             if written.action is Action.DENY:
                 return _Acted(written)
         actions = sys.modules.get(ACTIONS)
-        kinds = actions.__dict__ if actions is not None else {}
+        kinds: dict[str, Any] = actions.__dict__ if actions is not None else {}
         deny, proceed, guide = kinds.get("Deny"), kinds.get("Proceed"), kinds.get("Guide")
         transform, confirm = kinds.get("Transform"), kinds.get("Confirm")
-        if isinstance(deny, type) and isinstance(action, deny):
+        if _is(action, deny):
             reason = action.reason
             return _Acted(Verdict(action=Action.DENY, reason=f"DENIED: {reason}") if type(reason) is str else None)
-        if isinstance(proceed, type) and isinstance(action, proceed):
+        if _is(action, proceed):
             return _Acted(_ALLOW)
-        if isinstance(guide, type) and isinstance(action, guide):
+        if _is(action, guide):
             feedback = action.feedback
             if type(feedback) is not str:
                 return _Acted(None)
             return _Acted(Verdict(action=Action.DENY, reason=f"GUIDANCE: [{handler.name}] {feedback}"))
-        if isinstance(transform, type) and isinstance(action, transform):
+        if _is(action, transform):
             action.apply(event)
             if event.cancel_tool is not before:
                 try:
@@ -585,13 +590,13 @@ class StrandsAdapter(Adapter):
                 if written.action is Action.DENY:
                     return _Acted(written)
             return _Acted(_ABSTAIN)  # the rewrite is judged by the next round
-        if isinstance(confirm, type) and isinstance(action, confirm):
+        if _is(action, confirm):
             extra = {"response": action.response} if action.response is not None else {}
             try:
                 answer = event.interrupt(handler.name, reason=action.prompt, **extra)
             except self._interrupt_exc as exc:
                 return _Did(before, before, None, exc.interrupt)
-            check = action.evaluate if action.evaluate is not None else kinds.get("default_evaluate")
+            check: Any = action.evaluate if action.evaluate is not None else kinds.get("default_evaluate")
             ok = check(answer)
             if ok is True:
                 return _Acted(_ALLOW)
