@@ -165,7 +165,7 @@ class StrandsAdapter(Adapter):
         self._interrupt_exc: Any = None
         self._ids: dict[int, tuple[Any, str]] = {}
         self._gated: dict[type, bool] = {}
-        #: call id -> (tool, fingerprint of the tool use) the gates last allowed
+        #: call id -> (tool, fingerprint of the tool use, event class) the gates last allowed
         self._judged: dict[Any, tuple] = {}
         self._executor: Any = None  # the executor module once its terminal is wrapped
         self._lookup: Any = None
@@ -620,7 +620,7 @@ class StrandsAdapter(Adapter):
             except Exception:
                 same = False
             if not same:
-                ctx, text = await adapter._regate(ctx)
+                ctx, text = await adapter._regate(ctx, seen[2] if seen is not None else None)
                 if text is not None:
                     result = {"toolUseId": str(adapter._ctx_call_id(ctx)), "status": "error", "content": [{"text": text}]}
                     yield adapter._executor.ToolResultEvent(result)
@@ -638,11 +638,13 @@ class StrandsAdapter(Adapter):
         except Exception:
             return None
 
-    async def _regate(self, ctx: Any) -> tuple:
-        """``(context to run, None)``, or ``(context, cancel text)`` when the gates deny."""
+    async def _regate(self, ctx: Any, kind: Any = None) -> tuple:
+        """``(context to run, None)``, or ``(context, cancel text)`` when the gates deny.
+        ``kind``: the event class the gates judged the call with (1.52's ``BidiAgent`` has
+        its own), else ``BeforeToolCallEvent``."""
         events = sys.modules[EVENTS]
         try:
-            event = events.BeforeToolCallEvent(agent=ctx.agent, selected_tool=ctx.tool, tool_use=ctx.tool_use, invocation_state=ctx.invocation_state)
+            event = (kind or events.BeforeToolCallEvent)(agent=ctx.agent, selected_tool=ctx.tool, tool_use=ctx.tool_use, invocation_state=ctx.invocation_state)
             hooks = ctx.agent.hooks
         except Exception as exc:
             decision = self.failed(exc, None, self._ctx_call_id(ctx), hook=self.hook_id("ExecuteToolStage"))
@@ -678,7 +680,7 @@ class StrandsAdapter(Adapter):
         if call_id is not None:
             if len(self._judged) > 4096:
                 self._judged.clear()
-            self._judged[call_id] = (event.selected_tool, self._current(event))
+            self._judged[call_id] = (event.selected_tool, self._current(event), type(event))
         return event, []
 
     def _deny(self, event: Any, decision, text: Optional[str] = None) -> None:
