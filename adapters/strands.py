@@ -34,6 +34,14 @@ straight to upstream:
   callbacks' interrupts (upstream's human-in-the-loop stop), anything else leaves
   ``cancel_tool`` as it was before the callbacks ran.
 
+Also gates (issue 26): each ``before_tool_call`` handler of an interventions registry
+(instead of the registry's one callback; its actions read as verdicts, its ``on_error``
+fail-open paths closed); a renamed ``tool_use["name"]`` (1.6x runs the tool of the new
+name: ``selected_tool`` is pointed at it so the gates judge it); the ExecuteToolStage
+middleware chain's terminal (a tool or tool use replaced after the gates is judged again).
+Sync callbacks run on the guard's worker with the dispatching loop as its running loop,
+the loop's thread waiting (as upstream, which runs them on the loop).
+
 ``AfterToolCallEvent`` and every other event are observers: untouched.
 
 Hook ids: ``strands:<module>.<qualname>`` of the callback (a bound method names its class).
@@ -43,13 +51,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import importlib
 import inspect
 import sys
 import threading
 from typing import Any, Optional
 
-from failsecure import integrity
+from failsecure import hookid, integrity
 from failsecure.adapter import Adapter, PatchError
 from failsecure.reduce import ask_unsupported
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
@@ -58,6 +67,12 @@ REGISTRY = "strands.hooks.registry"
 #: the trigger: the package, so its events module has finished executing too
 EVENTS = "strands.hooks"
 INTERRUPT = "strands.interrupt"
+#: the tool executor: ``_lookup_tool`` (1.6x: a renamed ``tool_use`` runs the tool of the new
+#: name) and ``_make_execute_tool_terminal`` (the end of the ExecuteToolStage middleware chain)
+EXECUTOR = "strands.tools.executors._executor"
+#: the interventions registry: one hook callback running every handler
+INTERVENTIONS = "strands.interventions.registry"
+ACTIONS = "strands.interventions.actions"
 #: the before-tool event classes (1.52 has a separate, experimental one for BidiAgent)
 GATED_EVENTS = ("BeforeToolCallEvent", "BidiBeforeToolCallEvent")
 #: upstream's own text for ``cancel_tool = True``
@@ -68,6 +83,17 @@ _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
 _PLAIN = (str, int, float, bool, type(None))
 #: where a stamp may be in the picture of ``_current`` (selected tool, tool use): the input
 _STAMPABLE = (1, "input")
+
+_UNSET = object()
+
+
+class _Acted:
+    """What one intervention handler answered, as failsecure read it (``None``: junk)."""
+
+    __slots__ = ("verdict",)
+
+    def __init__(self, verdict: Optional[Verdict]):
+        self.verdict = verdict
 
 
 class _Did:
@@ -83,6 +109,10 @@ def _verdict(did: Any) -> Verdict:
     """The verdict of one ``BeforeToolCallEvent`` callback: what it wrote to
     ``cancel_tool`` (identity, not equality: ``0`` is not ``False``), whether it raised an
     interrupt, and that it returned nothing."""
+    if type(did) is _Acted:
+        if did.verdict is None:
+            raise Invalid()
+        return did.verdict
     if type(did) is not _Did:
         raise Invalid()
     if did.result is not None:
@@ -100,6 +130,11 @@ def _verdict(did: Any) -> Verdict:
     if did.interrupt is not None:
         return Verdict(action=Action.ASK, data=did.interrupt)
     return _ABSTAIN
+
+
+def _is(value: Any, cls: Any) -> bool:
+    """``isinstance`` against a class looked up at call time (not a narrowing check)."""
+    return isinstance(cls, type) and isinstance(value, cls)
 
 
 def _close(result: Any) -> None:
@@ -135,6 +170,13 @@ class StrandsAdapter(Adapter):
         self._interrupt_exc: Any = None
         self._ids: dict[int, tuple[Any, str]] = {}
         self._gated: dict[type, bool] = {}
+        #: call id -> (tool, fingerprint of the tool use, event class) the gates last allowed
+        self._judged: dict[Any, tuple] = {}
+        self._executor: Any = None  # the executor module once its terminal is wrapped
+        self._lookup: Any = None
+        self._lock: Any = threading.Lock()
+        self._set_loop = getattr(asyncio.events, "_set_running_loop", None)
+        self._get_loop = getattr(asyncio.events, "_get_running_loop", None)
 
     # ------------------------------------------------------------ patching
 
@@ -167,6 +209,8 @@ class StrandsAdapter(Adapter):
             event = args[0] if args else kwargs.get("event")
             if not adapter._is_gated(event):
                 return wrapped(*args, **kwargs)
+            if adapter._executor is None:
+                adapter._wrap_executor()
             return adapter._agate(instance, event)
 
         def invoke_callbacks(wrapped, instance, args, kwargs):
@@ -185,9 +229,31 @@ class StrandsAdapter(Adapter):
         self.wrap(hooks, "invoke_callbacks_async", invoke_callbacks_async)
         self.wrap(hooks, "invoke_callbacks", invoke_callbacks)
 
+    def _wrap_executor(self) -> None:
+        """The executor module is imported after ``strands.hooks``: its middleware terminal
+        is wrapped at the first gated event (the executor has been imported by then)."""
+        with self._lock:
+            if self._executor is not None:
+                return
+            executor = sys.modules.get(EXECUTOR)
+            if executor is None:
+                return
+            lookup = executor.__dict__.get("_lookup_tool")
+            self._lookup = lookup if callable(lookup) else None
+            if callable(executor.__dict__.get("_make_execute_tool_terminal")):
+                adapter = self
+
+                def make_terminal(wrapped, instance, args, kwargs):
+                    return adapter._judged_terminal(wrapped(*args, **kwargs))
+
+                self.wrap(executor, "_make_execute_tool_terminal", make_terminal)
+            self._executor = executor
+
     def _unpatch(self) -> None:
         self.restore()
         self._ids.clear()
+        self._judged.clear()
+        self._executor = self._lookup = None
 
     def _lockdown(self) -> None:
         """The targets are not where expected: every before-tool event we can reach is
@@ -247,7 +313,8 @@ class StrandsAdapter(Adapter):
 
     def _tool(self, event: Any) -> Optional[str]:
         """The name of the tool that will run: a swapped ``selected_tool``'s own name,
-        else ``tool_use["name"]``."""
+        else ``tool_use["name"]`` (``_follow_rename`` has already pointed ``selected_tool``
+        at a renamed call's tool where the executor looks the new name up)."""
         tool_use = self._tool_use(event)
         name = tool_use.get("name") if tool_use is not None else None
         try:
@@ -290,22 +357,28 @@ class StrandsAdapter(Adapter):
 
     # ------------------------------------------------------------ one callback
 
-    def _call_sync(self, cb: Any, event: Any) -> _Did:
+    def _call_sync(self, cb: Any, event: Any, origin: Optional[list] = None) -> _Did:
         before = event.cancel_tool
         try:
             result = cb(event)
         except self._interrupt_exc as exc:
             return _Did(before, event.cancel_tool, None, exc.interrupt)
+        finally:
+            if origin is not None:
+                self._follow_rename(event, origin)
         if _awaitable(result):  # a sync callable handing back a coroutine: never run upstream
             _close(result)
         return _Did(before, event.cancel_tool, result)
 
-    async def _call_async(self, cb: Any, event: Any) -> _Did:
+    async def _call_async(self, cb: Any, event: Any, origin: Optional[list] = None) -> _Did:
         before = event.cancel_tool
         try:
             result = await cb(event)
         except self._interrupt_exc as exc:
             return _Did(before, event.cancel_tool, None, exc.interrupt)
+        finally:
+            if origin is not None:
+                self._follow_rename(event, origin)
         return _Did(before, event.cancel_tool, result)
 
     # ------------------------------------------------------------ the gate
@@ -337,26 +410,34 @@ class StrandsAdapter(Adapter):
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
             return event, []
 
-    async def _agate(self, registry: Any, event: Any) -> tuple:
-        """``invoke_callbacks_async``: sync and async callbacks, in upstream's order; a
-        run of sync callbacks shares one thread hand-off."""
+    async def _agate(self, registry: Any, event: Any, follow: bool = True) -> tuple:
+        """``invoke_callbacks_async``: sync and async callbacks, in upstream's order, each
+        intervention handler a gate of its own. A run of sync callbacks shares one thread
+        hand-off, with the dispatching loop set as the worker's running loop and the loop's
+        thread waiting on the worker (as upstream, which runs them on the loop itself).
+        ``follow``: a renamed ``tool_use`` runs the tool of the new name (the executor's
+        dispatch; not for the re-judged call of the middleware terminal)."""
         try:
             callbacks = list(registry.get_callbacks_for(event))
             start = event.cancel_tool
-            last = [len(callbacks)]
+            loop = asyncio.get_running_loop()
+            origin = [event.selected_tool, self._name(event), _UNSET] if follow and self._lookup is not None else None
+            entries = self._entries(callbacks, event, loop, origin)
+            last = [len(entries)]  # the index of the step run last: a lower one starts a pass
 
-            def step(i: int, cb: Any) -> Any:
+            def step(i: int, entry: Any, is_async: bool) -> Any:
                 async def run() -> list[Outcome]:
                     if i <= last[0]:
-                        event.cancel_tool = start
+                        event.cancel_tool = start  # each pass starts from the call site's state
                     last[0] = i
-                    call = self._call_async if inspect.iscoroutinefunction(cb) else self._call_sync
-                    return await self.ahook_calls([(self._hook(cb), call, (cb, event), None, _verdict)])
+                    if is_async:
+                        return await self.ahook_calls([entry])
+                    return self.hook_calls([entry])
 
                 return run
 
             outcomes = await integrity.asettle(
-                [step(i, cb) for i, cb in enumerate(callbacks)], lambda: event, self.hook_id("BeforeToolCallEvent"),
+                [step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], lambda: event, self.hook_id("BeforeToolCallEvent"),
                 self._current, stamp_root=_STAMPABLE, finish_pass=True,
             )
             outcomes = _one_interrupt_per_name(outcomes)
@@ -365,6 +446,233 @@ class StrandsAdapter(Adapter):
         except Exception as exc:
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
             return event, []
+
+    def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[list]) -> list:
+        """``(guarded call, is_async)`` per gate: a callback, or each ``before_tool_call``
+        handler of an interventions registry's callback."""
+        entries: list[Any] = []
+        for cb in callbacks:
+            handlers = self._interventions(cb)
+            if handlers is None:
+                if inspect.iscoroutinefunction(cb):
+                    entries.append(((self._hook(cb), self._call_async, (cb, event, origin), None, _verdict), True))
+                else:
+                    entries.append(((self._hook(cb), self._in_loop, (loop, self._call_sync, cb, event, origin), None, _verdict), False))
+                continue
+            for handler, method in handlers:
+                hook_id = self._handler_hook(handler)
+                if inspect.iscoroutinefunction(method):
+                    entries.append(((hook_id, self._handler_async, (handler, event, origin), None, _verdict), True))
+                else:
+                    entries.append(((hook_id, self._in_loop, (loop, self._handler_sync, handler, event, origin), None, _verdict), False))
+        return entries
+
+    def _in_loop(self, loop: Any, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` with ``loop`` as this thread's running loop (a sync callback may ask
+        for it: ``asyncio.get_running_loop()``); the loop's own thread is waiting meanwhile."""
+        set_loop, get_loop = self._set_loop, self._get_loop
+        if set_loop is None or get_loop is None:
+            return fn(*args)
+        previous = get_loop()
+        set_loop(loop)
+        try:
+            return fn(*args)
+        finally:
+            set_loop(previous)
+
+    # ------------------------------------------------------------ renames
+
+    def _name(self, event: Any) -> Any:
+        tool_use = self._tool_use(event)
+        return tool_use.get("name") if tool_use is not None else None
+
+    def _follow_rename(self, event: Any, origin: list) -> None:
+        """Strands 1.6x runs the tool registered under a renamed ``tool_use["name"]`` when
+        no callback selected another tool: point ``selected_tool`` at it, right after the
+        callback that renamed, so the gates after it, the next round, the plugin gates and
+        the audit judge and name the tool that runs. ``origin``: ``[the executor's tool,
+        the model's name, the tool failsecure selected for a rename or _UNSET]``; a name
+        renamed back selects the executor's tool again, as upstream would run it."""
+        tool, name, ours = origin
+        selected = event.selected_tool
+        if selected is not tool and (ours is _UNSET or selected is not ours):
+            return  # a callback selected a tool itself: upstream runs that one
+        new = self._name(event)
+        if new == name:
+            if selected is not tool:
+                event.selected_tool = tool
+                origin[2] = _UNSET
+            return
+        if type(new) is not str:
+            raise TypeError("tool_use name")
+        found = self._lookup(event.agent, new)
+        event.selected_tool = found
+        origin[2] = found
+
+    # ------------------------------------------------------------ interventions
+
+    def _interventions(self, cb: Any) -> Optional[list]:
+        """The ``(handler, before_tool_call)`` pairs an interventions registry's callback
+        would run, in its order; None for any other callback (or a registry subclass that
+        changes how it dispatches: then it is one callback)."""
+        module = sys.modules.get(INTERVENTIONS)
+        if module is None:
+            return None
+        cls = module.__dict__.get("InterventionRegistry")
+        func = getattr(cb, "__func__", None)
+        if not isinstance(cls, type) or func is None or func is not cls.__dict__.get("_on_before_tool_call"):
+            return None
+        owner = cb.__self__
+        kind = type(owner)
+        for attr in ("_dispatch", "_apply_before_tool_call", "_is_overridden"):
+            if getattr(kind, attr, None) is not cls.__dict__.get(attr):
+                return None
+        pairs = []
+        for handler in list(owner._handlers):
+            if owner._is_overridden(handler, "before_tool_call"):
+                pairs.append((handler, getattr(type(handler), "before_tool_call")))
+        return pairs
+
+    def _handler_hook(self, handler: Any) -> str:
+        """``strands:<module>.<class>.before_tool_call`` of an intervention handler's class."""
+        cls = type(handler)
+        known = self._ids.get(id(cls))
+        if known is not None and known[0] is cls:
+            return known[1]
+        hook_id = self.hook_id(f"{hookid.callable_name(cls)}.before_tool_call")
+        if len(self._ids) > 4096:
+            self._ids.clear()
+        self._ids[id(cls)] = (cls, hook_id)
+        return hook_id
+
+    def _handler_sync(self, handler: Any, event: Any, origin: Optional[list] = None) -> Any:
+        before = event.cancel_tool
+        try:
+            action = handler.before_tool_call(event)
+            if _awaitable(action):  # a sync method handing back a coroutine: judged junk, never run
+                _close(action)
+                return _Acted(None)
+            return self._act(handler, event, before, action)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel_tool, None, exc.interrupt)
+        finally:
+            if origin is not None:
+                self._follow_rename(event, origin)
+
+    async def _handler_async(self, handler: Any, event: Any, origin: Optional[list] = None) -> Any:
+        before = event.cancel_tool
+        try:
+            action = await handler.before_tool_call(event)
+            return self._act(handler, event, before, action)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel_tool, None, exc.interrupt)
+        finally:
+            if origin is not None:
+                self._follow_rename(event, origin)
+
+    def _act(self, handler: Any, event: Any, before: Any, action: Any) -> Any:
+        """An intervention action as a verdict, carried out as the registry would (a
+        ``Transform`` applied, a ``Confirm`` asked), inside the handler's guarded call."""
+        if event.cancel_tool is not before:  # the handler wrote the event itself
+            try:
+                written = _verdict(_Did(before, event.cancel_tool, None))
+            except Invalid:
+                return _Acted(None)
+            if written.action is Action.DENY:
+                return _Acted(written)
+        actions = sys.modules.get(ACTIONS)
+        kinds: dict[str, Any] = actions.__dict__ if actions is not None else {}
+        deny, proceed, guide = kinds.get("Deny"), kinds.get("Proceed"), kinds.get("Guide")
+        transform, confirm = kinds.get("Transform"), kinds.get("Confirm")
+        if _is(action, deny):
+            reason = action.reason
+            return _Acted(Verdict(action=Action.DENY, reason=f"DENIED: {reason}") if type(reason) is str else None)
+        if _is(action, proceed):
+            return _Acted(_ALLOW)
+        if _is(action, guide):
+            feedback = action.feedback
+            if type(feedback) is not str:
+                return _Acted(None)
+            return _Acted(Verdict(action=Action.DENY, reason=f"GUIDANCE: [{handler.name}] {feedback}"))
+        if _is(action, transform):
+            action.apply(event)
+            if event.cancel_tool is not before:
+                try:
+                    written = _verdict(_Did(before, event.cancel_tool, None))
+                except Invalid:
+                    return _Acted(None)
+                if written.action is Action.DENY:
+                    return _Acted(written)
+            return _Acted(_ABSTAIN)  # the rewrite is judged by the next round
+        if _is(action, confirm):
+            extra = {"response": action.response} if action.response is not None else {}
+            try:
+                answer = event.interrupt(handler.name, reason=action.prompt, **extra)
+            except self._interrupt_exc as exc:
+                return _Did(before, before, None, exc.interrupt)
+            check: Any = action.evaluate if action.evaluate is not None else kinds.get("default_evaluate")
+            ok = check(answer)
+            if ok is True:
+                return _Acted(_ALLOW)
+            if ok is False:
+                return _Acted(Verdict(action=Action.DENY, reason=f"CONFIRMATION_FAILED: {action.prompt}"))
+            return _Acted(None)
+        return _Acted(None)  # None, or anything that is not an action
+
+    # ------------------------------------------------------------ the middleware terminal
+
+    def _judged_terminal(self, terminal: Any) -> Any:
+        """The end of the ExecuteToolStage chain: a tool use or tool the middleware
+        replaced after the gates allowed the call is judged again by every gate before it
+        runs; cancelled, the tool gets the cancel as its error result instead of running."""
+        adapter = self
+
+        async def judged(ctx):
+            try:
+                seen = adapter._judged.pop(adapter._ctx_call_id(ctx), None)
+                same = seen is not None and seen[0] is ctx.tool and seen[1] == integrity.fingerprint((ctx.tool, ctx.tool_use))
+            except Exception:
+                same = False
+            if not same:
+                ctx, text = await adapter._regate(ctx, seen[2] if seen is not None else None)
+                if text is not None:
+                    result = {"toolUseId": str(adapter._ctx_call_id(ctx)), "status": "error", "content": [{"text": text}]}
+                    yield adapter._executor.ToolResultEvent(result)
+                    return
+            async for item in terminal(ctx):
+                yield item
+
+        return judged
+
+    @staticmethod
+    def _ctx_call_id(ctx: Any) -> Any:
+        try:
+            tool_use = ctx.tool_use
+            return tool_use.get("toolUseId") if isinstance(tool_use, dict) else None
+        except Exception:
+            return None
+
+    async def _regate(self, ctx: Any, kind: Any = None) -> tuple:
+        """``(context to run, None)``, or ``(context, cancel text)`` when the gates deny.
+        ``kind``: the event class the gates judged the call with (1.52's ``BidiAgent`` has
+        its own), else ``BeforeToolCallEvent``."""
+        events = sys.modules[EVENTS]
+        try:
+            event = (kind or events.BeforeToolCallEvent)(agent=ctx.agent, selected_tool=ctx.tool, tool_use=ctx.tool_use, invocation_state=ctx.invocation_state)
+            hooks = ctx.agent.hooks
+        except Exception as exc:
+            decision = self.failed(exc, None, self._ctx_call_id(ctx), hook=self.hook_id("ExecuteToolStage"))
+            return ctx, decision.reason or f"failsecure: hook '{self.hook_id('ExecuteToolStage')}' failed closed (raised)"
+        _, interrupts = await self._agate(hooks, event, follow=False)
+        if interrupts:
+            raise self._interrupt_exc(interrupts[0])
+        cancel = event.cancel_tool
+        if cancel:
+            return ctx, cancel if type(cancel) is str else DEFAULT_CANCEL
+        self._judged.pop(self._ctx_call_id(ctx), None)
+        if event.selected_tool is not ctx.tool or event.tool_use is not ctx.tool_use:
+            ctx = dataclasses.replace(ctx, tool=event.selected_tool, tool_use=event.tool_use)
+        return ctx, None
 
     def _render(self, event: Any, start: Any, decision) -> tuple:
         """The Decision in upstream's own terms: ``(event, interrupts)``."""
@@ -382,9 +690,15 @@ class StrandsAdapter(Adapter):
             event.cancel_tool = start
             return event, interrupts
         event.cancel_tool = start
+        call_id = self._call_id(event)
+        if call_id is not None:
+            if len(self._judged) > 4096:
+                self._judged.clear()
+            self._judged[call_id] = (event.selected_tool, self._current(event), type(event))
         return event, []
 
     def _deny(self, event: Any, decision, text: Optional[str] = None) -> None:
+        self._judged.pop(self._call_id(event), None)
         if text is None:
             text = decision.reason if decision is not None else None
             if type(text) is not str or not text:

@@ -131,7 +131,7 @@ class Rig(AuditRig):
         super().__init__(path, monkeypatch, DEADLINE)
         self.marker = Marker(path / "marker")
 
-    def agent(self, calls=None, hooks=(), executor="concurrent", tools=None, command="echo hi"):
+    def agent(self, calls=None, hooks=(), executor="concurrent", tools=None, command="echo hi", **extra):
         """A real ``Agent`` with the scripted model and the marker tool; ``calls`` defaults
         to one ``run_command`` call with ``command``."""
         from strands import Agent
@@ -144,6 +144,7 @@ class Rig(AuditRig):
             hooks=list(hooks),
             callback_handler=None,
             tool_executor=ConcurrentToolExecutor() if executor == "concurrent" else SequentialToolExecutor(),
+            **extra,
         )
 
 
