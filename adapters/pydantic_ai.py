@@ -44,12 +44,14 @@ Hook ids: ``pydantic-ai:<module>.<qualname>`` of the hook function.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import dataclasses
 import importlib
 import sys
 import threading
 from typing import Any
 
-from failsecure import integrity, policy
+from failsecure import integrity, plugins, policy
 from failsecure.adapter import Adapter, PatchError
 from failsecure.reduce import effective
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
@@ -59,6 +61,39 @@ EXCEPTIONS = "pydantic_ai.exceptions"
 DEFERRED = "pydantic_ai._deferred"
 EVENT = "before_tool_execute"
 APPROVER = "handle_deferred_tool_calls"
+COMBINED = "pydantic_ai.capabilities.combined"
+ABSTRACT = "pydantic_ai.capabilities.abstract"
+WRAPPER_CAP = "pydantic_ai.capabilities.wrapper"
+TOOL_MANAGER = "pydantic_ai.tool_manager"
+TOOLSETS = "pydantic_ai.toolsets"
+APPROVAL = "pydantic_ai.toolsets.approval_required"
+
+_HOOK = "hook"  # an entry of a Hooks capability's before_tool_execute registry
+_CAPABILITY = "capability"  # a capability class's own before_tool_execute
+
+
+class _Judged:
+    """What the before-tool gates of one call judged (the arguments they let through)."""
+
+    __slots__ = ("call", "snapshot", "root", "tool_def")
+
+    def __init__(self, call: Any, snapshot: Any, root: Any, tool_def: Any):
+        self.call, self.snapshot, self.root, self.tool_def = call, snapshot, root, tool_def
+
+
+class _Dispatch:
+    """A tool call on its way from the tool manager to the toolset that runs it."""
+
+    __slots__ = ("call", "ctx", "judged")
+
+    def __init__(self, call: Any, ctx: Any, judged: Any):
+        self.call, self.ctx, self.judged = call, ctx, judged
+
+
+#: set by the root capability's gate when it let a call through
+_JUDGED: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_judged", default=None)
+#: set by the tool manager's ``_raw_execute`` while the toolsets dispatch the call
+_DISPATCH: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_dispatch", default=None)
 
 _ABSTAIN = Verdict(action=Action.ABSTAIN)
 
@@ -91,6 +126,13 @@ class PydanticAIAdapter(Adapter):
         self._failed_type: Any = None
         self._results_type: Any = None
         self._approval_types: tuple = ()
+        self._combined: Any = None
+        self._abstract_cap: Any = None
+        self._wrapper_cap: Any = None
+        self._owners: dict = {}
+        self._passthrough_toolsets: tuple = ()
+        self._wrapper_toolset: Any = None
+        self._leaf_classes: set = set()
 
     # ------------------------------------------------------------ patching
 
@@ -113,8 +155,42 @@ class PydanticAIAdapter(Adapter):
                 raise PatchError(f"{EXCEPTIONS}.{attr}")
         return hooks, exc
 
+    def _more_targets(self) -> tuple:
+        """The root capability's dispatch, the tool manager's call into the toolsets, the
+        toolsets (wrappers, the leaf that runs a function tool, the approval toolset)."""
+        combined = importlib.import_module(COMBINED)
+        abstract = importlib.import_module(ABSTRACT)
+        wrapper_cap = importlib.import_module(WRAPPER_CAP)
+        manager = importlib.import_module(TOOL_MANAGER)
+        toolsets = importlib.import_module(TOOLSETS)
+        approval = importlib.import_module(APPROVAL)
+        cls = getattr(combined, "CombinedCapability", None)
+        if not isinstance(cls, type) or not callable(cls.__dict__.get(EVENT)) or not callable(getattr(combined, "_ctx_for_active_cap", None)):
+            raise PatchError(f"{COMBINED}.CombinedCapability.{EVENT}")
+        base = getattr(abstract, "AbstractCapability", None)
+        wcap = getattr(wrapper_cap, "WrapperCapability", None)
+        if not isinstance(base, type) or EVENT not in vars(base) or not isinstance(wcap, type) or EVENT not in vars(wcap):
+            raise PatchError(f"{ABSTRACT}.AbstractCapability.{EVENT}")
+        tm = getattr(manager, "ToolManager", None)
+        if not isinstance(tm, type) or not callable(tm.__dict__.get("_raw_execute")):
+            raise PatchError(f"{TOOL_MANAGER}.ToolManager._raw_execute")
+        names = ("WrapperToolset", "CombinedToolset", "FunctionToolset")
+        for name in names:
+            if not isinstance(getattr(toolsets, name, None), type):
+                raise PatchError(f"{TOOLSETS}.{name}")
+        art = getattr(approval, "ApprovalRequiredToolset", None)
+        if not isinstance(art, type) or not callable(art.__dict__.get("call_tool")):
+            raise PatchError(f"{APPROVAL}.ApprovalRequiredToolset.call_tool")
+        return combined, base, wcap, tm, toolsets, art
+
     def _patch(self) -> None:
         hooks, exc = self._targets()  # everything checked before anything changes
+        combined, base, wcap, tm, toolsets, art = self._more_targets()
+        self._combined, self._abstract_cap, self._wrapper_cap = combined, base, wcap
+        self._owners = {}
+        self._wrapper_toolset = toolsets.WrapperToolset
+        self._passthrough_toolsets = (toolsets.WrapperToolset, toolsets.CombinedToolset)
+        self._leaf_classes = set()
         self._hooks, self._exc = hooks, exc
         self._deny_types = (exc.ModelRetry, exc.ToolFailed, exc.SkipToolExecution, exc.CallDeferred)
         self._ask_type = exc.ApprovalRequired
@@ -125,6 +201,22 @@ class PydanticAIAdapter(Adapter):
             return adapter._gate(wrapped, instance, args, kwargs)
 
         self.wrap(hooks.Hooks, EVENT, before_tool_execute)
+
+        def root_before_tool_execute(wrapped, instance, args, kwargs):
+            return adapter._root_gate(wrapped, instance, args, kwargs)
+
+        self.wrap(combined.CombinedCapability, EVENT, root_before_tool_execute)
+
+        def raw_execute(wrapped, instance, args, kwargs):
+            return adapter._dispatching(wrapped, instance, args, kwargs)
+
+        self.wrap(tm, "_raw_execute", raw_execute)
+
+        def approval_call_tool(wrapped, instance, args, kwargs):
+            return adapter._approval(wrapped, instance, args, kwargs)
+
+        self.wrap(art, "call_tool", approval_call_tool)
+        self._leaf(toolsets.FunctionToolset)
 
         deferred = sys.modules.get(DEFERRED)
         if deferred is None:
@@ -145,6 +237,7 @@ class PydanticAIAdapter(Adapter):
 
     def _unpatch(self) -> None:
         self.restore()
+        self._leaf_classes = set()
 
     def _lockdown(self) -> None:
         """The targets are not where expected: a ``Hooks`` capability that has
@@ -244,27 +337,49 @@ class PydanticAIAdapter(Adapter):
         return any(r.startswith(prefix) for r in policy.current().required_for(self.name))
 
     async def _gate(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """A ``Hooks`` capability dispatched on its own (not from a ``CombinedCapability``,
+        which flattens its hooks into its own round)."""
         ctx = args[0] if args else kwargs.get("ctx")
         call, tool_def, arguments = kwargs.get("call"), kwargs.get("tool_def"), kwargs.get("args")
         if len(args) > 1 or call is None or "args" not in kwargs:
             return await wrapped(*args, **kwargs)  # not the dispatcher's own calling shape
+        try:
+            entries = [(_HOOK, entry, ctx) for entry in self._hooks._filter_tool_entries(instance._get(EVENT), call=call)]
+            if not self._gated(entries):
+                return arguments
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException:
+            entries = None
+        decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        return self._render(decision, ctx, final)
+
+    async def _judge(self, entries: Any, ctx: Any, call: Any, tool_def: Any, arguments: Any) -> tuple[Any, Any]:
+        """One decision on a tool call: ``entries`` (``(kind, gate, ctx)``, in dispatch
+        order) run in rounds until none changes the arguments it was given, then the
+        core decides on the final arguments (the plugin gates see them). ``None`` entries:
+        the gates could not be listed (a deny)."""
         tool = getattr(call, "tool_name", None)
         tool = tool if isinstance(tool, str) else None
         call_id = getattr(call, "tool_call_id", None)
         call_id = call_id if isinstance(call_id, str) and call_id else None
         state = {"args": arguments, "rewrites": 0}
         try:
-            entries = self._hooks._filter_tool_entries(instance._get(EVENT), call=call)
-            if not self._gated(entries):
-                return arguments
+            if entries == [] and not self._must_decide():
+                return None, arguments  # no gate at all for this call: upstream's, no audit
+            if entries is None:
+                raise PatchError("the before-tool gates of this call could not be listed")
             config = policy.current()
 
             async def run_round() -> list[Outcome]:
                 current = state["args"]
                 outcomes = []
-                for entry in entries:
+                for kind, entry, entry_ctx in entries:
                     before = integrity.snapshot(current)
-                    outcome = await self._call(entry, EVENT, ctx, call=call, tool_def=tool_def, args=current)
+                    if kind is _HOOK:
+                        outcome = await self._call(entry, EVENT, entry_ctx, call=call, tool_def=tool_def, args=current)
+                    else:
+                        outcome = await self._call_capability(entry, entry_ctx, call, tool_def, current)
                     outcomes.append(outcome)
                     if effective(outcome, config) is Action.DENY:
                         break  # upstream stops at a raise too; nothing more to judge
@@ -286,10 +401,21 @@ class PydanticAIAdapter(Adapter):
             raise
         except BaseException as exc:  # a bug here must not let the tool run unjudged
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
-        return self._render(decision, ctx, state["args"])
+        return decision, state["args"]
+
+    def _must_decide(self) -> bool:
+        """A call with no gate of its own still has a decision when a plugin gate is
+        registered (or declared and failed to load), a ``pydantic-ai:`` hook is required,
+        the config is broken or the adapter refused."""
+        config = policy.current()
+        if config.error or self.state == "refused" or self._gated([]):
+            return True
+        return bool(plugins.gates()) or bool(plugins.load_failures)
 
     def _render(self, decision: Any, ctx: Any, final: Any) -> Any:
         """The Decision in pydantic-ai's shape: the final arguments, or a raise."""
+        if decision is None:
+            return final
         action = decision.action
         if action is Action.DENY or action is Action.ASK:
             primary = decision.primary
@@ -302,6 +428,202 @@ class PydanticAIAdapter(Adapter):
                 raise self._ask_type()
             raise self._failed_type(decision.reason or failure_reason(self.hook_id(EVENT), Failure.RAISED))
         return final
+
+    # ------------------------------------------------------------ every capability
+
+    async def _invoke_capability(self, capability: Any, ctx: Any, **kwargs: Any) -> Any:
+        """A capability class's own ``before_tool_execute``; control-flow exceptions come
+        back as answers."""
+        try:
+            return await capability.before_tool_execute(ctx, **kwargs)
+        except (self._ask_type,) + self._deny_types as exc:
+            return _Raised(exc)
+
+    async def _call_capability(self, capability: Any, ctx: Any, call: Any, tool_def: Any, args: Any) -> Outcome:
+        method = getattr(type(capability), EVENT, None)
+        return await self.ahook_call(self.callable_id(method), self._invoke_capability, capability, ctx, call=call, tool_def=tool_def, args=args)
+
+    def _entries(self, root: Any, ctx: Any, call: Any) -> list:
+        """Every before-tool gate of ``root`` (a ``CombinedCapability``) in upstream's dispatch
+        order, flattened: a ``Hooks`` capability's registered hooks (with its own tool
+        filter), a capability class that overrides ``before_tool_execute`` (one gate), the
+        capabilities inside a nested ``CombinedCapability`` or a plain ``WrapperCapability``.
+        A capability that does not override it only returns the arguments: not a gate."""
+        entries: list = []
+        self._flatten(root, ctx, call, entries, 0)
+        return entries
+
+    def _flatten(self, root: Any, ctx: Any, call: Any, entries: list, depth: int) -> None:
+        if depth > 16:
+            raise PatchError("capabilities nested too deep")
+        combined = self._combined
+        dispatch = getattr(root, "_dispatch", None)
+        if dispatch is None:
+            dispatch = root.capabilities
+        for capability in dispatch:
+            cap_ctx = combined._ctx_for_active_cap(capability, ctx)
+            if cap_ctx is None:
+                continue  # upstream skips a capability whose loading is deferred and not active
+            self._flatten_one(capability, cap_ctx, call, entries, depth)
+
+    def _owner(self, cls: type) -> Any:
+        """The class whose ``before_tool_execute`` a capability of class ``cls`` runs."""
+        owner = self._owners.get(cls)
+        if owner is None:
+            owner = next((c for c in cls.__mro__ if EVENT in vars(c)), object)
+            if len(self._owners) > 1024:
+                self._owners.clear()
+            self._owners[cls] = owner
+        return owner
+
+    def _flatten_one(self, capability: Any, ctx: Any, call: Any, entries: list, depth: int) -> None:
+        owner = self._owner(type(capability))
+        if owner is self._combined.CombinedCapability:
+            self._flatten(capability, ctx, call, entries, depth + 1)
+        elif owner is self._hooks.Hooks:
+            for entry in self._hooks._filter_tool_entries(capability._get(EVENT), call=call):
+                entries.append((_HOOK, entry, ctx))
+        elif owner is self._abstract_cap:
+            return  # the default only returns the arguments: not a gate
+        elif owner is self._wrapper_cap and getattr(capability, "wrapped", None) is not None:
+            self._flatten_one(capability.wrapped, ctx, call, entries, depth + 1)
+        else:
+            entries.append((_CAPABILITY, capability, ctx))
+
+    async def _root_gate(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """The root capability's ``before_tool_execute``: every gate of every capability in
+        one round, re-run while any gate rewrites, the plugin gates consulted for every
+        call (an agent with no gate of its own included)."""
+        ctx = args[0] if args else kwargs.get("ctx")
+        call, tool_def, arguments = kwargs.get("call"), kwargs.get("tool_def"), kwargs.get("args")
+        if len(args) > 1 or call is None or "args" not in kwargs:
+            return await wrapped(*args, **kwargs)  # not the dispatcher's own calling shape
+        try:
+            entries = self._entries(instance, ctx, call)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException:
+            entries = None
+        decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        final = self._render(decision, ctx, final)
+        _JUDGED.set(_Judged(call, integrity.snapshot(final), instance, tool_def))
+        return final
+
+    # ------------------------------------------------------------ the toolsets
+
+    async def _dispatching(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """``ToolManager._raw_execute``: the call goes into the toolsets. What the gates
+        judged travels with it to the toolset that runs it (``_leaf``)."""
+        validated = args[0] if args else kwargs.get("validated")
+        tool = getattr(validated, "tool", None)
+        call = getattr(validated, "call", None)
+        if tool is None or call is None or getattr(getattr(tool, "tool_def", None), "kind", None) == "output":
+            return await wrapped(*args, **kwargs)  # output tools are the run's result, not gated
+        judged = _JUDGED.get()
+        if judged is not None and judged.call is not call:
+            judged = None
+        self._observe(tool)
+        token = _DISPATCH.set(_Dispatch(call, getattr(validated, "ctx", None), judged))
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            _DISPATCH.reset(token)
+
+    def _observe(self, tool: Any) -> None:
+        """The toolset that lists ``tool`` runs it: its ``call_tool`` checks the arguments
+        (patched once per class)."""
+        seen = 0
+        while getattr(tool, "source_tool", None) is not None and seen < 32:
+            tool, seen = tool.source_tool, seen + 1
+        leaf = getattr(tool, "toolset", None)
+        cls = type(leaf)
+        if leaf is None or isinstance(leaf, self._passthrough_toolsets) or cls in self._leaf_classes:
+            return
+        if any(c in self._leaf_classes for c in cls.__mro__) and "call_tool" not in vars(cls):
+            self._leaf_classes.add(cls)
+            return
+        try:
+            self._leaf(cls)
+        except Exception:
+            pass  # then the leaf cannot check: documented
+
+    def _leaf(self, cls: type) -> None:
+        adapter = self
+
+        def call_tool(wrapped, instance, args, kwargs):
+            return adapter._at_leaf(wrapped, instance, args, kwargs)
+
+        self.wrap(cls, "call_tool", call_tool)
+        self._leaf_classes.add(cls)
+
+    async def _at_leaf(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """The toolset that runs the tool: the arguments that reach it are the ones the
+        gates judged, or they are judged now (every gate, the plugin gates) and run only
+        if that allows them. A call no gate judged (a tool manager with no root
+        capability) is judged here."""
+        dispatch = _DISPATCH.get()
+        if dispatch is None or len(args) != 4 or kwargs:
+            return await wrapped(*args, **kwargs)  # not a tool manager's dispatch
+        name, tool_args, ctx, tool = args
+        judged = dispatch.judged
+        if judged is None or not integrity.same(judged.snapshot, tool_args):
+            call = dispatch.call
+            try:
+                entries = self._entries(judged.root, ctx, call) if judged is not None else []
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                raise
+            except BaseException:
+                entries = None
+            tool_def = judged.tool_def if judged is not None else getattr(tool, "tool_def", None)
+            decision, final = await self._judge(entries, ctx, call, tool_def, tool_args)
+            tool_args = self._render(decision, ctx, final)
+        token = _DISPATCH.set(None)  # what the tool itself dispatches is its own business
+        try:
+            return await wrapped(name, tool_args, ctx, tool)
+        finally:
+            _DISPATCH.reset(token)
+
+    # ------------------------------------------------------------ ApprovalRequiredToolset
+
+    def _predicate_verdict(self, native: Any) -> Verdict:
+        """An approval predicate answers a bool: ``True`` asks a person, ``False`` lets the
+        call run without asking. Anything else is invalid."""
+        if native is True:
+            return Verdict(action=Action.ASK)
+        if native is False:
+            return Verdict(action=Action.ALLOW)
+        raise Invalid()
+
+    async def _approval(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """``ApprovalRequiredToolset.call_tool``: its ``approval_required_func`` decides
+        whether a person is asked. It runs under the guard (deadline; a raise, junk or a
+        timeout denies); ``True`` asks, ``False`` goes on to the wrapped toolset. An
+        approved call does not consult it (upstream neither)."""
+        if len(args) != 4 or kwargs:
+            return await wrapped(*args, **kwargs)
+        name, tool_args, ctx, tool = args
+        if getattr(ctx, "tool_call_approved", False):
+            return await wrapped(*args, **kwargs)
+        dispatch = _DISPATCH.get()
+        call = dispatch.call if dispatch is not None else None
+        tool_name = getattr(call, "tool_name", name)
+        call_id = getattr(call, "tool_call_id", None)
+        call_id = call_id if isinstance(call_id, str) and call_id else None
+        predicate = instance.approval_required_func
+        try:
+            outcome = await self.ahook_call(
+                self.callable_id(predicate), predicate, ctx, getattr(tool, "tool_def", None), tool_args, _validate=self._predicate_verdict
+            )
+            decision = await self.adecide_stage(tool_name if isinstance(tool_name, str) else None, [outcome], call_id=call_id)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException as exc:
+            decision = self.failed(exc, tool_name if isinstance(tool_name, str) else None, call_id, hook=self.hook_id("approval_required_func"))
+        if decision.action is Action.ASK:
+            raise self._ask_type()
+        if decision.action is Action.DENY:
+            raise self._failed_type(decision.reason or failure_reason(self.hook_id("approval_required_func"), Failure.RAISED))
+        return await self._wrapper_toolset.call_tool(instance, name, tool_args, ctx, tool)
 
     # ------------------------------------------------------------ approval handlers
 
