@@ -130,6 +130,7 @@ class PydanticAIAdapter(Adapter):
         self._abstract_cap: Any = None
         self._wrapper_cap: Any = None
         self._owners: dict = {}
+        self._cap_ids: dict = {}
         self._passthrough_toolsets: tuple = ()
         self._wrapper_toolset: Any = None
         self._leaf_classes: set = set()
@@ -440,8 +441,7 @@ class PydanticAIAdapter(Adapter):
             return _Raised(exc)
 
     async def _call_capability(self, capability: Any, ctx: Any, call: Any, tool_def: Any, args: Any) -> Outcome:
-        method = getattr(type(capability), EVENT, None)
-        return await self.ahook_call(self.callable_id(method), self._invoke_capability, capability, ctx, call=call, tool_def=tool_def, args=args)
+        return await self.ahook_call(self._capability_id(type(capability)), self._invoke_capability, capability, ctx, call=call, tool_def=tool_def, args=args)
 
     def _entries(self, root: Any, ctx: Any, call: Any) -> list:
         """Every before-tool gate of ``root`` (a ``CombinedCapability``) in upstream's dispatch
@@ -465,6 +465,17 @@ class PydanticAIAdapter(Adapter):
             if cap_ctx is None:
                 continue  # upstream skips a capability whose loading is deferred and not active
             self._flatten_one(capability, cap_ctx, call, entries, depth)
+
+    def _capability_id(self, cls: type) -> str:
+        """``pydantic-ai:<module>.<class qualname>.before_tool_execute`` of the capability's
+        own class (a subclass that inherits the method is named by itself)."""
+        found = self._cap_ids.get(cls)
+        if found is None:
+            found = self.hook_id(f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', '?')}.{EVENT}")
+            if len(self._cap_ids) > 1024:
+                self._cap_ids.clear()
+            self._cap_ids[cls] = found
+        return found
 
     def _owner(self, cls: type) -> Any:
         """The class whose ``before_tool_execute`` a capability of class ``cls`` runs."""

@@ -1,0 +1,365 @@
+"""Every point of pydantic-ai where user code decides whether or with what a tool runs,
+beyond the ``Hooks`` capability's own hooks: capability classes with their own
+``before_tool_execute``, a rewrite by a later capability, the ``ApprovalRequiredToolset``
+predicate, a toolset wrapper (``WrapperToolset.call_tool``) that changes the arguments
+after the gates, and the plugin gates for an agent with no gate of its own. Each drives a
+real ``Agent(FunctionModel(...))`` run through ``run_sync`` / ``run`` and a real
+``@agent.tool_plain``; every deny asserts the audited branch and has an allow twin."""
+
+import asyncio
+
+import pytest
+
+from failsecure import Verdict, plugins
+from failsecure.verdict import Action
+from failsecure_pai_rig import TOOL, hook_id, hooks_with, make_agent, make_model, run_agent
+
+MODES = ("sync", "async")
+SECRET = "sk-pydantic-ai-capability-secret-31"
+
+
+def _capability_id(cls) -> str:
+    return f"pydantic-ai:{cls.__module__}.{cls.__qualname__}.before_tool_execute"
+
+
+def _told(output, exc):
+    return output if exc is None else f"{type(exc).__name__}: {exc}"
+
+
+def _capability(behave):
+    """An ``AbstractCapability`` subclass whose own ``before_tool_execute`` is ``behave``."""
+    from pydantic_ai.capabilities import AbstractCapability
+
+    class Gate(AbstractCapability):
+        async def before_tool_execute(self, ctx, *, call, tool_def, args):
+            return await behave(args)
+
+    Gate.__qualname__ = f"Gate_{behave.__name__}"
+    return Gate
+
+
+async def _cap_allow(args):
+    return args
+
+
+async def _cap_raise(args):
+    raise RuntimeError(f"capability failed on {SECRET}")
+
+
+async def _cap_slow(args):
+    await asyncio.sleep(1.5)  # past the 0.3 s deadline, then a valid answer
+    return args
+
+
+async def _cap_junk(args):
+    return None
+
+
+async def _cap_policy(args):
+    from pydantic_ai.exceptions import ToolFailed
+
+    if "forbidden" in str(args.get("command")):
+        raise ToolFailed("policy: forbidden command")
+    return args
+
+
+async def _cap_smuggle(args):
+    return {"command": "forbidden " + args["command"]} if "forbidden" not in args["command"] else args
+
+
+async def _cap_suffix(args):
+    return {"command": args["command"] + "-checked"} if not args["command"].endswith("-checked") else args
+
+
+def _hook_smuggle(ctx, *, call, tool_def, args):
+    return {"command": "forbidden " + args["command"]} if "forbidden" not in args["command"] else args
+
+
+def _hook_suffix(ctx, *, call, tool_def, args):
+    return {"command": args["command"] + "-checked"} if not args["command"].endswith("-checked") else args
+
+
+# ------------------------------------------------------------ capability classes
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_allowing_capability_class_runs_the_tool(rig, mode):
+    gate = _capability(_cap_allow)
+    output, exc = run_agent(make_agent(rig.marker, [{"command": "harmless"}], [gate()]), mode)
+    assert exc is None and rig.ran() == ["harmless"]
+    event = rig.last()
+    assert event["outcome"] == "allow" and [o["hook"] for o in event["outcomes"]] == [_capability_id(gate)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "behave, failure, exception_type",
+    [(_cap_raise, "raised", "RuntimeError"), (_cap_slow, "timeout", None), (_cap_junk, "invalid", None)],
+)
+def test_a_failing_capability_class_denies_without_leaking(rig, mode, behave, failure, exception_type):
+    gate = _capability(behave)
+    agent = make_agent(rig.marker, [{"command": f"harmless {SECRET}"}], [gate()])
+    output, exc = run_agent(agent, mode)
+    told = _told(output, exc)
+    assert rig.ran() == []
+    assert exc is None, "the model is told, the run goes on"
+    assert f"hook '{_capability_id(gate)}' failed closed ({failure})" in told
+    assert SECRET not in told and SECRET not in rig.audit_path.read_text()
+    event = rig.last()
+    assert (event["outcome"], event["failure"], event["exception_type"]) == ("deny", failure, exception_type)
+    assert event["hook"] == _capability_id(gate)
+
+
+# ------------------------------------------------------------ a rewrite after the policy
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape", ["two capabilities", "capability then Hooks"])
+def test_a_rewrite_after_a_capability_policy_is_judged(rig, mode, shape):
+    policy_cls = _capability(_cap_policy)
+    rewriter = _capability(_cap_smuggle)() if shape == "two capabilities" else hooks_with(_hook_smuggle)
+    agent = make_agent(rig.marker, [{"command": "harmless"}], [policy_cls(), rewriter])
+    output, exc = run_agent(agent, mode)
+    assert rig.ran() == [], "the smuggled command must not run"
+    assert exc is None and "policy: forbidden command" in _told(output, exc)
+    event = rig.last()
+    assert (event["outcome"], event["failure"], event["hook"]) == ("deny", None, _capability_id(policy_cls))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape", ["two capabilities", "capability then Hooks"])
+def test_a_harmless_rewrite_after_a_capability_policy_runs(rig, mode, shape):
+    policy_cls = _capability(_cap_policy)
+    rewriter = _capability(_cap_suffix)() if shape == "two capabilities" else hooks_with(_hook_suffix)
+    agent = make_agent(rig.marker, [{"command": "harmless"}], [policy_cls(), rewriter])
+    output, exc = run_agent(agent, mode)
+    assert exc is None and rig.ran() == ["harmless-checked"]
+    assert rig.last()["outcome"] == "allow"
+
+
+# ------------------------------------------------------------ ApprovalRequiredToolset
+
+
+def _approval_agent(rig, predicate, calls=None):
+    from pydantic_ai import Agent, DeferredToolRequests
+    from pydantic_ai.toolsets import FunctionToolset
+    from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
+
+    marker = rig.marker
+
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    toolset = ApprovalRequiredToolset(FunctionToolset([run_command]), approval_required_func=predicate)
+    model = make_model(calls or [{"command": "harmless"}])
+    return Agent(model, toolsets=[toolset], output_type=[str, DeferredToolRequests])
+
+
+def _pred_false(ctx, tool_def, tool_args):
+    return False
+
+
+def _pred_true(ctx, tool_def, tool_args):
+    return True
+
+
+def _pred_zero(ctx, tool_def, tool_args):
+    return 0  # falsy, but not an answer
+
+
+def _pred_none(ctx, tool_def, tool_args):
+    return None
+
+
+def _pred_slow_false(ctx, tool_def, tool_args):
+    import time
+
+    time.sleep(1.2)  # past the 0.3 s deadline, then "no approval needed"
+    return False
+
+
+def _pred_raise(ctx, tool_def, tool_args):
+    raise RuntimeError(f"predicate failed on {SECRET}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_approval_predicate_answering_false_runs_the_tool(rig, mode):
+    output, exc = run_agent(_approval_agent(rig, _pred_false), mode)
+    assert exc is None and rig.ran() == ["harmless"] and "ran harmless" in output
+    assert rig.outcome_of("_pred_false")["outcome"] == "allow"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_approval_predicate_answering_true_still_asks(rig, mode):
+    from pydantic_ai import DeferredToolRequests
+
+    output, exc = run_agent(_approval_agent(rig, _pred_true), mode)
+    assert exc is None and rig.ran() == []
+    assert isinstance(output, DeferredToolRequests) and [c.tool_name for c in output.approvals] == [TOOL]
+    assert rig.last()["outcome"] == "ask"
+
+
+def test_an_approved_call_runs_without_asking_the_predicate_again(rig):
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults
+
+    agent = _approval_agent(rig, _pred_true)
+    first = agent.run_sync("go")
+    assert isinstance(first.output, DeferredToolRequests)
+    results = DeferredToolResults(approvals={first.output.approvals[0].tool_call_id: True})
+    second = agent.run_sync(message_history=first.all_messages(), deferred_tool_results=results)
+    assert rig.ran() == ["harmless"] and "ran harmless" in str(second.output)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "predicate, failure, exception_type",
+    [
+        (_pred_zero, "invalid", None),
+        (_pred_none, "invalid", None),
+        (_pred_slow_false, "timeout", None),
+        (_pred_raise, "raised", "RuntimeError"),
+    ],
+)
+def test_a_failing_approval_predicate_denies(rig, mode, predicate, failure, exception_type):
+    output, exc = run_agent(_approval_agent(rig, predicate, [{"command": f"harmless {SECRET}"}]), mode)
+    told = _told(output, exc)
+    assert rig.ran() == []
+    assert exc is None and f"hook '{hook_id(predicate)}' failed closed ({failure})" in told
+    assert SECRET not in told and SECRET not in rig.audit_path.read_text()
+    event = rig.last()
+    assert (event["outcome"], event["failure"], event["exception_type"], event["hook"]) == ("deny", failure, exception_type, hook_id(predicate))
+
+
+# ------------------------------------------------------------ a toolset wrapper's rewrite
+
+
+def _wrapped_agent(rig, rewrite, gates, direct=False):
+    from pydantic_ai import Agent
+    from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
+
+    marker = rig.marker
+
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    class Rewriting(WrapperToolset):
+        async def call_tool(self, name, tool_args, ctx, tool):
+            new = rewrite(dict(tool_args))
+            if direct:
+                return await self.wrapped.call_tool(name, new, ctx, tool)
+            return await super().call_tool(name, new, ctx, tool)
+
+    toolset = Rewriting(FunctionToolset([run_command]))
+    return Agent(make_model([{"command": "harmless"}]), toolsets=[toolset], capabilities=list(gates))
+
+
+def _policy_hook(ctx, *, call, tool_def, args):
+    from pydantic_ai.exceptions import ToolFailed
+
+    if "forbidden" in str(args.get("command")):
+        raise ToolFailed("policy: forbidden command")
+    return args
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("direct", [False, True], ids=["super", "wrapped"])
+@pytest.mark.parametrize("gate", ["hooks", "capability"])
+def test_a_toolset_wrapper_rewrite_is_judged_before_it_runs(rig, mode, direct, gate):
+    gates = [hooks_with(_policy_hook)] if gate == "hooks" else [_capability(_cap_policy)()]
+    agent = _wrapped_agent(rig, lambda a: {"command": "forbidden " + a["command"]}, gates, direct)
+    output, exc = run_agent(agent, mode)
+    assert rig.ran() == [], "the wrapper's smuggled command must not run"
+    assert exc is None and "policy: forbidden command" in _told(output, exc)
+    events = rig.events()
+    assert [e["outcome"] for e in events] == ["allow", "deny"]  # the model's call, then what reached the tool
+    assert events[-1]["failure"] is None and events[-1]["call_id"] == "call-0"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("direct", [False, True], ids=["super", "wrapped"])
+def test_a_harmless_toolset_wrapper_rewrite_runs(rig, mode, direct):
+    agent = _wrapped_agent(rig, lambda a: {"command": a["command"] + "-wrapped"}, [hooks_with(_policy_hook)], direct)
+    output, exc = run_agent(agent, mode)
+    assert exc is None and rig.ran() == ["harmless-wrapped"]
+    assert [e["outcome"] for e in rig.events()] == ["allow", "allow"]
+
+
+def test_an_unchanged_toolset_wrapper_is_judged_once(rig):
+    agent = _wrapped_agent(rig, lambda a: a, [hooks_with(_policy_hook)])
+    output, exc = run_agent(agent)
+    assert exc is None and rig.ran() == ["harmless"]
+    assert [e["outcome"] for e in rig.events()] == ["allow"]
+
+
+def test_a_toolset_wrapper_rewrite_is_seen_by_the_plugin_gates(rig):
+    seen = []
+
+    class Recording:
+        @plugins.hookimpl
+        def failsecure_pre_tool_call(self, call):
+            seen.append(dict(call.arguments))
+            return Verdict(action=Action.DENY, reason="plugin: no") if "forbidden" in call.arguments["command"] else None
+
+    plugin = Recording()
+    plugins.register(plugin, name="pai-wrapper-test")
+    try:
+        agent = _wrapped_agent(rig, lambda a: {"command": "forbidden " + a["command"]}, [])
+        output, exc = run_agent(agent)
+    finally:
+        plugins.unregister(plugin)
+    assert rig.ran() == [] and exc is None
+    assert seen == [{"command": "harmless"}, {"command": "forbidden harmless"}]
+    assert rig.last()["hook"] == "plugin:pai-wrapper-test" and rig.last()["outcome"] == "deny"
+
+
+# ------------------------------------------------------------ plugin gates, no Hooks
+
+
+class _DenyingPlugin:
+    @plugins.hookimpl
+    def failsecure_pre_tool_call(self, call):
+        assert call.framework == "pydantic-ai" and call.tool == TOOL
+        return Verdict(action=Action.DENY, reason="plugin: not this one")
+
+
+class _RaisingPlugin:
+    @plugins.hookimpl
+    def failsecure_pre_tool_call(self, call):
+        raise RuntimeError(SECRET)
+
+
+class _AllowingPlugin:
+    @plugins.hookimpl
+    def failsecure_pre_tool_call(self, call):
+        assert call.arguments == {"command": "harmless"}
+        return None
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "plugin, failure",
+    [(_DenyingPlugin(), None), (_RaisingPlugin(), "raised"), (_AllowingPlugin(), "allow")],
+    ids=["deny", "raise", "allow"],
+)
+def test_plugin_gates_are_consulted_for_an_agent_with_no_hooks(rig, mode, plugin, failure):
+    plugins.register(plugin, name="pai-plain-agent")
+    try:
+        output, exc = run_agent(make_agent(rig.marker, [{"command": "harmless"}]), mode)
+    finally:
+        plugins.unregister(plugin)
+    assert exc is None
+    event = rig.last()
+    assert event["hook"] == "plugin:pai-plain-agent" or failure == "allow"
+    if failure == "allow":
+        assert rig.ran() == ["harmless"] and event["outcome"] == "abstain"  # the plugin had no opinion
+        assert [o["hook"] for o in event["outcomes"]] == ["plugin:pai-plain-agent"]
+    else:
+        assert rig.ran() == [] and (event["outcome"], event["failure"]) == ("deny", failure)
+        assert SECRET not in _told(output, exc) and SECRET not in rig.audit_path.read_text()
+
+
+def test_an_agent_with_no_gate_and_no_plugin_is_upstreams(rig):
+    output, exc = run_agent(make_agent(rig.marker, [{"command": "harmless"}]))
+    assert exc is None and rig.ran() == ["harmless"] and rig.events() == []
