@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import importlib
 import sys
 import threading

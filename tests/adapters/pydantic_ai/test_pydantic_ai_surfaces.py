@@ -140,7 +140,7 @@ def test_a_harmless_rewrite_after_a_capability_policy_runs(rig, mode, shape):
 # ------------------------------------------------------------ ApprovalRequiredToolset
 
 
-def _approval_agent(rig, predicate, calls=None):
+def _approval_agent(rig, predicate, calls=None, gates=()):
     from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.toolsets import FunctionToolset
     from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
@@ -153,7 +153,7 @@ def _approval_agent(rig, predicate, calls=None):
 
     toolset = ApprovalRequiredToolset(FunctionToolset([run_command]), approval_required_func=predicate)
     model = make_model(calls or [{"command": "harmless"}])
-    return Agent(model, toolsets=[toolset], output_type=[str, DeferredToolRequests])
+    return Agent(model, toolsets=[toolset], output_type=[str, DeferredToolRequests], capabilities=list(gates))
 
 
 def _pred_false(ctx, tool_def, tool_args):
@@ -209,6 +209,26 @@ def test_an_approved_call_runs_without_asking_the_predicate_again(rig):
     results = DeferredToolResults(approvals={first.output.approvals[0].tool_call_id: True})
     second = agent.run_sync(message_history=first.all_messages(), deferred_tool_results=results)
     assert rig.ran() == ["harmless"] and "ran harmless" in str(second.output)
+
+
+@pytest.mark.parametrize("override, ran", [("forbidden rm", []), ("harmless-edited", ["harmless-edited"])])
+def test_an_approvals_override_arguments_are_judged(rig, override, ran):
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults
+    from pydantic_ai.tools import ToolApproved
+
+    agent = _approval_agent(rig, _pred_true, gates=[hooks_with(_policy_hook)])
+    first = agent.run_sync("go")
+    assert isinstance(first.output, DeferredToolRequests)
+    call_id = first.output.approvals[0].tool_call_id
+    results = DeferredToolResults(approvals={call_id: ToolApproved(override_args={"command": override})})
+    second = agent.run_sync(message_history=first.all_messages(), deferred_tool_results=results)
+    assert rig.ran() == ran
+    event = rig.last()
+    if ran:
+        assert event["outcome"] == "allow"
+    else:
+        assert (event["outcome"], event["failure"], event["hook"]) == ("deny", None, hook_id(_policy_hook))
+        assert "policy: forbidden command" in str(second.output)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -363,3 +383,38 @@ def test_plugin_gates_are_consulted_for_an_agent_with_no_hooks(rig, mode, plugin
 def test_an_agent_with_no_gate_and_no_plugin_is_upstreams(rig):
     output, exc = run_agent(make_agent(rig.marker, [{"command": "harmless"}]))
     assert exc is None and rig.ran() == ["harmless"] and rig.events() == []
+
+
+# ------------------------------------------------------------ wrap_tool_execute
+
+
+def _wrapping_capability(rewrite):
+    """A capability whose ``wrap_tool_execute`` calls its handler with other arguments
+    (2.42.0 runs it after ``before_tool_execute``; 2.68.0 runs it around it)."""
+    from pydantic_ai.capabilities import AbstractCapability
+
+    class Wrap(AbstractCapability):
+        async def wrap_tool_execute(self, ctx, *, call, tool_def, args, handler):
+            return await handler(rewrite(dict(args)))
+
+    return Wrap()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_wrap_tool_execute_rewrite_is_judged(rig, mode):
+    wrap = _wrapping_capability(lambda a: {"command": "forbidden " + a["command"]})
+    agent = make_agent(rig.marker, [{"command": "harmless"}], [hooks_with(_policy_hook), wrap])
+    output, exc = run_agent(agent, mode)
+    assert rig.ran() == [] and exc is None
+    assert "policy: forbidden command" in _told(output, exc)
+    event = rig.last()
+    assert (event["outcome"], event["failure"], event["hook"]) == ("deny", None, hook_id(_policy_hook))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_harmless_wrap_tool_execute_rewrite_runs(rig, mode):
+    wrap = _wrapping_capability(lambda a: {"command": a["command"] + "-wrapped"})
+    agent = make_agent(rig.marker, [{"command": "harmless"}], [hooks_with(_policy_hook), wrap])
+    output, exc = run_agent(agent, mode)
+    assert exc is None and rig.ran() == ["harmless-wrapped"]
+    assert rig.last()["outcome"] == "allow"
