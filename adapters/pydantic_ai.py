@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import importlib
 import sys
 import threading
@@ -83,10 +84,10 @@ class _Judged:
 class _Dispatch:
     """A tool call on its way from the tool manager to the toolset that runs it."""
 
-    __slots__ = ("call", "ctx", "judged")
+    __slots__ = ("call", "ctx", "judged", "listed")
 
-    def __init__(self, call: Any, ctx: Any, judged: Any):
-        self.call, self.ctx, self.judged = call, ctx, judged
+    def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any):
+        self.call, self.ctx, self.judged, self.listed = call, ctx, judged, listed
 
 
 #: set by the root capability's gate when it let a call through
@@ -532,30 +533,46 @@ class PydanticAIAdapter(Adapter):
         judged = _JUDGED.get()
         if judged is not None and judged.call is not call:
             judged = None
-        self._observe(tool)
-        token = _DISPATCH.set(_Dispatch(call, getattr(validated, "ctx", None), judged))
+        listed = self._observe(tool)
+        token = _DISPATCH.set(_Dispatch(call, getattr(validated, "ctx", None), judged, listed))
         try:
             return await wrapped(*args, **kwargs)
         finally:
             _DISPATCH.reset(token)
 
-    def _observe(self, tool: Any) -> None:
+    def _observe(self, tool: Any) -> Any:
         """The toolset that lists ``tool`` runs it: its ``call_tool`` checks the arguments
-        (patched once per class)."""
+        (patched once per class). Returns the tool as that toolset listed it."""
         seen = 0
         while getattr(tool, "source_tool", None) is not None and seen < 32:
             tool, seen = tool.source_tool, seen + 1
         leaf = getattr(tool, "toolset", None)
         cls = type(leaf)
         if leaf is None or isinstance(leaf, self._passthrough_toolsets) or cls in self._leaf_classes:
-            return
+            return tool
         if any(c in self._leaf_classes for c in cls.__mro__) and "call_tool" not in vars(cls):
             self._leaf_classes.add(cls)
-            return
+            return tool
         try:
             self._leaf(cls)
         except Exception:
             pass  # then the leaf cannot check: documented
+        return tool
+
+    @staticmethod
+    def _swapped(listed: Any, name: Any, tool: Any) -> bool:
+        """The toolset is asked to run another tool than the one the model called: another
+        function (a function toolset), or another name (any other toolset). A rename by a
+        wrapper (``RenamedToolset``, ``PrefixedToolset``) keeps the function."""
+        if listed is None:
+            return False
+        try:
+            listed_func = getattr(listed, "call_func", None)
+            if listed_func is not None:
+                return not (getattr(tool, "call_func", None) == listed_func)
+            return name != getattr(getattr(listed, "tool_def", None), "name", name)
+        except Exception:
+            return True
 
     def _leaf(self, cls: type) -> None:
         adapter = self
@@ -576,15 +593,19 @@ class PydanticAIAdapter(Adapter):
             return await wrapped(*args, **kwargs)  # not a tool manager's dispatch
         name, tool_args, ctx, tool = args
         judged = dispatch.judged
-        if judged is None or not integrity.same(judged.snapshot, tool_args):
+        swapped = self._swapped(dispatch.listed, name, tool)
+        if judged is None or swapped or not integrity.same(judged.snapshot, tool_args):
             call = dispatch.call
+            tool_def = judged.tool_def if judged is not None and not swapped else getattr(tool, "tool_def", None)
             try:
+                if swapped:  # the gates judge the tool that runs, under its name
+                    runs = getattr(tool_def, "name", name)
+                    call = dataclasses.replace(call, tool_name=runs if isinstance(runs, str) else name)
                 entries = self._entries(judged.root, ctx, call) if judged is not None else []
             except (KeyboardInterrupt, asyncio.CancelledError):
                 raise
             except BaseException:
                 entries = None
-            tool_def = judged.tool_def if judged is not None else getattr(tool, "tool_def", None)
             decision, final = await self._judge(entries, ctx, call, tool_def, tool_args)
             tool_args = self._render(decision, ctx, final)
         token = _DISPATCH.set(None)  # what the tool itself dispatches is its own business
