@@ -235,6 +235,12 @@ class PydanticAIAdapter(Adapter):
                 return adapter._approvers(wrapped, instance, args, kwargs)
 
             self.wrap(hooks.Hooks, APPROVER, handle_deferred)
+            if callable(combined.CombinedCapability.__dict__.get(APPROVER)) and APPROVER in vars(base):
+
+                def root_handle_deferred(wrapped, instance, args, kwargs):
+                    return adapter._root_approvers(wrapped, instance, args, kwargs)
+
+                self.wrap(combined.CombinedCapability, APPROVER, root_handle_deferred)
 
     def _unpatch(self) -> None:
         self.restore()
@@ -685,6 +691,55 @@ class PydanticAIAdapter(Adapter):
                 break
             remaining = remaining_or_none
         return accumulated if any_handled else None
+
+    async def _root_approvers(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """``CombinedCapability.handle_deferred_tool_calls``, upstream's loop, with each
+        capability class's own handler (``HandleDeferredToolCalls(handler=...)`` or a
+        subclass's ``handle_deferred_tool_calls``) under the guard: one that raises, hangs or
+        answers junk has its answer dropped (audited), so its calls still require approval.
+        ``Hooks`` handlers are guarded one by one (``_approvers``)."""
+        ctx = args[0] if args else kwargs.get("ctx")
+        if len(args) > 1 or "requests" not in kwargs:
+            return await wrapped(*args, **kwargs)
+        dispatch = getattr(instance, "_dispatch", None)
+        if dispatch is None:
+            dispatch = instance.capabilities
+        accumulated = self._results_type()
+        remaining = kwargs["requests"]
+        any_handled = False
+        for capability in dispatch:
+            cap_ctx = self._combined._ctx_for_active_cap(capability, ctx)
+            if cap_ctx is None:
+                continue
+            result = await self._approve_one(capability, cap_ctx, remaining, 0)
+            if result is None or not (result.approvals or result.calls):
+                continue
+            any_handled = True
+            accumulated.update(result)
+            remaining_or_none = remaining.remaining(result)
+            if remaining_or_none is None:
+                break
+            remaining = remaining_or_none
+        return accumulated if any_handled else None
+
+    async def _approve_one(self, capability: Any, ctx: Any, requests: Any, depth: int) -> Any:
+        owner = next((c for c in type(capability).__mro__ if APPROVER in vars(c)), object)
+        if owner is self._abstract_cap:
+            return None  # the default handles nothing
+        if owner is self._hooks.Hooks or owner is self._combined.CombinedCapability:
+            return await capability.handle_deferred_tool_calls(ctx, requests=requests)  # guarded there
+        if owner is self._wrapper_cap and getattr(capability, "wrapped", None) is not None and depth < 16:
+            return await self._approve_one(capability.wrapped, ctx, requests, depth + 1)
+        handler = getattr(capability, "handler", None)
+        if callable(handler) and getattr(owner, "__module__", "").startswith("pydantic_ai."):
+            hook = self.callable_id(handler)  # a built-in capability running the user's handler
+        else:
+            hook = self.hook_id(f"{type(capability).__module__}.{type(capability).__qualname__}.{APPROVER}")
+        outcome = await self.ahook_call(hook, capability.handle_deferred_tool_calls, ctx, requests=requests, _validate=self._results_verdict)
+        if outcome.failure is not None:
+            await self.adecide(None, [outcome])  # dropped: the calls still require approval
+            return None
+        return outcome.verdict.data  # type: ignore[union-attr]
 
     # ------------------------------------------------------------ doctor
 

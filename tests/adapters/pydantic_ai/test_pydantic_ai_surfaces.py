@@ -474,3 +474,45 @@ def test_a_renaming_toolset_is_judged_once(rig, mode):
     output, exc = run_agent(_two_tool_agent(rig, rename, [hooks_with(_no_delete)]), mode)
     assert exc is None and rig.ran() == ["harmless"]
     assert [e["outcome"] for e in rig.events()] == ["allow"]
+
+
+# ------------------------------------------------------------ approval handlers of capability classes
+
+
+def _approve_all(ctx, requests):
+    return requests.build_results(approve_all=True)
+
+
+def _handler_raises(ctx, requests):
+    raise RuntimeError(SECRET)
+
+
+def _handler_junk(ctx, requests):
+    return {"approvals": "all"}
+
+
+async def _handler_slow(ctx, requests):
+    await asyncio.sleep(1.5)  # past the 0.3 s deadline, then approves
+    return requests.build_results(approve_all=True)
+
+
+def test_a_deferred_call_handler_that_approves_runs_the_tool(rig):
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    output, exc = run_agent(_approval_agent(rig, _pred_true, gates=[HandleDeferredToolCalls(handler=_approve_all)]))
+    assert exc is None and rig.ran() == ["harmless"]
+
+
+@pytest.mark.parametrize(
+    "handler, failure", [(_handler_raises, "raised"), (_handler_junk, "invalid"), (_handler_slow, "timeout")]
+)
+def test_a_failing_deferred_call_handler_leaves_the_call_awaiting_approval(rig, handler, failure):
+    from pydantic_ai import DeferredToolRequests
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    output, exc = run_agent(_approval_agent(rig, _pred_true, gates=[HandleDeferredToolCalls(handler=handler)]))
+    assert exc is None and rig.ran() == []
+    assert isinstance(output, DeferredToolRequests) and [c.tool_name for c in output.approvals] == [TOOL]
+    failed = [e for e in rig.events() if e["hook"] == hook_id(handler)]
+    assert [(e["failure"], e["tool"]) for e in failed] == [(failure, None)]
+    assert SECRET not in rig.audit_path.read_text()
