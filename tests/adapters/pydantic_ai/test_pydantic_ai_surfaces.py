@@ -516,3 +516,53 @@ def test_a_failing_deferred_call_handler_leaves_the_call_awaiting_approval(rig, 
     failed = [e for e in rig.events() if e["hook"] == hook_id(handler)]
     assert [(e["failure"], e["tool"]) for e in failed] == [(failure, None)]
     assert SECRET not in rig.audit_path.read_text()
+
+
+# ------------------------------------------------------------ every dispatch path
+
+
+def _test_model_agent(rig, gate):
+    from pydantic_ai import Agent
+    from pydantic_ai.models.test import TestModel
+
+    agent = Agent(TestModel(call_tools=[TOOL]), capabilities=[gate()])
+    marker = rig.marker
+
+    @agent.tool_plain
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    return agent
+
+
+async def _drive(agent, path):
+    if path == "iter":
+        async with agent.iter("go") as run:
+            async for _ in run:
+                pass
+        return
+    if path == "run_stream":
+        async with agent.run_stream("go") as result:
+            async for _ in result.stream_output():
+                pass
+        return
+    async with agent.run_stream_events("go") as events:
+        async for _ in events:
+            pass
+
+
+@pytest.mark.parametrize("path", ["iter", "run_stream", "run_stream_events"])
+@pytest.mark.parametrize("behave, ran", [(_cap_raise, False), (_cap_allow, True)], ids=["raise", "allow"])
+def test_every_dispatch_path_is_gated(rig, path, behave, ran):
+    gate = _capability(behave)
+    agent = _test_model_agent(rig, gate)
+    if path == "run_stream_events" and not hasattr(agent, "run_stream_events"):
+        pytest.skip("no run_stream_events in this release")
+    asyncio.run(_drive(agent, path))
+    assert bool(rig.ran()) is ran
+    event = [e for e in rig.events() if e["hook"] == _capability_id(gate) or e["outcome"] == "allow"][-1]
+    if ran:
+        assert event["outcome"] == "allow"
+    else:
+        assert (event["outcome"], event["failure"], event["exception_type"]) == ("deny", "raised", "RuntimeError")
