@@ -84,10 +84,11 @@ class _Judged:
 class _Dispatch:
     """A tool call on its way from the tool manager to the toolset that runs it."""
 
-    __slots__ = ("call", "ctx", "judged", "listed")
+    __slots__ = ("call", "ctx", "judged", "listed", "approvals")
 
     def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any):
         self.call, self.ctx, self.judged, self.listed = call, ctx, judged, listed
+        self.approvals: tuple = ()  # (approval predicate, the arguments it let run unasked)
 
 
 #: set by the root capability's gate when it let a call through
@@ -614,6 +615,9 @@ class PydanticAIAdapter(Adapter):
                 entries = None
             decision, final = await self._judge(entries, ctx, call, tool_def, tool_args)
             tool_args = self._render(decision, ctx, final)
+        for predicate, allowed in dispatch.approvals:
+            if not integrity.same(allowed, tool_args):  # asked about other arguments: ask again
+                await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
         token = _DISPATCH.set(None)  # what the tool itself dispatches is its own business
         try:
             return await wrapped(name, tool_args, ctx, tool)
@@ -635,32 +639,42 @@ class PydanticAIAdapter(Adapter):
         """``ApprovalRequiredToolset.call_tool``: its ``approval_required_func`` decides
         whether a person is asked. It runs under the guard (deadline; a raise, junk or a
         timeout denies); ``True`` asks, ``False`` goes on to the wrapped toolset. An
-        approved call does not consult it (upstream neither)."""
+        approved call does not consult it (upstream neither). A ``False`` answer holds for
+        the arguments it was given: the toolset that runs the tool asks it again when a
+        wrapper inside changed them."""
         if len(args) != 4 or kwargs:
             return await wrapped(*args, **kwargs)
         name, tool_args, ctx, tool = args
         if getattr(ctx, "tool_call_approved", False):
             return await wrapped(*args, **kwargs)
         dispatch = _DISPATCH.get()
+        predicate = instance.approval_required_func
+        await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
+        if dispatch is not None:
+            dispatch.approvals = dispatch.approvals + ((predicate, integrity.snapshot(tool_args)),)
+        return await self._wrapper_toolset.call_tool(instance, name, tool_args, ctx, tool)
+
+    async def _ask_predicate(self, predicate: Any, dispatch: Any, name: Any, ctx: Any, tool: Any, tool_args: Any) -> None:
+        """One approval predicate's answer: returns when the call may run without asking,
+        raises ``ApprovalRequired`` (ask) or ``ToolFailed`` (deny)."""
         call = dispatch.call if dispatch is not None else None
         tool_name = getattr(call, "tool_name", name)
+        tool_name = tool_name if isinstance(tool_name, str) else None
         call_id = getattr(call, "tool_call_id", None)
         call_id = call_id if isinstance(call_id, str) and call_id else None
-        predicate = instance.approval_required_func
         try:
             outcome = await self.ahook_call(
                 self.callable_id(predicate), predicate, ctx, getattr(tool, "tool_def", None), tool_args, _validate=self._predicate_verdict
             )
-            decision = await self.adecide_stage(tool_name if isinstance(tool_name, str) else None, [outcome], call_id=call_id)
+            decision = await self.adecide_stage(tool_name, [outcome], call_id=call_id)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:
-            decision = self.failed(exc, tool_name if isinstance(tool_name, str) else None, call_id, hook=self.hook_id("approval_required_func"))
+            decision = self.failed(exc, tool_name, call_id, hook=self.hook_id("approval_required_func"))
         if decision.action is Action.ASK:
             raise self._ask_type()
         if decision.action is Action.DENY:
             raise self._failed_type(decision.reason or failure_reason(self.hook_id("approval_required_func"), Failure.RAISED))
-        return await self._wrapper_toolset.call_tool(instance, name, tool_args, ctx, tool)
 
     # ------------------------------------------------------------ approval handlers
 

@@ -566,3 +566,37 @@ def test_every_dispatch_path_is_gated(rig, path, behave, ran):
         assert event["outcome"] == "allow"
     else:
         assert (event["outcome"], event["failure"], event["exception_type"]) == ("deny", "raised", "RuntimeError")
+
+
+# ------------------------------------------------------------ a rewrite inside an approval toolset
+
+
+def _needs_approval_for_rm(ctx, tool_def, tool_args):
+    return tool_args["command"].startswith("rm ")
+
+
+@pytest.mark.parametrize("rewritten, asked", [("rm -rf /", True), ("harmless-wrapped", False)])
+def test_a_rewrite_inside_an_approval_toolset_asks_the_predicate_again(rig, rewritten, asked):
+    from pydantic_ai import Agent, DeferredToolRequests
+    from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
+    from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
+
+    marker = rig.marker
+
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    class Rewriting(WrapperToolset):
+        async def call_tool(self, name, tool_args, ctx, tool):
+            return await super().call_tool(name, {"command": rewritten}, ctx, tool)
+
+    toolset = ApprovalRequiredToolset(Rewriting(FunctionToolset([run_command])), approval_required_func=_needs_approval_for_rm)
+    agent = Agent(make_model([{"command": "harmless"}]), toolsets=[toolset], output_type=[str, DeferredToolRequests])
+    output, exc = run_agent(agent)
+    assert exc is None
+    if asked:
+        assert rig.ran() == [] and isinstance(output, DeferredToolRequests)
+        assert rig.last()["outcome"] == "ask" and rig.last()["hook"] == hook_id(_needs_approval_for_rm)
+    else:
+        assert rig.ran() == ["harmless-wrapped"], (output, rig.events())
