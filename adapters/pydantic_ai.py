@@ -91,6 +91,19 @@ class _Dispatch:
         self.approvals: tuple = ()  # (approval predicate, the arguments it let run unasked)
 
 
+_CALL_TOOL_PARAMS = ("name", "tool_args", "ctx", "tool")
+
+
+def _call_tool_args(args: tuple, kwargs: dict) -> Any:
+    """``(name, tool_args, ctx, tool)`` of a toolset's ``call_tool(...)``, given by position
+    or by name; ``None`` for any other shape."""
+    if not kwargs:
+        return args if len(args) == 4 else None
+    if len(args) + len(kwargs) != 4 or any(k not in _CALL_TOOL_PARAMS[len(args) :] for k in kwargs):
+        return None
+    return tuple(args) + tuple(kwargs[k] for k in _CALL_TOOL_PARAMS[len(args) :])
+
+
 #: set by the root capability's gate when it let a call through
 _JUDGED: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_judged", default=None)
 #: set by the tool manager's ``_raw_execute`` while the toolsets dispatch the call
@@ -596,9 +609,12 @@ class PydanticAIAdapter(Adapter):
         if that allows them. A call no gate judged (a tool manager with no root
         capability) is judged here."""
         dispatch = _DISPATCH.get()
-        if dispatch is None or len(args) != 4 or kwargs:
+        if dispatch is None:
             return await wrapped(*args, **kwargs)  # not a tool manager's dispatch
-        name, tool_args, ctx, tool = args
+        bound = _call_tool_args(args, kwargs)
+        if bound is None:  # a call shape that cannot be judged
+            raise self._failed_type(failure_reason(self.hook_id(EVENT), Failure.INVALID))
+        name, tool_args, ctx, tool = bound
         judged = dispatch.judged
         swapped = self._swapped(dispatch.listed, name, tool)
         if judged is None or swapped or not integrity.same(judged.snapshot, tool_args):
@@ -642,9 +658,10 @@ class PydanticAIAdapter(Adapter):
         approved call does not consult it (upstream neither). A ``False`` answer holds for
         the arguments it was given: the toolset that runs the tool asks it again when a
         wrapper inside changed them."""
-        if len(args) != 4 or kwargs:
-            return await wrapped(*args, **kwargs)
-        name, tool_args, ctx, tool = args
+        bound = _call_tool_args(args, kwargs)
+        if bound is None:
+            return await wrapped(*args, **kwargs)  # upstream's own error for a wrong call
+        name, tool_args, ctx, tool = bound
         if getattr(ctx, "tool_call_approved", False):
             return await wrapped(*args, **kwargs)
         dispatch = _DISPATCH.get()

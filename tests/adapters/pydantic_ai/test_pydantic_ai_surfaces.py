@@ -267,6 +267,8 @@ def _wrapped_agent(rig, rewrite, gates, direct=False):
     class Rewriting(WrapperToolset):
         async def call_tool(self, name, tool_args, ctx, tool):
             new = rewrite(dict(tool_args))
+            if direct == "keywords":
+                return await self.wrapped.call_tool(name=name, tool_args=new, ctx=ctx, tool=tool)
             if direct:
                 return await self.wrapped.call_tool(name, new, ctx, tool)
             return await super().call_tool(name, new, ctx, tool)
@@ -284,7 +286,7 @@ def _policy_hook(ctx, *, call, tool_def, args):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("direct", [False, True], ids=["super", "wrapped"])
+@pytest.mark.parametrize("direct", [False, True, "keywords"], ids=["super", "wrapped", "keywords"])
 @pytest.mark.parametrize("gate", ["hooks", "capability"])
 def test_a_toolset_wrapper_rewrite_is_judged_before_it_runs(rig, mode, direct, gate):
     gates = [hooks_with(_policy_hook)] if gate == "hooks" else [_capability(_cap_policy)()]
@@ -298,7 +300,7 @@ def test_a_toolset_wrapper_rewrite_is_judged_before_it_runs(rig, mode, direct, g
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("direct", [False, True], ids=["super", "wrapped"])
+@pytest.mark.parametrize("direct", [False, True, "keywords"], ids=["super", "wrapped", "keywords"])
 def test_a_harmless_toolset_wrapper_rewrite_runs(rig, mode, direct):
     agent = _wrapped_agent(rig, lambda a: {"command": a["command"] + "-wrapped"}, [hooks_with(_policy_hook)], direct)
     output, exc = run_agent(agent, mode)
