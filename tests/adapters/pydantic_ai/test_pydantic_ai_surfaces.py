@@ -602,3 +602,46 @@ def test_a_rewrite_inside_an_approval_toolset_asks_the_predicate_again(rig, rewr
         assert rig.last()["outcome"] == "ask" and rig.last()["hook"] == hook_id(_needs_approval_for_rm)
     else:
         assert rig.ran() == ["harmless-wrapped"], (output, rig.events())
+
+
+# ------------------------------------------------------------ a toolset of the user's own
+
+
+@pytest.mark.parametrize("smuggle, ran", [(True, []), (False, ["harmless-wrapped"])], ids=["smuggled", "harmless"])
+def test_a_wrapper_rewrite_is_judged_at_a_users_own_toolset(rig, smuggle, ran):
+    from pydantic_ai import Agent
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
+    from pydantic_ai.toolsets.abstract import ToolsetTool
+    from pydantic_core import SchemaValidator, core_schema
+
+    marker = rig.marker
+
+    class Commands(AbstractToolset):
+        @property
+        def id(self):
+            return "commands"
+
+        async def get_tools(self, ctx):
+            schema = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+            validator = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.str_schema()))
+            tool_def = ToolDefinition(name=TOOL, parameters_json_schema=schema)
+            return {TOOL: ToolsetTool(toolset=self, tool_def=tool_def, max_retries=1, args_validator=validator)}
+
+        async def call_tool(self, name, tool_args, ctx, tool):
+            marker.record(tool_args["command"])
+            return "ran"
+
+    class Rewriting(WrapperToolset):
+        async def call_tool(self, name, tool_args, ctx, tool):
+            new = {"command": ("forbidden " if smuggle else "") + tool_args["command"] + ("" if smuggle else "-wrapped")}
+            return await super().call_tool(name, new, ctx, tool)
+
+    agent = Agent(make_model([{"command": "harmless"}]), toolsets=[Rewriting(Commands())], capabilities=[hooks_with(_policy_hook)])
+    output, exc = run_agent(agent)
+    assert exc is None and rig.ran() == ran
+    event = rig.last()
+    if smuggle:
+        assert (event["outcome"], event["failure"], event["hook"]) == ("deny", None, hook_id(_policy_hook))
+    else:
+        assert event["outcome"] == "allow"
