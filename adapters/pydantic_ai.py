@@ -33,10 +33,20 @@ handler runs under the guard; a handler that raises, hangs or answers junk has i
 dropped, so the calls it was asked about still require approval (they come back as
 ``DeferredToolRequests``), and the failure is audited.
 
-A ``Hooks`` capability with no ``before_tool_execute`` hook for the called tool is left to
-upstream untouched (no decision, no audit), unless the config requires a
-``pydantic-ai:`` hook. Other frameworks built on pydantic-ai (code-puppy) register no such
-hooks, so their tool calls are not affected.
+The agent's root ``CombinedCapability.before_tool_execute`` is wrapped too: every gate of
+every capability (each ``Hooks`` capability's hooks, each capability class with its own
+``before_tool_execute``) is one round in upstream's order, re-run while any gate rewrites,
+and one decision per call consults the plugin gates for every agent. What the gates let
+through travels with the call (context variables) to the toolset that runs the tool
+(``FunctionToolset.call_tool`` and, patched once per class, any other toolset that lists a
+called tool): arguments or a tool changed on the way (a ``WrapperToolset.call_tool``, 2.42.0's
+``wrap_tool_execute``) are judged again there. ``ApprovalRequiredToolset``'s predicate and
+the approval handlers of capability classes run under the guard.
+
+A call with no gate at all (no hook, no capability gate, no plugin gate, nothing required)
+is left to upstream untouched (no decision, no audit). Other frameworks built on
+pydantic-ai (code-puppy) register no such hooks, so their tool calls are not affected
+unless a plugin gate is registered.
 
 Hook ids: ``pydantic-ai:<module>.<qualname>`` of the hook function.
 """
