@@ -35,10 +35,20 @@ handler runs under the guard; a handler that raises, hangs or answers junk has i
 dropped, so the calls it was asked about still require approval (they come back as
 ``DeferredToolRequests``), and the failure is audited.
 
-A ``Hooks`` capability with no ``before_tool_execute`` hook for the called tool is left to
-upstream untouched (no decision, no audit), unless the config requires a
-``pydantic-ai:`` hook. Other frameworks built on pydantic-ai (code-puppy) register no such
-hooks, so their tool calls are not affected.
+The agent's root ``CombinedCapability.before_tool_execute`` is wrapped too: every gate of
+every capability (each ``Hooks`` capability's hooks, each capability class with its own
+``before_tool_execute``) is one round in upstream's order, re-run while any gate rewrites,
+and one decision per call consults the plugin gates for every agent. What the gates let
+through travels with the call (context variables) to the toolset that runs the tool
+(``FunctionToolset.call_tool`` and, patched once per class, any other toolset that lists a
+called tool): arguments or a tool changed on the way (a ``WrapperToolset.call_tool``, 2.42.0's
+``wrap_tool_execute``) are judged again there. ``ApprovalRequiredToolset``'s predicate and
+the approval handlers of capability classes run under the guard.
+
+A call with no gate at all (no hook, no capability gate, no plugin gate, nothing required)
+is left to upstream untouched (no decision, no audit). Other frameworks built on
+pydantic-ai (code-puppy) register no such hooks, so their tool calls are not affected
+unless a plugin gate is registered.
 
 Hook ids: ``pydantic-ai:<module>.<qualname>`` of the hook function.
 """
@@ -46,12 +56,14 @@ Hook ids: ``pydantic-ai:<module>.<qualname>`` of the hook function.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import dataclasses
 import importlib
 import sys
 import threading
 from typing import Any
 
-from failsecure import integrity, policy
+from failsecure import integrity, plugins, policy
 from failsecure.adapter import Adapter, PatchError
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
@@ -60,6 +72,53 @@ EXCEPTIONS = "pydantic_ai.exceptions"
 DEFERRED = "pydantic_ai._deferred"
 EVENT = "before_tool_execute"
 APPROVER = "handle_deferred_tool_calls"
+COMBINED = "pydantic_ai.capabilities.combined"
+ABSTRACT = "pydantic_ai.capabilities.abstract"
+WRAPPER_CAP = "pydantic_ai.capabilities.wrapper"
+TOOL_MANAGER = "pydantic_ai.tool_manager"
+TOOLSETS = "pydantic_ai.toolsets"
+APPROVAL = "pydantic_ai.toolsets.approval_required"
+
+_HOOK = "hook"  # an entry of a Hooks capability's before_tool_execute registry
+_CAPABILITY = "capability"  # a capability class's own before_tool_execute
+
+
+class _Judged:
+    """What the before-tool gates of one call judged (the arguments they let through)."""
+
+    __slots__ = ("call", "snapshot", "root", "tool_def")
+
+    def __init__(self, call: Any, snapshot: Any, root: Any, tool_def: Any):
+        self.call, self.snapshot, self.root, self.tool_def = call, snapshot, root, tool_def
+
+
+class _Dispatch:
+    """A tool call on its way from the tool manager to the toolset that runs it."""
+
+    __slots__ = ("call", "ctx", "judged", "listed", "approvals")
+
+    def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any):
+        self.call, self.ctx, self.judged, self.listed = call, ctx, judged, listed
+        self.approvals: tuple = ()  # (approval predicate, the arguments it let run unasked)
+
+
+_CALL_TOOL_PARAMS = ("name", "tool_args", "ctx", "tool")
+
+
+def _call_tool_args(args: tuple, kwargs: dict) -> Any:
+    """``(name, tool_args, ctx, tool)`` of a toolset's ``call_tool(...)``, given by position
+    or by name; ``None`` for any other shape."""
+    if not kwargs:
+        return args if len(args) == 4 else None
+    if len(args) + len(kwargs) != 4 or any(k not in _CALL_TOOL_PARAMS[len(args) :] for k in kwargs):
+        return None
+    return tuple(args) + tuple(kwargs[k] for k in _CALL_TOOL_PARAMS[len(args) :])
+
+
+#: set by the root capability's gate when it let a call through
+_JUDGED: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_judged", default=None)
+#: set by the tool manager's ``_raw_execute`` while the toolsets dispatch the call
+_DISPATCH: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_dispatch", default=None)
 
 _ABSTAIN = Verdict(action=Action.ABSTAIN)
 
@@ -92,6 +151,14 @@ class PydanticAIAdapter(Adapter):
         self._failed_type: Any = None
         self._results_type: Any = None
         self._approval_types: tuple = ()
+        self._combined: Any = None
+        self._abstract_cap: Any = None
+        self._wrapper_cap: Any = None
+        self._owners: dict = {}
+        self._cap_ids: dict = {}
+        self._passthrough_toolsets: tuple = ()
+        self._wrapper_toolset: Any = None
+        self._leaf_classes: set = set()
 
     # ------------------------------------------------------------ patching
 
@@ -114,8 +181,42 @@ class PydanticAIAdapter(Adapter):
                 raise PatchError(f"{EXCEPTIONS}.{attr}")
         return hooks, exc
 
+    def _more_targets(self) -> tuple:
+        """The root capability's dispatch, the tool manager's call into the toolsets, the
+        toolsets (wrappers, the leaf that runs a function tool, the approval toolset)."""
+        combined = importlib.import_module(COMBINED)
+        abstract = importlib.import_module(ABSTRACT)
+        wrapper_cap = importlib.import_module(WRAPPER_CAP)
+        manager = importlib.import_module(TOOL_MANAGER)
+        toolsets = importlib.import_module(TOOLSETS)
+        approval = importlib.import_module(APPROVAL)
+        cls = getattr(combined, "CombinedCapability", None)
+        if not isinstance(cls, type) or not callable(cls.__dict__.get(EVENT)) or not callable(getattr(combined, "_ctx_for_active_cap", None)):
+            raise PatchError(f"{COMBINED}.CombinedCapability.{EVENT}")
+        base = getattr(abstract, "AbstractCapability", None)
+        wcap = getattr(wrapper_cap, "WrapperCapability", None)
+        if not isinstance(base, type) or EVENT not in vars(base) or not isinstance(wcap, type) or EVENT not in vars(wcap):
+            raise PatchError(f"{ABSTRACT}.AbstractCapability.{EVENT}")
+        tm = getattr(manager, "ToolManager", None)
+        if not isinstance(tm, type) or not callable(tm.__dict__.get("_raw_execute")):
+            raise PatchError(f"{TOOL_MANAGER}.ToolManager._raw_execute")
+        names = ("WrapperToolset", "CombinedToolset", "FunctionToolset")
+        for name in names:
+            if not isinstance(getattr(toolsets, name, None), type):
+                raise PatchError(f"{TOOLSETS}.{name}")
+        art = getattr(approval, "ApprovalRequiredToolset", None)
+        if not isinstance(art, type) or not callable(art.__dict__.get("call_tool")):
+            raise PatchError(f"{APPROVAL}.ApprovalRequiredToolset.call_tool")
+        return combined, base, wcap, tm, toolsets, art
+
     def _patch(self) -> None:
         hooks, exc = self._targets()  # everything checked before anything changes
+        combined, base, wcap, tm, toolsets, art = self._more_targets()
+        self._combined, self._abstract_cap, self._wrapper_cap = combined, base, wcap
+        self._owners = {}
+        self._wrapper_toolset = toolsets.WrapperToolset
+        self._passthrough_toolsets = (toolsets.WrapperToolset, toolsets.CombinedToolset)
+        self._leaf_classes = set()
         self._hooks, self._exc = hooks, exc
         self._deny_types = (exc.ModelRetry, exc.ToolFailed, exc.SkipToolExecution, exc.CallDeferred)
         self._ask_type = exc.ApprovalRequired
@@ -126,6 +227,22 @@ class PydanticAIAdapter(Adapter):
             return adapter._gate(wrapped, instance, args, kwargs)
 
         self.wrap(hooks.Hooks, EVENT, before_tool_execute)
+
+        def root_before_tool_execute(wrapped, instance, args, kwargs):
+            return adapter._root_gate(wrapped, instance, args, kwargs)
+
+        self.wrap(combined.CombinedCapability, EVENT, root_before_tool_execute)
+
+        def raw_execute(wrapped, instance, args, kwargs):
+            return adapter._dispatching(wrapped, instance, args, kwargs)
+
+        self.wrap(tm, "_raw_execute", raw_execute)
+
+        def approval_call_tool(wrapped, instance, args, kwargs):
+            return adapter._approval(wrapped, instance, args, kwargs)
+
+        self.wrap(art, "call_tool", approval_call_tool)
+        self._leaf(toolsets.FunctionToolset)
 
         deferred = sys.modules.get(DEFERRED)
         if deferred is None:
@@ -143,9 +260,16 @@ class PydanticAIAdapter(Adapter):
                 return adapter._approvers(wrapped, instance, args, kwargs)
 
             self.wrap(hooks.Hooks, APPROVER, handle_deferred)
+            if callable(combined.CombinedCapability.__dict__.get(APPROVER)) and APPROVER in vars(base):
+
+                def root_handle_deferred(wrapped, instance, args, kwargs):
+                    return adapter._root_approvers(wrapped, instance, args, kwargs)
+
+                self.wrap(combined.CombinedCapability, APPROVER, root_handle_deferred)
 
     def _unpatch(self) -> None:
         self.restore()
+        self._leaf_classes = set()
 
     def _lockdown(self) -> None:
         """The targets are not where expected: a ``Hooks`` capability that has
@@ -245,22 +369,45 @@ class PydanticAIAdapter(Adapter):
         return any(r.startswith(prefix) for r in policy.current().required_for(self.name))
 
     async def _gate(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """A ``Hooks`` capability dispatched on its own (not from a ``CombinedCapability``,
+        which flattens its hooks into its own round)."""
         ctx = args[0] if args else kwargs.get("ctx")
         call, tool_def, arguments = kwargs.get("call"), kwargs.get("tool_def"), kwargs.get("args")
         if len(args) > 1 or call is None or "args" not in kwargs:
             return await wrapped(*args, **kwargs)  # not the dispatcher's own calling shape
+        try:
+            entries = [(_HOOK, entry, ctx) for entry in self._hooks._filter_tool_entries(instance._get(EVENT), call=call)]
+            if not self._gated(entries):
+                return arguments
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException:
+            entries = None
+        decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        return self._render(decision, ctx, final)
+
+    async def _judge(self, entries: Any, ctx: Any, call: Any, tool_def: Any, arguments: Any) -> tuple[Any, Any]:
+        """One decision on a tool call: ``entries`` (``(kind, gate, ctx)``, in dispatch
+        order) run in rounds until none changes the arguments it was given, then the
+        core decides on the final arguments (the plugin gates see them). ``None`` entries:
+        the gates could not be listed (a deny)."""
         tool = getattr(call, "tool_name", None)
         tool = tool if isinstance(tool, str) else None
         call_id = getattr(call, "tool_call_id", None)
         call_id = call_id if isinstance(call_id, str) and call_id else None
         state = {"args": arguments}
         try:
-            entries = self._hooks._filter_tool_entries(instance._get(EVENT), call=call)
-            if not self._gated(entries):
-                return arguments
-            def step(entry: Any) -> Any:
-                async def run() -> Outcome:  # one hook, given the arguments as they are now
-                    outcome = await self._call(entry, EVENT, ctx, call=call, tool_def=tool_def, args=state["args"])
+            if entries == [] and not self._must_decide():
+                return None, arguments  # no gate at all for this call: upstream's, no audit
+            if entries is None:
+                raise PatchError("the before-tool gates of this call could not be listed")
+
+            def step(kind: Any, entry: Any, entry_ctx: Any) -> Any:
+                async def run() -> Outcome:  # one gate, given the arguments as they are now
+                    if kind is _HOOK:
+                        outcome = await self._call(entry, EVENT, entry_ctx, call=call, tool_def=tool_def, args=state["args"])
+                    else:
+                        outcome = await self._call_capability(entry, entry_ctx, call, tool_def, state["args"])
                     if outcome.failure is None and outcome.action is Action.ALLOW:
                         # its answer: the arguments
                         state["args"] = outcome.verdict.data  # type: ignore[union-attr]
@@ -271,16 +418,27 @@ class PydanticAIAdapter(Adapter):
             # hook by hook: the hooks that judged the arguments before a later one rewrote
             # them judge again; a stamping hook settles; a deny (upstream stops at a raise
             # too) ends it. Compared by fingerprint: no code of the arguments' objects runs.
-            outcomes = await integrity.asettle([step(e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
+            outcomes = await integrity.asettle([step(*e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"])
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:  # a bug here must not let the tool run unjudged
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
-        return self._render(decision, ctx, state["args"])
+        return decision, state["args"]
+
+    def _must_decide(self) -> bool:
+        """A call with no gate of its own still has a decision when a plugin gate is
+        registered (or declared and failed to load), a ``pydantic-ai:`` hook is required,
+        the config is broken or the adapter refused."""
+        config = policy.current()
+        if config.error or self.state == "refused" or self._gated([]):
+            return True
+        return bool(plugins.gates()) or bool(plugins.load_failures)
 
     def _render(self, decision: Any, ctx: Any, final: Any) -> Any:
         """The Decision in pydantic-ai's shape: the final arguments, or a raise."""
+        if decision is None:
+            return final
         action = decision.action
         if action is Action.DENY or action is Action.ASK:
             primary = decision.primary
@@ -293,6 +451,249 @@ class PydanticAIAdapter(Adapter):
                 raise self._ask_type()
             raise self._failed_type(decision.reason or failure_reason(self.hook_id(EVENT), Failure.RAISED))
         return final
+
+    # ------------------------------------------------------------ every capability
+
+    async def _invoke_capability(self, capability: Any, ctx: Any, **kwargs: Any) -> Any:
+        """A capability class's own ``before_tool_execute``; control-flow exceptions come
+        back as answers."""
+        try:
+            return await capability.before_tool_execute(ctx, **kwargs)
+        except (self._ask_type,) + self._deny_types as exc:
+            return _Raised(exc)
+
+    async def _call_capability(self, capability: Any, ctx: Any, call: Any, tool_def: Any, args: Any) -> Outcome:
+        return await self.ahook_call(self._capability_id(type(capability)), self._invoke_capability, capability, ctx, call=call, tool_def=tool_def, args=args)
+
+    def _entries(self, root: Any, ctx: Any, call: Any) -> list:
+        """Every before-tool gate of ``root`` (a ``CombinedCapability``) in upstream's dispatch
+        order, flattened: a ``Hooks`` capability's registered hooks (with its own tool
+        filter), a capability class that overrides ``before_tool_execute`` (one gate), the
+        capabilities inside a nested ``CombinedCapability`` or a plain ``WrapperCapability``.
+        A capability that does not override it only returns the arguments: not a gate."""
+        entries: list = []
+        self._flatten(root, ctx, call, entries, 0)
+        return entries
+
+    def _flatten(self, root: Any, ctx: Any, call: Any, entries: list, depth: int) -> None:
+        if depth > 16:
+            raise PatchError("capabilities nested too deep")
+        combined = self._combined
+        dispatch = getattr(root, "_dispatch", None)
+        if dispatch is None:
+            dispatch = root.capabilities
+        for capability in dispatch:
+            cap_ctx = combined._ctx_for_active_cap(capability, ctx)
+            if cap_ctx is None:
+                continue  # upstream skips a capability whose loading is deferred and not active
+            self._flatten_one(capability, cap_ctx, call, entries, depth)
+
+    def _capability_id(self, cls: type) -> str:
+        """``pydantic-ai:<module>.<class qualname>.before_tool_execute`` of the capability's
+        own class (a subclass that inherits the method is named by itself)."""
+        found = self._cap_ids.get(cls)
+        if found is None:
+            found = self.hook_id(f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', '?')}.{EVENT}")
+            if len(self._cap_ids) > 1024:
+                self._cap_ids.clear()
+            self._cap_ids[cls] = found
+        return found
+
+    def _owner(self, cls: type) -> Any:
+        """The class whose ``before_tool_execute`` a capability of class ``cls`` runs."""
+        owner = self._owners.get(cls)
+        if owner is None:
+            owner = next((c for c in cls.__mro__ if EVENT in vars(c)), object)
+            if len(self._owners) > 1024:
+                self._owners.clear()
+            self._owners[cls] = owner
+        return owner
+
+    def _flatten_one(self, capability: Any, ctx: Any, call: Any, entries: list, depth: int) -> None:
+        owner = self._owner(type(capability))
+        if owner is self._combined.CombinedCapability:
+            self._flatten(capability, ctx, call, entries, depth + 1)
+        elif owner is self._hooks.Hooks:
+            for entry in self._hooks._filter_tool_entries(capability._get(EVENT), call=call):
+                entries.append((_HOOK, entry, ctx))
+        elif owner is self._abstract_cap:
+            return  # the default only returns the arguments: not a gate
+        elif owner is self._wrapper_cap and getattr(capability, "wrapped", None) is not None:
+            self._flatten_one(capability.wrapped, ctx, call, entries, depth + 1)
+        else:
+            entries.append((_CAPABILITY, capability, ctx))
+
+    async def _root_gate(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """The root capability's ``before_tool_execute``: every gate of every capability in
+        one round, re-run while any gate rewrites, the plugin gates consulted for every
+        call (an agent with no gate of its own included)."""
+        ctx = args[0] if args else kwargs.get("ctx")
+        call, tool_def, arguments = kwargs.get("call"), kwargs.get("tool_def"), kwargs.get("args")
+        if len(args) > 1 or call is None or "args" not in kwargs:
+            return await wrapped(*args, **kwargs)  # not the dispatcher's own calling shape
+        try:
+            entries = self._entries(instance, ctx, call)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException:
+            entries = None
+        decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        final = self._render(decision, ctx, final)
+        _JUDGED.set(_Judged(call, integrity.snapshot(final), instance, tool_def))
+        return final
+
+    # ------------------------------------------------------------ the toolsets
+
+    async def _dispatching(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """``ToolManager._raw_execute``: the call goes into the toolsets. What the gates
+        judged travels with it to the toolset that runs it (``_leaf``)."""
+        validated = args[0] if args else kwargs.get("validated")
+        tool = getattr(validated, "tool", None)
+        call = getattr(validated, "call", None)
+        if tool is None or call is None or getattr(getattr(tool, "tool_def", None), "kind", None) == "output":
+            return await wrapped(*args, **kwargs)  # output tools are the run's result, not gated
+        judged = _JUDGED.get()
+        if judged is not None and judged.call is not call:
+            judged = None
+        listed = self._observe(tool)
+        token = _DISPATCH.set(_Dispatch(call, getattr(validated, "ctx", None), judged, listed))
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            _DISPATCH.reset(token)
+
+    def _observe(self, tool: Any) -> Any:
+        """The toolset that lists ``tool`` runs it: its ``call_tool`` checks the arguments
+        (patched once per class). Returns the tool as that toolset listed it."""
+        seen = 0
+        while getattr(tool, "source_tool", None) is not None and seen < 32:
+            tool, seen = tool.source_tool, seen + 1
+        leaf = getattr(tool, "toolset", None)
+        cls = type(leaf)
+        if leaf is None or isinstance(leaf, self._passthrough_toolsets) or cls in self._leaf_classes:
+            return tool
+        if any(c in self._leaf_classes for c in cls.__mro__) and "call_tool" not in vars(cls):
+            self._leaf_classes.add(cls)
+            return tool
+        try:
+            self._leaf(cls)
+        except Exception:
+            pass  # then the leaf cannot check: documented
+        return tool
+
+    @staticmethod
+    def _swapped(listed: Any, name: Any, tool: Any) -> bool:
+        """The toolset is asked to run another tool than the one the model called: another
+        function (a function toolset), or another name (any other toolset). A rename by a
+        wrapper (``RenamedToolset``, ``PrefixedToolset``) keeps the function."""
+        if listed is None:
+            return False
+        try:
+            listed_func = getattr(listed, "call_func", None)
+            if listed_func is not None:
+                return not (getattr(tool, "call_func", None) == listed_func)
+            return name != getattr(getattr(listed, "tool_def", None), "name", name)
+        except Exception:
+            return True
+
+    def _leaf(self, cls: type) -> None:
+        adapter = self
+
+        def call_tool(wrapped, instance, args, kwargs):
+            return adapter._at_leaf(wrapped, instance, args, kwargs)
+
+        self.wrap(cls, "call_tool", call_tool)
+        self._leaf_classes.add(cls)
+
+    async def _at_leaf(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """The toolset that runs the tool: the arguments that reach it are the ones the
+        gates judged, or they are judged now (every gate, the plugin gates) and run only
+        if that allows them. A call no gate judged (a tool manager with no root
+        capability) is judged here."""
+        dispatch = _DISPATCH.get()
+        if dispatch is None:
+            return await wrapped(*args, **kwargs)  # not a tool manager's dispatch
+        bound = _call_tool_args(args, kwargs)
+        if bound is None:  # a call shape that cannot be judged
+            raise self._failed_type(failure_reason(self.hook_id(EVENT), Failure.INVALID))
+        name, tool_args, ctx, tool = bound
+        judged = dispatch.judged
+        swapped = self._swapped(dispatch.listed, name, tool)
+        if judged is None or swapped or not integrity.same(judged.snapshot, tool_args):
+            call = dispatch.call
+            tool_def = judged.tool_def if judged is not None and not swapped else getattr(tool, "tool_def", None)
+            try:
+                if swapped:  # the gates judge the tool that runs, under its name
+                    runs = getattr(tool_def, "name", name)
+                    call = dataclasses.replace(call, tool_name=runs if isinstance(runs, str) else name)
+                entries = self._entries(judged.root, ctx, call) if judged is not None else []
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                raise
+            except BaseException:
+                entries = None
+            decision, final = await self._judge(entries, ctx, call, tool_def, tool_args)
+            tool_args = self._render(decision, ctx, final)
+        for predicate, allowed in dispatch.approvals:
+            if not integrity.same(allowed, tool_args):  # asked about other arguments: ask again
+                await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
+        token = _DISPATCH.set(None)  # what the tool itself dispatches is its own business
+        try:
+            return await wrapped(name, tool_args, ctx, tool)
+        finally:
+            _DISPATCH.reset(token)
+
+    # ------------------------------------------------------------ ApprovalRequiredToolset
+
+    def _predicate_verdict(self, native: Any) -> Verdict:
+        """An approval predicate answers a bool: ``True`` asks a person, ``False`` lets the
+        call run without asking. Anything else is invalid."""
+        if native is True:
+            return Verdict(action=Action.ASK)
+        if native is False:
+            return Verdict(action=Action.ALLOW)
+        raise Invalid()
+
+    async def _approval(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """``ApprovalRequiredToolset.call_tool``: its ``approval_required_func`` decides
+        whether a person is asked. It runs under the guard (deadline; a raise, junk or a
+        timeout denies); ``True`` asks, ``False`` goes on to the wrapped toolset. An
+        approved call does not consult it (upstream neither). A ``False`` answer holds for
+        the arguments it was given: the toolset that runs the tool asks it again when a
+        wrapper inside changed them."""
+        bound = _call_tool_args(args, kwargs)
+        if bound is None:
+            return await wrapped(*args, **kwargs)  # upstream's own error for a wrong call
+        name, tool_args, ctx, tool = bound
+        if getattr(ctx, "tool_call_approved", False):
+            return await wrapped(*args, **kwargs)
+        dispatch = _DISPATCH.get()
+        predicate = instance.approval_required_func
+        await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
+        if dispatch is not None:
+            dispatch.approvals = dispatch.approvals + ((predicate, integrity.snapshot(tool_args)),)
+        return await self._wrapper_toolset.call_tool(instance, name, tool_args, ctx, tool)
+
+    async def _ask_predicate(self, predicate: Any, dispatch: Any, name: Any, ctx: Any, tool: Any, tool_args: Any) -> None:
+        """One approval predicate's answer: returns when the call may run without asking,
+        raises ``ApprovalRequired`` (ask) or ``ToolFailed`` (deny)."""
+        call = dispatch.call if dispatch is not None else None
+        tool_name = getattr(call, "tool_name", name)
+        tool_name = tool_name if isinstance(tool_name, str) else None
+        call_id = getattr(call, "tool_call_id", None)
+        call_id = call_id if isinstance(call_id, str) and call_id else None
+        try:
+            outcome = await self.ahook_call(
+                self.callable_id(predicate), predicate, ctx, getattr(tool, "tool_def", None), tool_args, _validate=self._predicate_verdict
+            )
+            decision = await self.adecide_stage(tool_name, [outcome], call_id=call_id)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException as exc:
+            decision = self.failed(exc, tool_name, call_id, hook=self.hook_id("approval_required_func"))
+        if decision.action is Action.ASK:
+            raise self._ask_type()
+        if decision.action is Action.DENY:
+            raise self._failed_type(decision.reason or failure_reason(self.hook_id("approval_required_func"), Failure.RAISED))
 
     # ------------------------------------------------------------ approval handlers
 
@@ -323,6 +724,55 @@ class PydanticAIAdapter(Adapter):
                 break
             remaining = remaining_or_none
         return accumulated if any_handled else None
+
+    async def _root_approvers(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """``CombinedCapability.handle_deferred_tool_calls``, upstream's loop, with each
+        capability class's own handler (``HandleDeferredToolCalls(handler=...)`` or a
+        subclass's ``handle_deferred_tool_calls``) under the guard: one that raises, hangs or
+        answers junk has its answer dropped (audited), so its calls still require approval.
+        ``Hooks`` handlers are guarded one by one (``_approvers``)."""
+        ctx = args[0] if args else kwargs.get("ctx")
+        if len(args) > 1 or "requests" not in kwargs:
+            return await wrapped(*args, **kwargs)
+        dispatch = getattr(instance, "_dispatch", None)
+        if dispatch is None:
+            dispatch = instance.capabilities
+        accumulated = self._results_type()
+        remaining = kwargs["requests"]
+        any_handled = False
+        for capability in dispatch:
+            cap_ctx = self._combined._ctx_for_active_cap(capability, ctx)
+            if cap_ctx is None:
+                continue
+            result = await self._approve_one(capability, cap_ctx, remaining, 0)
+            if result is None or not (result.approvals or result.calls):
+                continue
+            any_handled = True
+            accumulated.update(result)
+            remaining_or_none = remaining.remaining(result)
+            if remaining_or_none is None:
+                break
+            remaining = remaining_or_none
+        return accumulated if any_handled else None
+
+    async def _approve_one(self, capability: Any, ctx: Any, requests: Any, depth: int) -> Any:
+        owner = next((c for c in type(capability).__mro__ if APPROVER in vars(c)), object)
+        if owner is self._abstract_cap:
+            return None  # the default handles nothing
+        if owner is self._hooks.Hooks or owner is self._combined.CombinedCapability:
+            return await capability.handle_deferred_tool_calls(ctx, requests=requests)  # guarded there
+        if owner is self._wrapper_cap and getattr(capability, "wrapped", None) is not None and depth < 16:
+            return await self._approve_one(capability.wrapped, ctx, requests, depth + 1)
+        handler = getattr(capability, "handler", None)
+        if callable(handler) and getattr(owner, "__module__", "").startswith("pydantic_ai."):
+            hook = self.callable_id(handler)  # a built-in capability running the user's handler
+        else:
+            hook = self.hook_id(f"{type(capability).__module__}.{type(capability).__qualname__}.{APPROVER}")
+        outcome = await self.ahook_call(hook, capability.handle_deferred_tool_calls, ctx, requests=requests, _validate=self._results_verdict)
+        if outcome.failure is not None:
+            await self.adecide(None, [outcome])  # dropped: the calls still require approval
+            return None
+        return outcome.verdict.data  # type: ignore[union-attr]
 
     # ------------------------------------------------------------ doctor
 
