@@ -25,6 +25,7 @@ import os
 import stat
 import sys
 import time
+from typing import Any
 
 from ._fastjson import dumps as _dumps
 
@@ -271,13 +272,13 @@ class _Lane:
         """A fresh lane (after a fork: the parent writes what it had queued)."""
         import collections
 
-        self.items = collections.deque()
+        self.items: Any = collections.deque()
         self.busy = False
         self.waiting = False
         self.alive = False
-        self.ident = None
-        self.cond = None  # wakes the writer
-        self.done = None  # wakes those waiting in flush
+        self.ident: Any = None
+        self.cond: Any = None  # wakes the writer
+        self.done: Any = None  # wakes those waiting in flush
 
     def put(self, item) -> bool:
         cond = self.cond

@@ -336,7 +336,7 @@ def _draining(ref: Any, original: Any, takes_timeout: bool) -> Any:
         sink = ref()
         if sink is not None:
             bound = FLUSH_BOUND
-            timeout = kwargs.get("timeout_millis", args[0] if args else None) if takes_timeout else None
+            timeout: Any = kwargs.get("timeout_millis", args[0] if args else None) if takes_timeout else None
             if type(timeout) in (int, float):
                 bound = max(0.0, min(bound, timeout / 1000.0))
             start = time.monotonic()
