@@ -379,7 +379,7 @@ def _config_trust(args) -> int:
             return 2
     try:
         entry = policy.trust(path)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         print(f"failsecure: cannot trust {path} ({type(exc).__name__})", file=sys.stderr)
         return 2
     digest, _, where = entry.partition(" ")

@@ -65,7 +65,12 @@ def command_name(command) -> str:
         whole = "\\0".join(parts)
     else:
         whole = str(command)
-        parts = whole.split()
+        try:  # shell words: a quoted VAR='a b' assignment is one word, never the executable
+            import shlex
+
+            parts = shlex.split(whole, comments=False, posix=True)
+        except ValueError:  # unbalanced quotes: no executable can be told
+            parts = []
     exe = ""
     for part in parts:  # skip leading VAR=value assignments of a shell line
         if "=" in part.split("/")[0] and not part.startswith(("/", ".")):

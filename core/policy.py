@@ -682,18 +682,29 @@ def is_trusted(path: str, raw: bytes) -> bool:
     store = trust_store()
     if store is None:
         return False
+    path = os.path.abspath(path)
+    if _breaks_lines(path):
+        return False  # such a path cannot have been stored as one entry
     try:
         with open(store, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+            lines = fh.read().split("\n")
     except OSError:
         return False
-    entry = f"{_digest(raw)} {os.path.abspath(path)}"
+    entry = f"{_digest(raw)} {path}"
     return entry in lines
+
+
+def _breaks_lines(path: str) -> bool:
+    """A path with a line break in it (any that ``str.splitlines`` knows) would write a
+    second, forged entry into the line-oriented trust store."""
+    return len(("x" + path).splitlines()) != 1 or "\n" in path or "\r" in path
 
 
 def trust(path: str) -> str:
     """Record ``path`` (as it is now) as trusted. Returns the stored entry."""
     path = os.path.abspath(path)
+    if _breaks_lines(path):
+        raise ValueError("a path with a line break in it cannot be trusted")
     with open(path, "rb") as fh:
         raw = fh.read()
     store = trust_store()
@@ -702,7 +713,7 @@ def trust(path: str) -> str:
     os.makedirs(os.path.dirname(store), mode=0o700, exist_ok=True)
     try:
         with open(store, encoding="utf-8") as fh:
-            lines = [line for line in fh.read().splitlines() if line and not line.endswith(" " + path)]
+            lines = [line for line in fh.read().split("\n") if line and not line.endswith(" " + path)]
     except OSError:
         lines = []
     entry = f"{_digest(raw)} {path}"

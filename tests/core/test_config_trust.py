@@ -398,3 +398,68 @@ def test_the_byte_check_agrees_with_tomllib():
             assert has and isinstance(tool["failsecure"], dict), text
 
     check()
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r", "\x85", "\u2028"], ids=["lf", "cr", "nel", "ls"])
+def test_a_path_with_a_line_break_cannot_forge_a_trust_entry(tmp_path, monkeypatch, brk):
+    """``config trust`` on a file whose directory name carries a line break and a forged
+    entry must not make another file trusted: such a path is refused, and never matched."""
+    from failsecure import policy
+
+    home = tmp_path / "home"
+    home.mkdir()
+    victim = tmp_path / "victim" / "failsecure.toml"
+    victim.parent.mkdir()
+    victim.write_text('on_error = "allow"\n')
+    digest = policy._digest(victim.read_bytes())
+    odd = tmp_path / f"x{brk}{digest} {victim}{brk}y"
+    odd.mkdir(parents=True)
+    bait = odd / "failsecure.toml"
+    bait.write_text("timeout = 5\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    with pytest.raises(ValueError):
+        policy.trust(str(bait))
+    assert not policy.is_trusted(str(victim), victim.read_bytes())
+    assert not policy.is_trusted(str(bait), bait.read_bytes())
+
+
+def test_a_plain_path_is_trusted_and_matched(tmp_path, monkeypatch):
+    """The allow twin: an ordinary path is stored and matched."""
+    from failsecure import policy
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    plain = tmp_path / "proj" / "failsecure.toml"
+    plain.parent.mkdir()
+    plain.write_text('on_error = "allow"\n')
+    policy.trust(str(plain))
+    assert policy.is_trusted(str(plain), plain.read_bytes())
+
+
+@pytest.mark.parametrize(
+    "command,secret",
+    [
+        ("API_TOKEN='tok_live 9f8e7d6c5b4a' ./hooks/check.sh", "9f8e7d6c5b4a"),
+        ('PASS="hunter2 s3cr3t" /usr/bin/hook', "s3cr3t"),
+        ("A='x y' B=\"p q\" python3 /opt/gate.py --token z", "q"),
+    ],
+)
+def test_a_quoted_assignment_never_becomes_the_hook_id(command, secret):
+    """The hook id of a shell command names its executable: a quoted ``VAR='a b'`` in
+    front is one shell word (an assignment), so no part of its value becomes the id."""
+    from failsecure.hookid import command_name
+
+    name = command_name(command)
+    assert secret not in name.split("#")[0]
+    assert name.split("#")[0] in ("check.sh", "hook", "python3")
+
+
+def test_a_plain_command_keeps_its_hook_id():
+    """The allow twin: an unquoted command keeps the id it always had."""
+    from failsecure.hookid import command_name
+
+    assert command_name("/usr/local/bin/guard.sh --strict").startswith("guard.sh#")
+    assert command_name("FOO=1 python3 /opt/gate.py").startswith("python3#")
