@@ -16,9 +16,12 @@ to read the current call; the core runs them under the settling rule
   a gate that judged the current version is never run again (no side effect twice);
 - in a re-run, a change confined to paths (dict keys, list indexes of the picture) that
   this same gate alone wrote in its earlier runs, that were not in the call as it
-  arrived, is a stamp (an idempotency key, a timestamp, a counter): accepted, it makes
-  no other gate judge again. Any other change is a rewrite, and the gates that judged
-  an older version judge again;
+  arrived, is a stamp (an idempotency key, a timestamp, a counter): it is taken back
+  (the call keeps the stamp value every other gate judged; a fresh value nobody judged
+  could be anything) and makes no other gate judge again. Where the call cannot be put
+  back in place (not a plain dict or list changed in place), such a change is a
+  rewrite. Any other change is a rewrite, and the gates that judged an older version
+  judge again;
 - after ``MAX_ROUNDS`` passes with a gate still behind, the call is unsettled: denied
   (``invalid``). Two gates fighting over one field are denied, never silently resolved.
 
@@ -326,7 +329,7 @@ class _Rule:
     """The settling rule's bookkeeping for one call (see the module docstring)."""
 
     __slots__ = ("n", "current", "take", "fail_closed", "stamp_root", "latest", "judged", "version",
-                 "written", "origin", "pic", "passes", "watch", "config")
+                 "written", "origin", "pic", "passes", "watch", "config", "saved")
 
     def __init__(self, n: int, current: Callable[[], Any], picture: Optional[Callable[[Any], Any]], fail_closed, stamp_root: tuple):
         self.n = n
@@ -343,6 +346,38 @@ class _Rule:
         # one gate: nothing can have judged a stale call, nothing is re-run, no picture
         self.watch = n > 1
         self.origin = self.pic = self.take(current()) if self.watch else None
+        self.saved: Any = None  # (the live call, a copy of it) before a re-run gate
+
+    def before(self) -> None:
+        """A gate is about to run again: keep the call as every gate judged it, so that
+        a stamp this run writes can be taken back (see ``_keep``)."""
+        if self.passes < 2 or not self.watch:
+            self.saved = None
+            return
+        live = self.current()
+        self.saved = (live, snapshot(live)) if type(live) is dict or type(live) is list else None
+
+    def _keep(self) -> bool:
+        """Take a re-run's stamp back: the call runs with the stamp value every other gate
+        judged (a fresh value the others never saw could be anything: a default the
+        policy would refuse). Only where the call is a plain dict or list the gates
+        change in place; elsewhere the change cannot be taken back and is a rewrite."""
+        saved, self.saved = self.saved, None
+        if saved is None:
+            return False
+        live, copy = saved
+        if self.current() is not live or copy is _CHANGED:
+            return False
+        try:
+            if type(live) is dict:
+                live.clear()
+                live.update(copy)
+            else:
+                live[:] = copy
+        except BaseException:
+            return False
+        self.pic = self.take(self.current())
+        return True
 
     def done(self, i: int, outs: Any) -> bool:
         """Gate ``i`` answered ``outs``: book its change; True when the pass must end
@@ -355,9 +390,9 @@ class _Rule:
             before, self.pic = self.pic, after
             if before is _CHANGED or after is _CHANGED or not _equal(before, after):
                 paths = changed_paths(before, after)
-                if not (self.passes > 1 and self._stamp(i, paths)):
+                if not (self.passes > 1 and self._stamp(i, paths) and self._keep()):
                     self.version += 1
-                self.written[i].extend(paths)
+                    self.written[i].extend(paths)
         self.judged[i] = self.version
         return self._stops(outs)
 
@@ -435,6 +470,7 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
         rule.passes = n
         denied = False
         for i in order:
+            rule.before()
             if rule.done(i, steps[i]()):
                 denied = True
                 if not finish_pass:
@@ -455,6 +491,7 @@ async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callab
         rule.passes = n
         denied = False
         for i in order:
+            rule.before()
             if rule.done(i, await steps[i]()):
                 denied = True
                 if not finish_pass:
