@@ -600,6 +600,24 @@ def _batch(pending: list, outcomes: list) -> list:
     return pending
 
 
+def _next(pending: list, outcomes: list) -> tuple:
+    """The next batch of ``pending`` for a worker -> (batch, the calls left from it on).
+    Calls the bounds on abandoned calls refuse become TIMEOUT outcomes at once, in their
+    place; a batch with no deadline runs inline here. ``batch`` None: nothing to hand
+    over this time (the calls left go on in the next turn)."""
+    batch = pending
+    if _pool.abandoned or MAX_ABANDONED <= 0:  # a hung call still runs: the bounds apply
+        done = len(outcomes)
+        batch = _batch(pending, outcomes)
+        pending = pending[len(outcomes) - done :]
+        if not batch:
+            return None, []
+    if _inline(batch):
+        outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in batch])
+        return None, pending[len(batch) :]
+    return batch, pending
+
+
 def call_each(calls: list) -> list[Outcome]:
     """Call several sync hooks in order, each under the contract with its own deadline:
     ``calls`` is a list of ``(hook_id, fn, args, kwargs, validate, timeout)``. When any
@@ -609,16 +627,8 @@ def call_each(calls: list) -> list[Outcome]:
     outcomes: list[Outcome] = []
     pending = calls
     while pending:
-        batch = pending
-        if _pool.abandoned or MAX_ABANDONED <= 0:  # a hung call still runs: the bounds apply
-            done = len(outcomes)
-            batch = _batch(pending, outcomes)
-            pending = pending[len(outcomes) - done :]
-            if not batch:
-                break
-        if _inline(batch):
-            outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in batch])
-            pending = pending[len(batch) :]
+        batch, pending = _next(pending, outcomes)
+        if batch is None:
             continue
         worker = _pool.take()
         job = _Job(batch)
@@ -640,16 +650,8 @@ async def acall_each(calls: list) -> list[Outcome]:
     awaitables: list = []
     pending = calls
     while pending:
-        batch = pending
-        if _pool.abandoned or MAX_ABANDONED <= 0:  # a hung call still runs: the bounds apply
-            done = len(outcomes)
-            batch = _batch(pending, outcomes)
-            pending = pending[len(outcomes) - done :]
-            if not batch:
-                break
-        if _inline(batch):
-            outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in batch])
-            pending = pending[len(batch) :]
+        batch, pending = _next(pending, outcomes)
+        if batch is None:
             continue
         worker = _pool.take()
         job = _Job(batch, awaitables=True)
