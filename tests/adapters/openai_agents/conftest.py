@@ -171,3 +171,28 @@ class OpenAIAgentsHarness(Harness):
 @pytest.fixture
 def failsecure_harness(tmp_path):
     return OpenAIAgentsHarness(tmp_path)
+
+
+# ---------------------------------------------------------------- a plugin gate that asks
+
+
+class AskingPlugin:
+    """A cross-framework gate that asks a human for the command ``sensitive``."""
+
+    @failsecure.hookimpl
+    def failsecure_pre_tool_call(self, call):
+        from failsecure.verdict import Action, Verdict
+
+        if (call.arguments or {}).get("command") == "sensitive":
+            return Verdict(action=Action.ASK, reason="ask a human")
+        return None
+
+
+@pytest.fixture
+def asking_plugin():
+    from failsecure import plugins
+
+    p = AskingPlugin()
+    plugins.register(p, name="oa-test-ask")
+    yield p
+    plugins.unregister(p)

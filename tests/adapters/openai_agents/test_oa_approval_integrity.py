@@ -10,7 +10,6 @@ import json
 import pytest
 
 import failsecure
-from failsecure.verdict import Action, Verdict
 
 MODES = ["sync", "async"]
 
@@ -81,24 +80,6 @@ def test_a_rewrite_after_a_human_approved_runs_upstream(rig, adapter):
 
 
 # ---------------------------------------------------------------- pre-approval guardrails and a plugin ASK
-
-
-class AskingPlugin:
-    @failsecure.hookimpl
-    def failsecure_pre_tool_call(self, call):
-        if (call.arguments or {}).get("command") == "sensitive":
-            return Verdict(action=Action.ASK, reason="ask a human")
-        return None
-
-
-@pytest.fixture
-def asking_plugin():
-    from failsecure import plugins
-
-    p = AskingPlugin()
-    plugins.register(p, name="oa-test-ask-pre")
-    yield p
-    plugins.unregister(p)
 
 
 def _pre_approval():

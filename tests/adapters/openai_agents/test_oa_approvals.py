@@ -163,26 +163,6 @@ def test_on_error_allow_config_is_honoured(rig):
 # ---------------------------------------------------------------- ASK from a plugin gate
 
 
-class AskingPlugin:
-    @failsecure.hookimpl
-    def failsecure_pre_tool_call(self, call):
-        from failsecure.verdict import Action, Verdict
-
-        if (call.arguments or {}).get("command") == "sensitive":
-            return Verdict(action=Action.ASK, reason="ask a human")
-        return None
-
-
-@pytest.fixture
-def asking_plugin():
-    from failsecure import plugins
-
-    p = AskingPlugin()
-    plugins.register(p, name="oa-test-ask")
-    yield p
-    plugins.unregister(p)
-
-
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("approve", [True, False])
 def test_plugin_ask_is_an_interruption(rig, asking_plugin, mode, approve):
