@@ -62,6 +62,11 @@ class Harness:
     async_gates: bool = False
     #: the framework has an "ask a human" answer (``ask`` is implemented)
     has_ask: bool = False
+    #: the gate kind this harness registers, when the framework has more than one (an
+    #: item of its docs page's inventory: "PermissionRequest", "require_confirmation"...);
+    #: its rows are reported as ``<version> <kind>``. A conftest offers one fixture per
+    #: kind: ``failsecure_harness`` and ``failsecure_harness_<kind>``.
+    kind: str = ""
 
     # ---------------------------------------------------------------- gates
 
@@ -553,35 +558,54 @@ def pytest_collect_file(file_path, parent):
         text = file_path.read_text()
     except OSError:
         return None
-    if f"def {_FIXTURE}" not in text:
+    fixtures = _fixtures(text)
+    if not fixtures:
         return None
-    return _classes()[0].from_parent(parent, path=file_path)
+    kit_file = _classes()[0].from_parent(parent, path=file_path)
+    kit_file.fixtures = fixtures
+    return kit_file
+
+
+def _fixtures(text: str) -> list:
+    """The harness fixtures a conftest defines: ``failsecure_harness`` and one
+    ``failsecure_harness_<kind>`` per further gate kind, in the order written."""
+    import re
+
+    found = re.findall(rf"^(?:async )?def ({_FIXTURE}(?:_\w+)?)\(", text, re.MULTILINE)
+    return list(dict.fromkeys(found))
 
 
 def _item_classes():
     import pytest
 
     class _KitFile(pytest.File):
+        fixtures: list = [_FIXTURE]
+
         def collect(self):
             columns = _columns(self.config)
-            for column in columns:
-                yield kit_cases.from_parent(self, name=f"conformance[{column}]", column=column)
+            for fixture in self.fixtures:
+                kind = fixture[len(_FIXTURE) + 1 :]
+                for column in columns:
+                    name = f"conformance[{kind}-{column}]" if kind else f"conformance[{column}]"
+                    yield kit_cases.from_parent(self, name=name, column=column, fixture=fixture)
 
     class _KitCases(pytest.Collector):
-        def __init__(self, *, column, **kw):
+        def __init__(self, *, column, fixture=_FIXTURE, **kw):
             super().__init__(**kw)
-            self.column = column
+            self.column, self.fixture = column, fixture
 
         def collect(self):
             # the cases depend on the harness (its junk list): resolved lazily per item
             for index in range(_MAX_CASES):
                 for mode in ("sync", "async"):
-                    yield kit_item.from_parent(self, name=f"{index:02d}-{mode}", index=index, mode=mode, column=self.column)
+                    yield kit_item.from_parent(
+                        self, name=f"{index:02d}-{mode}", index=index, mode=mode, column=self.column, fixture=self.fixture
+                    )
 
     class _KitItem(pytest.Function):
-        def __init__(self, *, index, mode, column, **kw):
-            def conformance_case(failsecure_harness, tmp_path):
-                _run_item(self, failsecure_harness, tmp_path)
+        def __init__(self, *, index, mode, column, fixture=_FIXTURE, **kw):
+            def conformance_case(request, tmp_path):
+                _run_item(self, request.getfixturevalue(fixture), tmp_path)
 
             super().__init__(callobj=conformance_case, **kw)
             self.case_index, self.mode, self.column = index, mode, column
@@ -606,6 +630,8 @@ def _run_item(item, harness: Harness, tmp_path) -> None:
         pytest.skip(f"{harness.framework} has no {item.mode} mode")
     case = cases[item.case_index]
     version = _version(harness)
+    if harness.kind:
+        version = f"{version} {harness.kind}"
     status, detail = run_case(harness, case, item.mode, item.column, tmp_path)
     RESULTS.setdefault((harness.framework, version, item.column), {})[(case.name, item.mode)] = (status, detail)
     item.user_properties.append(("conformance", f"{case.name} [{item.mode}]: {status}"))
