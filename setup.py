@@ -27,6 +27,6 @@ class build_py_with_pth(build_py):
 
 # POSIX only (clock_gettime, sched_yield); optional: a failed build is a warning, and the
 # guard then polls in Python.
-SPIN = [Extension("failsecure._spin", ["core/_spin.c"], optional=True)] if os.name == "posix" else []
+SPIN = [Extension("failsecure._spin", ["src/failsecure/_spin.c"], optional=True)] if os.name == "posix" else []
 
 setup(cmdclass={"build_py": build_py_with_pth}, ext_modules=SPIN)

@@ -25,7 +25,7 @@ import time
 
 from common import Run  # benchmarks/ is on sys.path
 
-from failsecure import runner_settings as command
+from failsecure.runner import settings as command
 
 TARGET_MS = 30.0
 PAYLOAD = json.dumps(

@@ -1,12 +1,9 @@
 """Mutation score of the core: mutmut 3 over the result types, reducer, guard, policy,
 failure categories and integrity rounds, with a kill rate per module.
 
-mutmut names a mutant by the dotted path of its file and checks that name against the
-module the tests import. setuptools maps `failsecure` to core/, so a mutant of
-core/verdict.py would be named `core.verdict...` while the tests import
-`failsecure.verdict` and every mutant would be reported untested. The script therefore
-lays the package out as the wheel has it (src/failsecure = core/, src/failsecure/adapters =
-adapters/) in a scratch folder, with tests/core beside it, and runs mutmut there.
+mutmut runs in a scratch folder: a copy of src/failsecure and tests/core, the watchdog
+conftest below and mutmut's own config, so neither its ``mutants/`` tree nor its config
+touch the checkout.
 
     python tools/mutation.py [--workdir DIR] [--max-children N] [--fail-under PCT] [--survivors]
                              [--test-timeout SECONDS]
@@ -99,8 +96,7 @@ def lay_out(work: Path, modules: list[str], test_timeout: float = 5.0) -> None:
         shutil.rmtree(work)
     pkg = work / "src" / "failsecure"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "core", pkg, ignore=ignore)
-    shutil.copytree(ROOT / "adapters", pkg / "adapters", ignore=ignore)
+    shutil.copytree(ROOT / "src" / "failsecure", pkg, ignore=ignore)
     shutil.copytree(ROOT / "tests" / "core", work / "tests" / "core", ignore=ignore)
     shutil.copy2(ROOT / "failsecure-auto.pth", work / "failsecure-auto.pth")
     build_spin(pkg)
@@ -173,7 +169,7 @@ def main() -> int:
     text, total = table(res)
     print(text)
     if args.survivors:
-        for m, s in res.items():
+        for s in res.values():
             for status in ("survived", "no tests"):
                 for name in s.get(status, []):
                     print(f"{status}: {name}")

@@ -46,6 +46,6 @@ def hook_id(command):
 
 def wrap(path, host, **options):
     """`hook install` on one settings file -> the ids of the hooks it wrapped."""
-    from failsecure.runner_settings import wrap_settings
+    from failsecure.runner.settings import wrap_settings
 
     return wrap_settings(path, host, **options).ids

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from cmdhook_helpers import payload_for  # noqa: E402
 
-from failsecure import runner_settings as settings# noqa: E402
+from failsecure.runner import settings as settings# noqa: E402
 
 class Run:
     def __init__(self, proc, audit_path):

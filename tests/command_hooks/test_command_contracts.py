@@ -21,7 +21,7 @@ import subprocess
 import pytest
 from cmdhook_helpers import hook_id, payload_for, wrap
 
-from failsecure import runner_settings as settings
+from failsecure.runner import settings as settings
 from failsecure.failures import failure_reason
 
 

@@ -16,7 +16,7 @@ import sys
 import pytest
 from cmdhook_helpers import expected_deny, hook_id, payload_for, wrap
 
-from failsecure import runner_settings as settings
+from failsecure.runner import settings as settings
 from failsecure.failures import failure_reason
 
 CLAUDE_SETTINGS = {

@@ -12,7 +12,7 @@ import time
 import pytest
 from cmdhook_helpers import SECRET, expected_deny, hook_id, payload_for
 
-from failsecure import runner_process as process, runner_settings as settings
+from failsecure.runner import process, settings
 from failsecure.failures import failure_reason
 
 PROTOCOLS = ("claude", "gemini", "codex", "kiro")

@@ -16,8 +16,8 @@ import sys
 import pytest
 from cmdhook_helpers import expected_deny, hook_id, payload_for
 
-from failsecure import runner_config
-from failsecure import runner_settings as settings
+from failsecure.runner import config as runner_config
+from failsecure.runner import settings as settings
 from failsecure.failures import failure_reason
 
 
@@ -301,7 +301,7 @@ def test_install_wraps_pre_skill_shell_command(tmp_path):
 
 
 def test_install_and_runner_read_one_gating_table():
-    from failsecure.runner_protocols import GATING_EVENTS, PROTOCOLS, gating_events
+    from failsecure.runner.protocols import GATING_EVENTS, PROTOCOLS, gating_events
 
     for host, spec in settings.HOSTS.items():
         assert spec.events == gating_events(host)

@@ -11,11 +11,11 @@ import sys
 import pytest
 from cmdhook_helpers import expected_deny
 
-from failsecure import runner_config, runner_settings
+from failsecure.runner import config as runner_config, settings as runner_settings
 from failsecure.failures import failure_reason
 
 PROBE = (
-    "import sys;sys.path.append(sys.argv[1]);from failsecure import runner_config;"
+    "import sys;sys.path.append(sys.argv[1]);from failsecure.runner import config as runner_config;"
     "c=runner_config.load(runner_config.Trusted(config=sys.argv[2], cache_home=sys.argv[3]));"
     "print(repr(['tomllib' in sys.modules, c.error is None, c.timeout, c.audit_path, "
     "{k: (v.on_error, v.timeout, v.role) for k, v in c.hooks.items()}]))"

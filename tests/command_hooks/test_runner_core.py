@@ -11,7 +11,7 @@ import sys
 import pytest
 from cmdhook_helpers import expected_deny, payload_for
 
-from failsecure import runner_config, runner_decision, runner_settings
+from failsecure.runner import config as runner_config, decision as runner_decision, settings as runner_settings
 from failsecure.failures import failure_reason
 from failsecure.verdict import Action, Decision, Failure, Outcome, Verdict
 
@@ -114,8 +114,6 @@ def test_a_launch_line_from_before_the_split_still_runs(tmp_path, form):
         prefix = [sys.executable, "-I", "-S", launcher]
     else:
         site = os.path.dirname(os.path.dirname(launcher))
-        if os.path.basename(os.path.dirname(launcher)) != "failsecure":
-            pytest.skip("development layout: the import launch line needs an installed package")
         prefix = [sys.executable, "-I", "-S", "-c", OLD_BOOT, site]
     deny = subprocess.run(prefix + ["run", "--protocol", "gemini", "--hook-id", "g", "--", "false"], input=payload_for("gemini"), capture_output=True, timeout=30)
     assert (deny.stdout.decode(), deny.stderr.decode(), deny.returncode) == expected_deny(
@@ -133,10 +131,7 @@ def test_install_still_writes_the_launch_line_of_the_previous_release(tmp_path):
     path.write_text(original)
     runner_settings.wrap_settings(str(path), "claude", on_failure="omit")
     handler = json.loads(path.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
-    if os.path.basename(os.path.dirname(runner_settings.runner_path())) == "failsecure":
-        assert shlex.quote(OLD_BOOT) in handler["command"]
-    else:
-        assert '"$F"' in handler["command"]  # development layout: the launcher as a script
+    assert shlex.quote(OLD_BOOT) in handler["command"]
     assert runner_settings.wrap_settings(str(path), "claude", on_failure="omit").wrapped == []
     assert runner_settings.unwrap_settings(str(path)) == 1
     assert path.read_text() == original

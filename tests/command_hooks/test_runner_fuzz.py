@@ -28,7 +28,7 @@ from cmdhook_helpers import SECRET, payload_for
 from host_rules import ABSTAIN, ALLOW, ASK, BLOCK, DENY, EVENT, RUN, STDOUT_CAP, host_verdict, valid_answer
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from failsecure import runner_settings as runner_install
+from failsecure.runner import settings as runner_install
 
 PROTOCOLS = ("claude", "gemini", "codex", "kiro")
 HOOK_SECRET = "ghp-fuzz-stderr-secret-9001"
@@ -169,7 +169,7 @@ exit_codes = st.one_of(st.just(0), st.just(0), st.just(2), st.integers(0, 255))
 
 
 def _is_deny_shape(protocol, out, err, code):
-    from failsecure.runner_protocols import PROTOCOLS as WIRE
+    from failsecure.runner.protocols import PROTOCOLS as WIRE
 
     if code != 2 or not err.strip():
         return False

@@ -22,6 +22,7 @@ The records go to ``$FAILSECURE_MATRIX_OUT`` in the kit's JSON format (framework
 kit's ``table()`` at the end of the run.
 """
 
+import importlib.util
 import json
 import os
 import shlex
@@ -32,6 +33,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
@@ -39,8 +41,13 @@ from cmdhook_helpers import SECRET, payload_for
 from host_rules import BLOCK, EVENT, RUN, host_verdict
 
 import failsecure
-from failsecure import conformance
-from failsecure import runner_settings as settings
+from failsecure.testing import matrix as conformance
+from failsecure.testing import plugin as kit_plugin
+from failsecure.runner import settings as settings
+
+_spec = importlib.util.spec_from_file_location("render_matrix", Path(__file__).resolve().parents[2] / "tools" / "render_matrix.py")
+render_matrix = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(render_matrix)
 
 PROTOCOLS = ("claude", "gemini", "codex", "kiro")
 TIMEOUT = 2.0  # seconds: the hook's timeout (upstream: the host's; failsecure: the runner's)
@@ -360,7 +367,7 @@ def test_upstream_column_is_recorded_and_the_table_renders(matrix):
         assert rows[("valid allow", MODE)][0] == "pass"
         assert rows[("valid deny (host shape)", MODE)][0] == "pass"
         assert rows[("timeout (hangs)", MODE)][0] == "escape"  # every host fails open on a timeout
-    text = conformance.table(matrix)  # printed by the kit at the end of the run
+    text = kit_plugin.table(matrix)  # printed by the kit at the end of the run
     assert text.count("\n") == len(CASES) + 1
 
 
@@ -372,7 +379,7 @@ def test_records_are_in_the_kits_format(matrix, tmp_path):
     assert {r["framework"] for r in records} == {"command-runner:" + p for p in PROTOCOLS}
     assert {r["column"] for r in records} == set(COLUMNS)
     assert {r["version"] for r in records} == {failsecure.__version__}
-    rendered = conformance.render(records)
+    rendered = render_matrix.render(records)
     for protocol in PROTOCOLS:
         assert "## command-runner:" + protocol in rendered
 
@@ -400,7 +407,7 @@ def test_judge_reports_every_status():
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_host_rules_block_the_runners_own_deny(protocol):
-    from failsecure.runner_protocols import PROTOCOLS as WIRE
+    from failsecure.runner.protocols import PROTOCOLS as WIRE
 
     out, err, code = WIRE[protocol].deny("failsecure: no", EVENT[protocol])
     assert host_verdict(protocol, out, err, code) == BLOCK

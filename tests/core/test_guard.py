@@ -1531,7 +1531,7 @@ def test_a_fork_while_another_thread_holds_an_adapters_lock_leaves_the_childs_pa
 def test_a_command_hook_under_the_longest_deadline_runs():
     """The command-hook runner waits with poll(2), whose milliseconds are a C int: the
     longest deadline a config can give (policy.MAX_TIMEOUT) is waited for in steps."""
-    from failsecure import runner_process
+    from failsecure.runner import process as runner_process
 
     result = runner_process.execute(["cat"], b"payload", threading.TIMEOUT_MAX)  # = policy.MAX_TIMEOUT
     assert not result.timed_out and result.status == 0 and result.stdout == b"payload"

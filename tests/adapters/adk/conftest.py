@@ -18,7 +18,7 @@ _spec.loader.exec_module(adk_rig)  # sets the telemetry switches before ADK is i
 
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
-from failsecure.conformance import Harness, Ran, Seen  # noqa: E402
+from failsecure.testing import Harness, Ran, Seen  # noqa: E402
 from failsecure.testing import AuditRig  # noqa: E402
 
 failsecure.install()

@@ -12,7 +12,7 @@ import threading
 import failsecure_adk_rig as adk_rig
 import pytest
 
-from failsecure.conformance import HostileDict
+from failsecure.testing import HostileDict
 
 SECRET = "sk-adk-secret-4711"
 

@@ -20,8 +20,9 @@ sdk_rig = sys.modules["failsecure_claude_sdk_rig"]  # loaded by conftest.py
 conftest = sys.modules[[n for n in sys.modules if n.endswith("claude_sdk.conftest")][0]]
 
 from claude_agent_sdk import HookMatcher, PermissionResultAllow  # noqa: E402
-from failsecure import activation, conformance  # noqa: E402
-from failsecure.conformance import Ran, Seen  # noqa: E402
+from failsecure import activation  # noqa: E402
+from failsecure.testing import matrix as conformance
+from failsecure.testing import Ran, Seen  # noqa: E402
 
 PERM = "PermissionRequest"
 
@@ -103,13 +104,13 @@ class PermissionRequestHarness(conftest.ClaudeSDKHarness):
 
 def _names():
     harness = PermissionRequestHarness(Path(tempfile.mkdtemp(prefix="fs-sdk-names-")))
-    return [case.name for case in conformance._cases(harness)]
+    return [case.name for case in conformance.cases(harness)]
 
 
 @pytest.mark.parametrize("index", range(len(_names())), ids=_names())
 def test_permission_request_fault_matrix(index, tmp_path, adapter):
     harness = PermissionRequestHarness(Path(tempfile.mkdtemp(prefix="fs-sdk-perm-", dir=tmp_path)))
-    case = conformance._cases(harness)[index]
+    case = conformance.cases(harness)[index]
     status, detail = conformance.run_case(harness, case, "async", "failsecure", tmp_path)
     key = (harness.framework, f"{adapter.version} {PERM}", "failsecure")
     conformance.RESULTS.setdefault(key, {})[(case.name, "async")] = (status, detail)

@@ -135,7 +135,7 @@ def run(adapter):
 
 # ---------------------------------------------------------------- the conformance kit
 
-from failsecure.conformance import HostileAnswer, HostileDict, Harness, Ran, Seen  # noqa: E402
+from failsecure.testing import HostileAnswer, HostileDict, Harness, Ran, Seen  # noqa: E402
 
 
 class CodePuppyHarness(Harness):

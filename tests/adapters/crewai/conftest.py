@@ -80,7 +80,7 @@ import importlib  # noqa: E402
 
 dispatch = importlib.import_module("crewai.hooks.dispatch")
 
-from failsecure.conformance import Harness, Ran, Seen  # noqa: E402
+from failsecure.testing import Harness, Ran, Seen  # noqa: E402
 
 DEADLINE = 0.3
 TOOL = "marker_tool"
@@ -269,7 +269,7 @@ class CrewAIHarness(Harness):
 
     def add_gate(self, name, behave, *, is_async=False):
         if is_async:
-            from failsecure.conformance import NotSupported
+            from failsecure.testing import NotSupported
 
             raise NotSupported("async gates")
 

@@ -92,7 +92,7 @@ def run_fresh(tmp_path):
 
 # ---------------------------------------------------------------- the conformance kit
 
-from failsecure.conformance import HostileAnswer, HostileDict, Harness, Ran, Seen  # noqa: E402
+from failsecure.testing import HostileAnswer, HostileDict, Harness, Ran, Seen  # noqa: E402
 
 _KIT_GATES: dict = {}
 

@@ -19,7 +19,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 
-from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
+from failsecure.testing import Harness, NotSupported, Ran, Seen  # noqa: E402
 from failsecure.testing import AuditRig  # noqa: E402
 
 DEADLINE = 0.3

@@ -30,7 +30,7 @@ from agents import set_tracing_disabled  # noqa: E402
 set_tracing_disabled(True)
 
 from failsecure import activation, policy  # noqa: E402
-from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
+from failsecure.testing import Harness, NotSupported, Ran, Seen  # noqa: E402
 
 DEADLINE = 0.3
 

@@ -18,7 +18,7 @@ from failsecure.testing import AuditRig
 
 import failsecure
 from failsecure import activation, policy
-from failsecure.conformance import Harness, NotSupported, Ran, Seen
+from failsecure.testing import Harness, NotSupported, Ran, Seen
 
 DEADLINE = 0.3
 TOOL = "run_command"

@@ -23,7 +23,7 @@ from failsecure.testing import AuditRig  # noqa: E402
 
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
-from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
+from failsecure.testing import Harness, NotSupported, Ran, Seen  # noqa: E402
 
 DEADLINE = 0.3
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from failsecure import runner_settings as settings
+from failsecure.runner import settings as settings
 from failsecure.failures import failure_reason
 from failsecure.hookid import command_name
 
@@ -265,7 +265,7 @@ def _schema_keys(strings, anchor):
 def test_the_runners_claude_schema_is_the_pinned_releases(claude_cli):
     # Derived from the release: the bundle's own hook output schema (zod), top level
     # and the PreToolUse / PreSkillShellCommand hookSpecificOutput objects.
-    from failsecure.runner_protocols import CLAUDE_SPECIFIC_KEYS, CLAUDE_TOP_KEYS
+    from failsecure.runner.protocols import CLAUDE_SPECIFIC_KEYS, CLAUDE_TOP_KEYS
 
     data = open(claude_cli, "rb").read().decode("latin-1")
     top = _schema_keys(data, 'u({continue:M().optional(),suppressOutput:M().optional(),stopReason:')

@@ -4,7 +4,7 @@ stays, and a form it does not edit is reported rather than guessed at."""
 
 import tomllib
 
-from failsecure.runner_settings import codex_set_trusted_hashes
+from failsecure.runner.settings import codex_set_trusted_hashes
 
 KEY = "/home/me/.codex/hooks.json:pre_tool_use:0:0"
 OTHER = "/home/me/.codex/hooks.json:pre_tool_use:0:1"

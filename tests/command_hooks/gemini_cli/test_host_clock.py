@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from failsecure import runner_protocols as protocols
-from failsecure import runner_settings as settings
+from failsecure.runner import protocols as protocols
+from failsecure.runner import settings as settings
 
 
 def installed(tmp_path, timeout=5000):

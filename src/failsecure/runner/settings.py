@@ -10,8 +10,8 @@ import os
 import sys
 
 from failsecure.failures import CRASHED, MISSING, failure_reason
-from failsecure.runner_decision import hook_id_for, sanitize_id
-from failsecure.runner_protocols import GATING_EVENTS, PROTOCOLS, gating_events
+from failsecure.runner.decision import hook_id_for, sanitize_id
+from failsecure.runner.protocols import GATING_EVENTS, PROTOCOLS, gating_events
 
 __all__ = (
     "HOSTS", "InstallError", "WrapReport", "UnwrapReport", "wrap_settings", "unwrap_settings", "launch_argv",
@@ -106,7 +106,7 @@ def gemini_pinned_env(user_env=None, environ=None):
 
 def runner_path():
     """The launcher installed settings files name: ``.../failsecure/command.py``."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "command.py")
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "command.py")
 
 
 # A script is compiled from source on every start (~12 ms for this module on a
@@ -121,10 +121,7 @@ _BOOT = (
 
 def launch_argv(python, runner):
     """argv that starts the runner (`run --protocol ...` follows)."""
-    package = os.path.dirname(runner)
-    if os.path.basename(package) == "failsecure":
-        return [python, "-I", "-S", "-c", _BOOT, os.path.dirname(package)]
-    return [python, "-I", "-S", runner]  # development layout: run as a script
+    return [python, "-I", "-S", "-c", _BOOT, os.path.dirname(os.path.dirname(runner))]
 
 
 def _precompile(runner):
@@ -135,7 +132,7 @@ def _precompile(runner):
 
         package = os.path.dirname(runner)
         names = ["__init__.py", "command.py", "_fastjson.py", "policy.py", "failures.py", "hookid.py", "verdict.py", "reduce.py", "audit.py"]
-        names += ["runner_%s.py" % name for name in ("protocols", "process", "decision", "cli", "config")]
+        names += [os.path.join("runner", "%s.py" % name) for name in ("__init__", "protocols", "process", "decision", "cli", "config")]
         for name in names:
             source = os.path.join(package, name)
             if os.path.exists(source) and not os.path.exists(importlib.util.cache_from_source(source)):
@@ -559,7 +556,7 @@ def _handler_id(handler):
 def _is_user_level(path, host, home=None):
     """True when `path` is one of the host's user-level settings files (under the real
     home, not a project's): the only place a host's own failure policy is honoured from."""
-    from failsecure.runner_config import real_home
+    from failsecure.runner.config import real_home
 
     home = home or real_home()
     if not home:

@@ -498,7 +498,7 @@ def _run_shell(spec: Any, kwargs: dict, limit: Optional[float]) -> Optional[dict
 
 def _spawn(spec: Any, stdin_json: str) -> dict:
     """hermes' ``_spawn`` (same argv: ``shlex.split`` of the expanded command, no shell;
-    same result keys), run by ``failsecure.runner_process.execute``, the one
+    same result keys), run by ``failsecure.runner.process.execute``, the one
     implementation every command hook runs under: a new session, the deadline, the
     group killed, capped pipes, and a hook that answered and exited is judged by its
     answer even when a background process it left keeps the pipes open (hermes'
@@ -506,7 +506,7 @@ def _spawn(spec: Any, stdin_json: str) -> dict:
     import errno
     import shlex
 
-    from failsecure import runner_process
+    from failsecure.runner import process as runner_process
 
     result: dict = {"returncode": None, "stdout": "", "stderr": "", "timed_out": False, "elapsed_seconds": 0.0, "error": None}
     try:

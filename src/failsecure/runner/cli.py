@@ -8,7 +8,7 @@ the hot path); ``add_hook_commands`` is the one argparse function for
 import os
 import sys
 
-from failsecure.runner_protocols import PROTOCOLS, universal_deny
+from failsecure.runner.protocols import PROTOCOLS, universal_deny
 
 _USAGE = (
     "usage: failsecure hook run --protocol {claude,gemini,codex,kiro} "
@@ -131,7 +131,7 @@ def _usage_deny(args, message):
             protocol = args[index + 1]
     proto = PROTOCOLS.get(protocol)
     out, err, code = proto.deny(reason, None) if proto is not None else universal_deny(reason)
-    from failsecure.runner_process import emit
+    from failsecure.runner.process import emit
 
     emit(1, 2, out, err)
     return code
@@ -147,8 +147,8 @@ def _run_from_args(args):
         return _usage_deny(args, exc)
     if not parsed.argv:
         return _usage_deny(args, "no command")
-    from failsecure import runner_decision as decision
-    from failsecure.runner_config import Trusted
+    from failsecure.runner import decision as decision
+    from failsecure.runner.config import Trusted
 
     decision.last_words = True  # a process of its own: terminating it must deny
     trusted = Trusted(parsed.config, parsed.config_home, parsed.cache_home)
@@ -163,7 +163,7 @@ def _cmd_run(args):
 
 
 def _cmd_install(args):
-    from failsecure import runner_settings as settings
+    from failsecure.runner import settings as settings
 
     try:
         report = settings.wrap_settings(
@@ -190,7 +190,7 @@ def _cmd_install(args):
 
 
 def _cmd_uninstall(args):
-    from failsecure import runner_settings as settings
+    from failsecure.runner import settings as settings
 
     notes = []
     try:
@@ -228,7 +228,7 @@ def add_hook_commands(subparsers):
     """Add `hook run|install|uninstall` to a CLI's subparsers; each sets func(args) -> exit code."""
     import argparse
 
-    from failsecure.runner_settings import HOSTS
+    from failsecure.runner.settings import HOSTS
 
     hook = subparsers.add_parser("hook", help="run or install fail-closed command hooks")
     commands = hook.add_subparsers(dest="hook_command", metavar="{run,install,uninstall}")
@@ -285,7 +285,7 @@ def main(args=None):
 
 def script_main(args=None):
     """Entry of the launch line `hook install` writes; exits the process without teardown."""
-    from failsecure.runner_process import ensure_std_fds
+    from failsecure.runner.process import ensure_std_fds
 
     ensure_std_fds()
     args = sys.argv[1:] if args is None else list(args)

@@ -226,7 +226,7 @@ def _codex_hook_trust() -> list[dict]:
     no Codex CLI is found (--codex-bin's lookup: $FAILSECURE_CODEX_BIN, `codex` on PATH)."""
     import os
 
-    from . import runner_settings as settings
+    from .runner import settings as settings
 
     binary = settings.codex_binary()
     if binary is None:
@@ -295,7 +295,7 @@ def _host_settings() -> list[dict]:
                 continue
             row: dict = {"host": host, "path": os.path.abspath(path), "wrapped": 0, "bare": 0}
             try:
-                from . import runner_settings as settings
+                from .runner import settings as settings
 
                 _, document = settings._read_document(path)
                 for handler in settings._handlers(document, settings.HOSTS[host]):
@@ -404,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     trust.add_argument("file", nargs="?", default=None, help="default: the project config found from here")
     trust.set_defaults(func=_config_trust)
     try:
-        from .runner_cli import add_hook_commands
+        from .runner.cli import add_hook_commands
     except ImportError:
         pass
     else:

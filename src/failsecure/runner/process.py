@@ -3,7 +3,7 @@
 The payload goes to the hook's stdin; stdout and stderr are read through capped pipes;
 on the deadline (or once the hook exited) the whole process group is SIGKILLed, so no
 grandchild outlives the call. If the host terminates the runner, the runner's last
-words are the protocol's deny (set by ``failsecure.runner_decision``), after the hook's
+words are the protocol's deny (set by ``failsecure.runner.decision``), after the hook's
 group is killed.
 
 Imports only ``os``, ``time`` and, when used, ``select`` / ``_signal`` (hot path).

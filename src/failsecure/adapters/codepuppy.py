@@ -255,7 +255,7 @@ class CodePuppyAdapter(Adapter):
         answer it cannot parse or does not know (``permissionDecision: "ask"`` with nobody
         to ask, a block followed by more text, a wrong-case ``Block``) as "not blocked"
         too. With failsecure, a command hook runs through the command runner's process
-        supervision (``failsecure.runner_process.execute``: new session, deadline, group
+        supervision (``failsecure.runner.process.execute``: new session, deadline, group
         kill, capped pipes; a hook that answered and exited is not a timeout because a
         background process it left holds the pipes) and is judged by its raw result
         (``_judge_command``): exit 0 with an answer code-puppy honours runs, exit 1
@@ -289,7 +289,7 @@ class CodePuppyAdapter(Adapter):
         self.wrap(executor, "execute_hook", execute_hook)
 
     async def _run_command_hook(self, executor: Any, hook: Any, event_data: Any, env_vars: Any) -> Any:
-        from failsecure import runner_process
+        from failsecure.runner import process as runner_process
 
         command = getattr(hook, "command", None)
         hook_id = self.hook_id(f"command:{command_name(command if isinstance(command, str) else '?')}")

@@ -14,8 +14,8 @@ import time
 
 from failsecure.failures import CRASHED, INVALID, MISSING, RAISED, TIMEOUT, failure_reason, process_failure
 from failsecure.reduce import effective, reduce
-from failsecure import runner_process as process
-from failsecure.runner_protocols import DENY, PROTOCOLS, Invalid
+from failsecure.runner import process as process
+from failsecure.runner.protocols import DENY, PROTOCOLS, Invalid
 from failsecure.verdict import Action, Failure, Outcome, Verdict
 
 CONFIG_HOOK = "failsecure:config"  # the hook id the core blames for an invalid config
@@ -48,7 +48,7 @@ def hook_id_for(hook_id, argv):
 def load_config(trusted=None):
     """-> (config or None, error type name or None). Never raises."""
     try:
-        from failsecure.runner_config import load
+        from failsecure.runner.config import load
 
         config = load(trusted)
     except Exception as exc:  # a broken install or config: deny
@@ -103,7 +103,7 @@ def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, 
         record=None):
     """Run one hook under the contract and write the host's answer. -> exit code.
 
-    ``trusted``: the runner's trusted inputs (``failsecure.runner_config.Trusted``: the
+    ``trusted``: the runner's trusted inputs (``failsecure.runner.config.Trusted``: the
     launch line's config options and the user's real home); ``on_error``: the failure
     policy the launch line declares for this hook (see ``_with_declared_on_error``);
     ``record``: the --record token `hook install` wrote; it names the host settings
@@ -244,7 +244,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     else:
         timeout = explicit or default or proto.default_timeout
     if record:
-        from failsecure.runner_protocols import host_capped
+        from failsecure.runner.protocols import host_capped
 
         timeout = host_capped(timeout, record)  # the host's clock, as its settings say now
     deadline = start + timeout
