@@ -356,13 +356,10 @@ def _config_show(args) -> int:
 
     config = policy.load_light()
     if args.json:
-        print(json.dumps({
-            "error": config.error, "on_error": config.on_error, "timeout": config.timeout,
-            "required": list(config.required), "audit_path": config.audit_path, "audit_otel": config.audit_otel,
-            "hooks": {h: {"on_error": p.on_error, "timeout": p.timeout, "role": p.role} for h, p in config.hooks.items()},
-            "origins": config.origins, "ignored": [{"file": w, "setting": s} for w, s in config.ignored],
-            "files": config.sources,
-        }, indent=2))
+        print(json.dumps(dict(
+            config.to_dict(),
+            origins=config.origins, ignored=[{"file": w, "setting": s} for w, s in config.ignored], files=config.sources,
+        ), indent=2))
     else:
         _out("\n".join(_config_lines(config)))
     return 1 if config.error else 0

@@ -65,6 +65,14 @@ class HookPolicy:
         return (f"HookPolicy(on_error={self.on_error!r}, timeout={self.timeout!r}, role={self.role!r}, "
                 f"interactive_timeout={self.interactive_timeout!r})")
 
+    def to_dict(self) -> dict:
+        """Every field, as plain JSON (the one schema: the runner's cache, ``config show --json``)."""
+        return {name: getattr(self, name) for name in HookPolicy.__slots__}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HookPolicy":
+        return cls(**{name: data[name] for name in cls.__slots__})
+
 
 class Config:
     __slots__ = ("on_error", "timeout", "required", "audit_path", "hooks", "error", "source", "_resolved",
@@ -97,6 +105,27 @@ class Config:
         self.ignored: list = []
         #: every file read, in order
         self.sources: list = []
+
+    #: the fields ``to_dict``/``from_dict`` carry (what decides a call; ``origins``,
+    #: ``ignored`` and ``sources`` only explain it)
+    FIELDS = ("on_error", "timeout", "required", "audit_path", "audit_otel", "hooks", "error", "source")
+
+    def to_dict(self) -> dict:
+        """The config as plain JSON, every field that decides a call (the one schema: the
+        runner's per-user cache and ``failsecure config show --json`` both use it)."""
+        out = {name: getattr(self, name) for name in Config.FIELDS}
+        out["required"] = list(self.required)
+        out["hooks"] = {hook_id: own.to_dict() for hook_id, own in self.hooks.items()}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Config":
+        """``to_dict``'s inverse; a missing or unknown field raises (a stale record is not a config)."""
+        if set(data) != set(cls.FIELDS):
+            raise ValueError("not a failsecure config record")
+        fields = dict(data)
+        fields["hooks"] = {hook_id: HookPolicy.from_dict(own) for hook_id, own in data["hooks"].items()}
+        return cls(**fields)
 
     def hook(self, hook_id: str) -> HookPolicy:
         """The policy of one hook, resolved against the global defaults."""

@@ -35,14 +35,40 @@ def env(tmp_path, monkeypatch):
 def probe(env):
     """One runner-like process (python -I -S) loading the config -> what it saw."""
     site = os.path.dirname(os.path.dirname(runner_settings.runner_path()))
-    if os.path.basename(os.path.dirname(runner_settings.runner_path())) != "failsecure":
-        pytest.skip("needs the installed package layout")
     # the trusted inputs as the launch line gives them (FAILSECURE_CONFIG / XDG_CACHE_HOME of
     # the environment are read by nobody)
     trusted = [str(env["config"]), str(env["cache"].parent)]
     proc = subprocess.run([sys.executable, "-I", "-S", "-c", PROBE, site] + trusted, capture_output=True, text=True, timeout=30, env=os.environ.copy())
     assert proc.returncode == 0, proc.stderr
     return eval(proc.stdout)  # noqa: S307 (our own repr)
+
+
+FULL_PROBE = (
+    "import sys,json;sys.path.append(sys.argv[1]);from failsecure.runner import config as runner_config;"
+    "c=runner_config.load(runner_config.Trusted(config=sys.argv[2], cache_home=sys.argv[3]));"
+    "print(json.dumps(['tomllib' in sys.modules, c.to_dict()]))"
+)
+
+
+def test_the_cached_config_is_the_whole_config(env):
+    # every field that decides a call survives the cache (it once dropped audit.otel and a
+    # project's deadline for hooks that wait for a human)
+    env["config"].write_text('timeout = 7\nrequired = ["command:g"]\n[audit]\notel = true\n[hooks."command:g"]\nrole = "observer"\n')
+    project = env["tmp"] / "project"
+    project.mkdir()
+    (project / "failsecure.toml").write_text('[hooks."command:asks"]\ntimeout = 300\n')
+    site = os.path.dirname(os.path.dirname(runner_settings.runner_path()))
+    argv = [sys.executable, "-I", "-S", "-c", FULL_PROBE, site, str(env["config"]), str(env["cache"].parent)]
+
+    def load():
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=os.environ.copy(), cwd=project)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    parsed, cached = load(), load()
+    assert (parsed[0], cached[0]) == (True, False)  # the second came from the cache
+    assert parsed[1]["audit_otel"] is True and parsed[1]["hooks"]["command:asks"]["interactive_timeout"] == 300.0
+    assert cached[1] == parsed[1]
 
 
 def test_unchanged_config_is_not_parsed_again(env):

@@ -43,10 +43,9 @@ import os
 
 from failsecure._fastjson import dumps, loads
 
-FORMAT = 2
+FORMAT = 3  # 3: the record is policy.Config.to_dict() (2 dropped audit_otel and interactive_timeout)
 _CONTENT_CAP = 256 * 1024  # a larger config file is loaded directly, never cached
 READ_CAP = 4 * 1024 * 1024  # a larger config candidate is an error, never read
-_POLICY_FIELDS = ("on_error", "timeout", "role")
 _TRUST_VARS = ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME")
 
 
@@ -150,13 +149,13 @@ def load(trusted=None):
             cached = _read(path, key)
             if cached is not None:
                 try:
-                    return _config_from(policy, cached)
+                    return policy.Config.from_dict(cached)
                 except Exception:
                     pass
         config = policy.load_light()
         if path is not None and key is not None:
             try:
-                _write(path, key, _config_to(config))
+                _write(path, key, config.to_dict())
             except Exception:
                 pass
         return config
@@ -341,34 +340,3 @@ def _write(path, key, config):
         except OSError:
             pass
         raise
-
-
-def _config_to(config):
-    """Config -> plain JSON (the fields the runner reads; an error is kept as an error)."""
-    hooks = {}
-    for hook_id, own in (getattr(config, "hooks", None) or {}).items():
-        hooks[hook_id] = {name: getattr(own, name, None) for name in _POLICY_FIELDS}
-    return {
-        "on_error": config.on_error,
-        "timeout": config.timeout,
-        "required": list(config.required),
-        "audit_path": config.audit_path,
-        "hooks": hooks,
-        "error": config.error,
-        "source": config.source,
-    }
-
-
-def _config_from(policy, data):
-    hooks = {}
-    for hook_id, own in data["hooks"].items():
-        hooks[hook_id] = policy.HookPolicy(own["on_error"], own["timeout"], own["role"])
-    return policy.Config(
-        on_error=data["on_error"],
-        timeout=data["timeout"],
-        required=tuple(data["required"]),
-        audit_path=data["audit_path"],
-        hooks=hooks,
-        error=data["error"],
-        source=data["source"],
-    )
