@@ -23,3 +23,52 @@ def _trust_the_suites_environment():
     previous = policy.set_trusted_environment(os.environ)
     yield
     policy.set_trusted_environment(previous)
+
+
+# ---------------------------------------------------------------- absent frameworks
+
+def _absent(folder) -> str | None:
+    """Why a folder's tests cannot run here (its framework is not installed), or None."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from failsecure.adapters import ADAPTERS
+
+    here = folder.parent.name
+    needs = {"otel": "opentelemetry-sdk"} if here == "tests" else {}
+    if here == "adapters":
+        needs = {meta.tests: meta.distribution for meta in ADAPTERS.values()}
+    if here == "command_hooks":
+        needs = {"claude_code": "claude-agent-sdk"}  # the Claude Code CLI comes bundled with it
+    distribution = needs.get(folder.name)
+    if distribution is None:
+        return None
+    try:
+        version(distribution)
+    except PackageNotFoundError:
+        return f"{distribution} is not installed (its tox env installs it)"
+    return None
+
+
+def pytest_collect_directory(path, parent):
+    """``pytest tests`` in a venv with only ``failsecure[test]``: each framework's folder is
+    one skip that says what it needs, instead of its conftest failing to import."""
+    if path.parent.parent != _TESTS and path.parent != _TESTS:
+        return None
+    reason = _absent(path)
+    if reason is None:
+        return None
+    return _Absent.from_parent(parent, path=path, reason=reason)
+
+
+class _Absent(pytest.File):  # not a pytest.Directory: those load the folder's conftest first
+    def __init__(self, *, reason, **kw):
+        super().__init__(**kw)
+        self.reason = reason
+
+    def collect(self):
+        pytest.skip(self.reason)
+
+
+from pathlib import Path  # noqa: E402
+
+_TESTS = Path(__file__).resolve().parent

@@ -132,9 +132,18 @@ class Adapter(abc.ABC):
     """Subclasses implement ``_patch``, ``to_verdict`` and ``_probe`` (checked when the
     class is instantiated, i.e. when it is registered, not when a tool is called)."""
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        from .adapters import ADAPTERS
+
+        meta = ADAPTERS.get(cls.__dict__.get("name", ""))
+        if meta is not None and cls.__module__ == meta.target.partition(":")[0]:
+            cls.distribution, cls.supported, cls.tested = meta.distribution, meta.supported, meta.tested
+
     #: framework id: hook-id prefix and the audit ``framework`` field
     name: ClassVar[str] = ""
-    #: the PyPI distribution adapted
+    #: the PyPI distribution adapted; a built-in adapter's three come from its entry in
+    #: ``failsecure.adapters.ADAPTERS`` (the one source)
     distribution: ClassVar[str] = ""
     #: PEP 440 specifier of the releases this adapter is tested against
     supported: ClassVar[str] = ""

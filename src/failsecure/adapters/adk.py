@@ -81,9 +81,6 @@ _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_
 
 class ADKAdapter(Adapter):
     name = "google-adk"
-    distribution = "google-adk"
-    supported = ">=2.7.1,<=2.13.0"
-    tested = ("2.7.1", "2.13.0")
     fail_closed_upstream = ""
     modules = (PLUGIN_MANAGER, LLM_AGENT)
 

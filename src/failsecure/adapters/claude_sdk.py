@@ -419,9 +419,6 @@ class _Session:
 
 class ClaudeSDKAdapter(Adapter):
     name = "claude-agent-sdk"
-    distribution = "claude-agent-sdk"
-    supported = ">=0.2.150,<=0.2.189"
-    tested = ("0.2.150", "0.2.189")
     fail_closed_upstream = ""
     modules = (QUERY,)
     supports_ask = True

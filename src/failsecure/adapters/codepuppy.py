@@ -204,9 +204,6 @@ def _bind(phase: str, args: tuple, kwargs: dict) -> dict:
 
 class CodePuppyAdapter(Adapter):
     name = "code-puppy"
-    distribution = "code-puppy"
-    supported = ">=0.0.733,<=0.0.946"
-    tested = ("0.0.733", "0.0.808", "0.0.946")
     fail_closed_upstream = ""  # 0.0.734+'s fail_closed is opt-in and off by default
     modules = (CALLBACKS, PATCHES)
 

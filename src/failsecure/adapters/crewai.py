@@ -233,9 +233,6 @@ class _HookAborted:
 
 class CrewAIAdapter(Adapter):
     name = "crewai"
-    distribution = "crewai"
-    supported = ">=1.15.12,<=1.15.30"
-    tested = ("1.15.12", "1.15.30")
     fail_closed_upstream = ""
     modules = (TOOL_HOOKS, DISPATCH)
     self_test_junk = "DENY"

@@ -61,9 +61,6 @@ _DEFAULT_SHELL_BLOCK = "Blocked by shell hook."  # hermes' own default for a she
 
 class HermesAdapter(Adapter):
     name = "hermes-agent"
-    distribution = "hermes-agent"
-    supported = ">=0.13.0,<=0.19.0"
-    tested = ("0.13.0", "0.18.1", "0.19.0")
     fail_closed_upstream = ""  # detected from the code instead: see upstream_fail_closed
     modules = (PLUGINS,)
 

@@ -92,9 +92,6 @@ class ToolCallDenied(Exception):
 
 class LangChainAdapter(Adapter):
     name = "langchain"
-    distribution = "langchain-core"
-    supported = ">=1.6,<1.9"
-    tested = ("1.6.13", "1.8.3")  # with langchain 1.3.18 / 1.5.2
     modules = (MANAGER,)
     self_test_junk = "DENY"
 

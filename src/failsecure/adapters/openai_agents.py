@@ -163,9 +163,6 @@ def _parsed(arguments: Any) -> Any:
 
 class OpenAIAgentsAdapter(Adapter):
     name = "openai-agents"
-    distribution = "openai-agents"
-    supported = ">=0.20.0,<0.25"
-    tested = ("0.20.0", "0.24.0")
     fail_closed_upstream = ""
     modules = (TOOL_EXECUTION, APPROVALS)
     supports_ask = True

@@ -134,9 +134,6 @@ class _Raised:
 
 class PydanticAIAdapter(Adapter):
     name = "pydantic-ai"
-    distribution = "pydantic-ai-slim"
-    supported = ">=2.42.0,<=2.68.0"
-    tested = ("2.42.0", "2.68.0")
     fail_closed_upstream = ""  # raises fail closed upstream, but hangs, rewrites and leaks do not
     modules = (HOOKS,)
     supports_ask = True  # ApprovalRequired: the call comes back as a DeferredToolRequests

@@ -157,9 +157,6 @@ def _awaitable(result: Any) -> bool:
 
 class StrandsAdapter(Adapter):
     name = "strands"
-    distribution = "strands-agents"
-    supported = ">=1.52.0,<=1.62.0"
-    tested = ("1.52.0", "1.62.0")
     fail_closed_upstream = ""
     modules = (EVENTS, REGISTRY)
     supports_ask = True  # a callback's interrupt stops the agent for a human's answer

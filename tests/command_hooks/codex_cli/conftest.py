@@ -26,7 +26,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_responses_api  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PINNED = "codex-cli 0.169.0"
 SECRET = "sk-tool-argument-secret-169"
 
 CONFIG = """model = "gpt-5.1-codex"
@@ -85,7 +84,9 @@ def codex_cli():
         native = glob.glob(os.path.join(REPO, ".ci-cache", "codex", "node_modules", "@openai", "codex-linux-*", "vendor", "*", "bin", "codex"))
         path = native[0] if native else os.path.join(REPO, ".ci-cache", "codex", "node_modules", ".bin", "codex")
     if not os.access(path, os.X_OK):
-        pytest.fail("no Codex CLI at %s: run `tools/host_cli.sh codex`" % path)
+        # its tox env installs it (a missing CLI there is a failure); elsewhere the suite skips it
+        missing = pytest.fail if os.environ.get("TOX_ENV_NAME") == "codex-cli" else pytest.skip
+        missing("no Codex CLI at %s: run `tools/host_cli.sh codex`" % path)
     return path
 
 
@@ -141,44 +142,3 @@ def run_codex(tmp_path, scripted_api, codex_cli):
     run.cli = codex_cli
     return run
 
-
-def hook_states(run_codex):
-    """{key: hooks/list entry} of the hooks the real Codex sees, for the hooks file: the
-    rig's own app-server client (JSON lines over stdio), independent of failsecure's."""
-    messages = [
-        {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "rig", "version": "1"}}},
-        {"method": "initialized"},
-        {"id": 2, "method": "hooks/list", "params": {"cwds": [str(run_codex.project)]}},
-    ]
-    proc = subprocess.Popen([run_codex.cli, "app-server"], cwd=str(run_codex.project), env=run_codex.env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
-        proc.stdin.flush()
-        timer = threading.Timer(60, proc.kill)
-        timer.start()
-        for line in proc.stdout:
-            message = json.loads(line)
-            if message.get("id") == 2:
-                break
-        timer.cancel()
-    finally:
-        proc.kill()
-        proc.wait()
-    hooks = [hook for entry in message["result"]["data"] for hook in entry["hooks"]]
-    return {h["key"]: h for h in hooks if h.get("sourcePath") == str(run_codex.hooks)}
-
-
-def trust_hooks(run_codex):
-    """Trust every hook of the hooks file as it is now, the way Codex's /hooks review does."""
-    import re
-
-    text = run_codex.config.read_text()
-    for key, hook in sorted(hook_states(run_codex).items()):
-        header = '[hooks.state."%s"]\n' % key
-        entry = header + 'trusted_hash = "%s"\n' % hook["currentHash"]
-        if header in text:
-            text = re.sub(re.escape(header) + r'trusted_hash = "[^"]*"\n', lambda _m: entry, text)
-        else:
-            text += "\n" + entry
-    run_codex.config.write_text(text)

@@ -20,7 +20,7 @@ import pytest
 from failsecure.failures import failure_reason
 from failsecure.hookid import command_name
 
-from conftest import PINNED, hook_states, trust_hooks
+from codex_rig import PINNED, hook_states, trust_hooks
 
 ASK = json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}})
 

@@ -21,9 +21,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_gemini_api  # noqa: E402
+from gemini_rig import PINNED  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PINNED = "0.61.0"
 SECRET = "sk-tool-argument-secret-61"
 
 
@@ -59,7 +59,9 @@ class ScriptedModel:
 def gemini_cli():
     path = os.environ.get("FAILSECURE_GEMINI_BIN") or os.path.join(REPO, ".ci-cache", "gemini", "node_modules", ".bin", "gemini")
     if not os.access(path, os.X_OK):
-        pytest.fail("no Gemini CLI at %s (%s): run `tools/host_cli.sh gemini`" % (path, PINNED))
+        # its tox env installs it (a missing CLI there is a failure); elsewhere the suite skips it
+        missing = pytest.fail if os.environ.get("TOX_ENV_NAME") == "gemini-cli" else pytest.skip
+        missing("no Gemini CLI at %s (%s): run `tools/host_cli.sh gemini`" % (path, PINNED))
     return path
 
 
@@ -71,15 +73,6 @@ def scripted_api(tmp_path):
     server.shutdown()
     server.server_close()
     assert model.outside == [], "the CLI tried to leave the machine"
-
-
-def base_settings():
-    return {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-    }
 
 
 @pytest.fixture

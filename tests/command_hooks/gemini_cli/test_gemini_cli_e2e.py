@@ -20,7 +20,7 @@ import pytest
 from failsecure.failures import failure_reason
 from failsecure.hookid import command_name
 
-from conftest import PINNED, base_settings
+from gemini_rig import PINNED, base_settings
 
 
 def hook_id(command):
