@@ -84,22 +84,34 @@ class ADKHarness(Harness):
         self.count = 0
 
     def add_gate(self, name, behave, *, is_async=False):
-        self.count += 1
-        label = f"{name}_{self.count}"
-
-        def seen(tool, args):
-            return Seen(getattr(tool, "name", None), dict(args), native=args)
-
         if not self.plugins and not self.callbacks:
+            return self.plugin_gate(name, behave, is_async)
+        return self.agent_gate(name, behave, is_async)
 
-            async def callback(tool, tool_args, tool_context):
-                if is_async:
-                    return await behave(seen(tool, tool_args))
-                # a sync gate in a plugin: off the event loop, as a plugin author would
-                return await asyncio.to_thread(behave, seen(tool, tool_args))
+    def label(self, name):
+        self.count += 1
+        return f"{name}_{self.count}"
 
-            self.plugins.append(adk_rig.plugin(f"gate-{label}", callback))
-            return f"google-adk:plugin:gate-{label}"
+    @staticmethod
+    def seen(tool, args):
+        return Seen(getattr(tool, "name", None), dict(args), native=args)
+
+    def plugin_gate(self, name, behave, is_async):
+        """A runner plugin's ``before_tool_callback`` (ADK requires a coroutine)."""
+        label, seen = self.label(name), self.seen
+
+        async def callback(tool, tool_args, tool_context):
+            if is_async:
+                return await behave(seen(tool, tool_args))
+            # a sync gate in a plugin: off the event loop, as a plugin author would
+            return await asyncio.to_thread(behave, seen(tool, tool_args))
+
+        self.plugins.append(adk_rig.plugin(f"gate-{label}", callback))
+        return f"google-adk:plugin:gate-{label}"
+
+    def agent_gate(self, name, behave, is_async):
+        """One of the agent's ``before_tool_callback`` list (sync or async)."""
+        label, seen = self.label(name), self.seen
         if is_async:
 
             async def gate(tool, args, tool_context):
@@ -150,3 +162,32 @@ class ADKHarness(Harness):
 @pytest.fixture
 def failsecure_harness(tmp_path):
     return ADKHarness(tmp_path)
+
+
+class PluginHarness(ADKHarness):
+    """Every gate a runner plugin (``BasePlugin.before_tool_callback``), inventory row 1."""
+
+    kind = "plugin"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        return self.plugin_gate(name, behave, is_async)
+
+
+class AgentCallbackHarness(ADKHarness):
+    """Every gate one of the agent's ``before_tool_callback`` list, no plugin (inventory
+    row 2: the agent stage reached without a plugin before it)."""
+
+    kind = "agent"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        return self.agent_gate(name, behave, is_async)
+
+
+@pytest.fixture
+def failsecure_harness_plugin(tmp_path):
+    return PluginHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_agent(tmp_path):
+    return AgentCallbackHarness(tmp_path)
