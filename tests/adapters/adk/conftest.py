@@ -18,7 +18,7 @@ _spec.loader.exec_module(adk_rig)  # sets the telemetry switches before ADK is i
 
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
-from failsecure.conformance import Harness, Ran, Seen  # noqa: E402
+from failsecure.conformance import Harness, NotSupported, Ran, Seen  # noqa: E402
 from failsecure.testing import AuditRig  # noqa: E402
 
 failsecure.install()
@@ -183,6 +183,73 @@ class AgentCallbackHarness(ADKHarness):
         return self.agent_gate(name, behave, is_async)
 
 
+class ConfirmationHarness(ADKHarness):
+    """The tool's ``require_confirmation`` predicate (inventory row 3), the one gate of a
+    ``FunctionTool(run_command, require_confirmation=predicate)``. Its answers: ``False``
+    runs the tool (the kit's allow and "no opinion": no confirmation needed); ``True`` asks
+    a human (the predicate's only way to stop a call: the kit's deny and ask; the run has
+    no human, so the call is held and the model is told ADK's confirmation request).
+    ``None`` is junk (upstream reads it as "run it"). No rewrite, one predicate per tool."""
+
+    kind = "require_confirmation"
+    has_ask = True
+
+    def __init__(self, workdir):
+        super().__init__(workdir)
+        self.predicate = None
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.predicate is not None:
+            raise NotSupported("one require_confirmation predicate per tool")
+        label = self.label(name)
+
+        def seen(command):
+            return Seen(adk_rig.TOOL, {"command": command})
+
+        if is_async:
+
+            async def predicate(command: str):
+                return await behave(seen(command))
+
+        else:
+
+            def predicate(command: str):
+                return behave(seen(command))
+
+        adk_rig.named(predicate, f"confirm_{label}")
+        self.predicate = predicate
+        return f"google-adk:{predicate.__module__}.confirm_{label}"
+
+    def reset(self):
+        super().reset()
+        self.predicate = None
+
+    def allow(self, seen):
+        return False
+
+    def abstain(self, seen):
+        return False
+
+    def deny(self, seen):
+        return True
+
+    def ask(self, seen):
+        return True
+
+    def junk(self):
+        return [("None", None), ("0", 0), ("an empty string", ""), ("a string", "no"), ("an object", object())]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("a confirmation predicate cannot rewrite")
+
+    def run(self, arguments, mode):
+        marker = self.workdir / "kit-marker"
+        if marker.exists():
+            marker.unlink()
+        outcome = adk_rig.run_agent(marker, arguments, mode, confirm=self.predicate)
+        return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
+
+
 @pytest.fixture
 def failsecure_harness_plugin(tmp_path):
     return PluginHarness(tmp_path)
@@ -191,3 +258,8 @@ def failsecure_harness_plugin(tmp_path):
 @pytest.fixture
 def failsecure_harness_agent(tmp_path):
     return AgentCallbackHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_require_confirmation(tmp_path):
+    return ConfirmationHarness(tmp_path)
