@@ -577,29 +577,43 @@ class Adapter(abc.ABC):
         kwargs = {"call": ToolCall(self.name, tool, shown, call_id)}
         return config, found, [(h, fn, (), kwargs, plugins.to_verdict, config.timeout_for(h)) for h, fn in gates]
 
-    def decide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None, fail_closed=()) -> Decision:
+    def decide(
+        self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None, fail_closed=(), later=()
+    ) -> Decision:
         """Reduce the framework's hook outcomes with the plugin gates, required hooks,
         config and patch state into one Decision, and audit it. ``fail_closed``: hook ids
         that opted into the framework's own fail-closed mode (their failures deny even
-        under ``on_error = "allow"``). Never raises."""
+        under ``on_error = "allow"``). ``later``: hook ids of the gates this call is
+        registered with that the framework asks at a later decision point
+        (``decide_stage``: a confirmation or approval predicate); they are there, so a
+        ``required`` naming one is met. Never raises."""
         try:
             config, found, gates = self._start(tool, outcomes, arguments, call_id)
             if gates:
                 found += guard.call_each(gates)
-            return self._finish(config, found, tool, call_id, fail_closed)
+            return self._finish(config, found, tool, call_id, fail_closed, required=self._required(config, later))
         except Exception as exc:
             return self.failed(exc, tool, call_id)
 
-    async def adecide(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None, fail_closed=()) -> Decision:
+    async def adecide(
+        self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, arguments=None, fail_closed=(), later=()
+    ) -> Decision:
         """``decide`` for async dispatchers: plugin gates may be coroutines. Never raises
         (except the caller's own cancellation)."""
         try:
             config, found, gates = self._start(tool, outcomes, arguments, call_id)
             for hook_id, fn, args, kwargs, validate, timeout in gates:
                 found.append(await guard.acall(hook_id, fn, args, kwargs, validate=validate, timeout=timeout))
-            return self._finish(config, found, tool, call_id, fail_closed)
+            return self._finish(config, found, tool, call_id, fail_closed, required=self._required(config, later))
         except Exception as exc:
             return self.failed(exc, tool, call_id)
+
+    def _required(self, config, later) -> Optional[list]:
+        """The required hook ids this decision checks: all but those asked later."""
+        if not later:
+            return None
+        asked = set(later)
+        return [r for r in config.required_for(self.name) if r not in asked]
 
     def would_deny(self, hook_id: str, failed: bool) -> bool:
         """Whether a deny answer (``failed=False``) or a failure (``failed=True``) of this

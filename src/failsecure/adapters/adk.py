@@ -271,11 +271,20 @@ class ADKAdapter(Adapter):
         else:
             outcomes = []
         call_id = _call_id(tool_context)
-        decision = await self.adecide(_tool_name(tool), outcomes, call_id=call_id, arguments=tool_args)
+        decision = await self.adecide(_tool_name(tool), outcomes, call_id=call_id, arguments=tool_args, later=self._later(tool))
         answer = self._native(decision, outcomes)
         if answer is None and judged and tool_context is not None:
             _judged.set(tool_context)
         return answer
+
+    def _later(self, tool: Any) -> tuple:
+        """The gate of this call ADK asks after the before-tool stages: the tool's
+        ``require_confirmation`` predicate, when it is user code of a guarded tool class."""
+        predicate = getattr(tool, "_require_confirmation", None)
+        owner = next((c for c in type(tool).__mro__ if CONFIRM in c.__dict__), None)
+        if not callable(predicate) or owner not in self._confirming:
+            return ()  # no predicate, or a class whose own method asks it (not guarded)
+        return (self.callable_id(predicate),)
 
     async def _confirmation(self, wrapped: Any, tool: Any, args: tuple, kwargs: dict) -> bool:
         """A tool's ``require_confirmation`` predicate as a gate -> ADK's answer (True:

@@ -117,6 +117,8 @@ def _call_tool_args(args: tuple, kwargs: dict) -> Any:
 
 #: set by the root capability's gate when it let a call through
 _JUDGED: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_judged", default=None)
+#: set by the tool manager's ``_run_execute_hooks``: the tool the call's gates are for
+_CALLING: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_calling", default=None)
 #: set by the tool manager's ``_raw_execute`` while the toolsets dispatch the call
 _DISPATCH: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_dispatch", default=None)
 
@@ -234,6 +236,13 @@ class PydanticAIAdapter(Adapter):
             return adapter._dispatching(wrapped, instance, args, kwargs)
 
         self.wrap(tm, "_raw_execute", raw_execute)
+        self._approval_toolset = art
+        if callable(tm.__dict__.get("_run_execute_hooks")):
+
+            def run_execute_hooks(wrapped, instance, args, kwargs):
+                return adapter._executing(wrapped, args, kwargs)
+
+            self.wrap(tm, "_run_execute_hooks", run_execute_hooks)
 
         def approval_call_tool(wrapped, instance, args, kwargs):
             return adapter._approval(wrapped, instance, args, kwargs)
@@ -416,12 +425,45 @@ class PydanticAIAdapter(Adapter):
             # them judge again; a stamping hook settles; a deny (upstream stops at a raise
             # too) ends it. Compared by fingerprint: no code of the arguments' objects runs.
             outcomes = await integrity.asettle([step(*e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
-            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"])
+            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later())
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:  # a bug here must not let the tool run unjudged
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         return decision, state["args"]
+
+    async def _executing(self, wrapped: Any, args: tuple, kwargs: dict) -> Any:
+        """``ToolManager._run_execute_hooks``: the tool the call's gates judge, for
+        ``_later``."""
+        validated = args[0] if args else kwargs.get("validated")
+        token = _CALLING.set(getattr(validated, "tool", None))
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            _CALLING.reset(token)
+
+    def _later(self) -> tuple:
+        """The hook ids of the approval predicates on the way from the agent's toolset to
+        the toolset that lists the tool being judged (``ApprovalRequiredToolset``s, asked
+        after the before-tool gates): a ``required`` naming one is met by the first
+        decision, and the predicate itself is judged when it is asked."""
+        tool = _CALLING.get()
+        found: list = []
+        try:
+            depth = 0
+            while tool is not None and depth < 32:
+                for toolset in (getattr(tool, "source_toolset", None), getattr(tool, "toolset", None)):
+                    inner = 0
+                    while toolset is not None and inner < 32:
+                        if isinstance(toolset, self._approval_toolset):
+                            predicate = getattr(toolset, "approval_required_func", None)
+                            if callable(predicate):
+                                found.append(self.callable_id(predicate))
+                        toolset, inner = getattr(toolset, "wrapped", None), inner + 1
+                tool, depth = getattr(tool, "source_tool", None), depth + 1
+        except Exception:
+            return ()  # then a required predicate is missing here: fails closed
+        return tuple(found)
 
     def _must_decide(self) -> bool:
         """A call with no gate of its own still has a decision when a plugin gate is

@@ -18,7 +18,7 @@ _spec.loader.exec_module(adk_rig)  # sets the telemetry switches before ADK is i
 
 import failsecure  # noqa: E402
 from failsecure import activation, policy  # noqa: E402
-from failsecure.testing import Harness, Ran, Seen  # noqa: E402
+from failsecure.testing import Harness, NotSupported, Ran, Seen  # noqa: E402
 from failsecure.testing import AuditRig  # noqa: E402
 
 failsecure.install()
@@ -84,22 +84,34 @@ class ADKHarness(Harness):
         self.count = 0
 
     def add_gate(self, name, behave, *, is_async=False):
-        self.count += 1
-        label = f"{name}_{self.count}"
-
-        def seen(tool, args):
-            return Seen(getattr(tool, "name", None), dict(args), native=args)
-
         if not self.plugins and not self.callbacks:
+            return self.plugin_gate(name, behave, is_async)
+        return self.agent_gate(name, behave, is_async)
 
-            async def callback(tool, tool_args, tool_context):
-                if is_async:
-                    return await behave(seen(tool, tool_args))
-                # a sync gate in a plugin: off the event loop, as a plugin author would
-                return await asyncio.to_thread(behave, seen(tool, tool_args))
+    def label(self, name):
+        self.count += 1
+        return f"{name}_{self.count}"
 
-            self.plugins.append(adk_rig.plugin(f"gate-{label}", callback))
-            return f"google-adk:plugin:gate-{label}"
+    @staticmethod
+    def seen(tool, args):
+        return Seen(getattr(tool, "name", None), dict(args), native=args)
+
+    def plugin_gate(self, name, behave, is_async):
+        """A runner plugin's ``before_tool_callback`` (ADK requires a coroutine)."""
+        label, seen = self.label(name), self.seen
+
+        async def callback(tool, tool_args, tool_context):
+            if is_async:
+                return await behave(seen(tool, tool_args))
+            # a sync gate in a plugin: off the event loop, as a plugin author would
+            return await asyncio.to_thread(behave, seen(tool, tool_args))
+
+        self.plugins.append(adk_rig.plugin(f"gate-{label}", callback))
+        return f"google-adk:plugin:gate-{label}"
+
+    def agent_gate(self, name, behave, is_async):
+        """One of the agent's ``before_tool_callback`` list (sync or async)."""
+        label, seen = self.label(name), self.seen
         if is_async:
 
             async def gate(tool, args, tool_context):
@@ -150,3 +162,104 @@ class ADKHarness(Harness):
 @pytest.fixture
 def failsecure_harness(tmp_path):
     return ADKHarness(tmp_path)
+
+
+class PluginHarness(ADKHarness):
+    """Every gate a runner plugin (``BasePlugin.before_tool_callback``), inventory row 1."""
+
+    kind = "plugin"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        return self.plugin_gate(name, behave, is_async)
+
+
+class AgentCallbackHarness(ADKHarness):
+    """Every gate one of the agent's ``before_tool_callback`` list, no plugin (inventory
+    row 2: the agent stage reached without a plugin before it)."""
+
+    kind = "agent"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        return self.agent_gate(name, behave, is_async)
+
+
+class ConfirmationHarness(ADKHarness):
+    """The tool's ``require_confirmation`` predicate (inventory row 3), the one gate of a
+    ``FunctionTool(run_command, require_confirmation=predicate)``. Its answers: ``False``
+    runs the tool (the kit's allow and "no opinion": no confirmation needed); ``True`` asks
+    a human (the predicate's only way to stop a call: the kit's deny and ask; the run has
+    no human, so the call is held and the model is told ADK's confirmation request).
+    ``None`` is junk (upstream reads it as "run it"). No rewrite, one predicate per tool."""
+
+    kind = "require_confirmation"
+    has_ask = True
+
+    def __init__(self, workdir):
+        super().__init__(workdir)
+        self.predicate = None
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.predicate is not None:
+            raise NotSupported("one require_confirmation predicate per tool")
+        label = self.label(name)
+
+        def seen(command):
+            return Seen(adk_rig.TOOL, {"command": command})
+
+        if is_async:
+
+            async def predicate(command: str):
+                return await behave(seen(command))
+
+        else:
+
+            def predicate(command: str):
+                return behave(seen(command))
+
+        adk_rig.named(predicate, f"confirm_{label}")
+        self.predicate = predicate
+        return f"google-adk:{predicate.__module__}.confirm_{label}"
+
+    def reset(self):
+        super().reset()
+        self.predicate = None
+
+    def allow(self, seen):
+        return False
+
+    def abstain(self, seen):
+        return False
+
+    def deny(self, seen):
+        return True
+
+    def ask(self, seen):
+        return True
+
+    def junk(self):
+        return [("None", None), ("0", 0), ("an empty string", ""), ("a string", "no"), ("an object", object())]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("a confirmation predicate cannot rewrite")
+
+    def run(self, arguments, mode):
+        marker = self.workdir / "kit-marker"
+        if marker.exists():
+            marker.unlink()
+        outcome = adk_rig.run_agent(marker, arguments, mode, confirm=self.predicate)
+        return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
+
+
+@pytest.fixture
+def failsecure_harness_plugin(tmp_path):
+    return PluginHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_agent(tmp_path):
+    return AgentCallbackHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_require_confirmation(tmp_path):
+    return ConfirmationHarness(tmp_path)

@@ -117,3 +117,26 @@ def test_a_predicate_set_as_observer_does_not_deny(rig, mode):
     out = rig.run({"command": "harmless"}, mode, confirm=needs_confirmation)
     assert rig.ran and out.response == {"ok": True}
     assert rig.outcome_of(needs_confirmation.__qualname__)["failure"] == "raised"
+
+
+# ---------------------------------------------------------------- required
+
+
+def test_a_required_predicate_that_is_there_runs_the_tool(rig, mode):
+    def needs_confirmation(command: str) -> bool:
+        return False
+
+    rig.config(top=f'required = ["{hook_of(needs_confirmation)}"]')
+    out = rig.run({"command": "harmless"}, mode, confirm=needs_confirmation)
+    assert out.error is None, out.error
+    assert rig.ran and out.response == {"ok": True}  # it is asked after the before-tool stage
+
+
+def test_a_required_predicate_that_is_not_there_denies(rig, mode):
+    def needs_confirmation(command: str) -> bool:
+        return False
+
+    rig.config(top=f'required = ["{hook_of(needs_confirmation)}"]')
+    out = rig.run({"command": "harmless"}, mode, confirm=True)  # a static flag: no predicate
+    assert not rig.ran
+    assert rig.outcome_of(needs_confirmation.__qualname__)["failure"] == "missing"

@@ -202,34 +202,37 @@ class PydanticAIHarness(Harness):
         self.gates: list = []
 
     def add_gate(self, name, behave, *, is_async=False):
-        from pydantic_ai.exceptions import ApprovalRequired, ToolFailed
-
-        def translate(answer, args):
-            if isinstance(answer, _Same):
-                return args
-            if isinstance(answer, _Deny):
-                raise ToolFailed(answer.reason)
-            if isinstance(answer, _Ask):
-                raise ApprovalRequired()
-            return answer
-
-        def seen(call, args):
-            return Seen(tool=call.tool_name, arguments=dict(args) if isinstance(args, dict) else {}, native=args)
-
         if is_async:
 
             async def gate(ctx, *, call, tool_def, args):
-                return translate(await behave(seen(call, args)), args)
+                return self.translate(await behave(self.seen(call, args)), args)
 
         else:
 
             def gate(ctx, *, call, tool_def, args):
-                return translate(behave(seen(call, args)), args)
+                return self.translate(behave(self.seen(call, args)), args)
 
         gate.__name__ = gate.__qualname__ = f"gate_{name}"
         gate.__module__ = "conformance"
         self.gates.append(gate)
         return f"pydantic-ai:conformance.gate_{name}"
+
+    @staticmethod
+    def translate(answer, args):
+        """A kit answer -> what a before-tool hook does: return the arguments, raise."""
+        from pydantic_ai.exceptions import ApprovalRequired, ToolFailed
+
+        if isinstance(answer, _Same):
+            return args
+        if isinstance(answer, _Deny):
+            raise ToolFailed(answer.reason)
+        if isinstance(answer, _Ask):
+            raise ApprovalRequired()
+        return answer
+
+    @staticmethod
+    def seen(call, args):
+        return Seen(tool=call.tool_name, arguments=dict(args) if isinstance(args, dict) else {}, native=args)
 
     def reset(self):
         self.gates = []
@@ -260,11 +263,14 @@ class PydanticAIHarness(Harness):
 
     def run(self, arguments, mode):
         marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
-        agent = make_agent(marker, [dict(arguments)], [hooks_with(*self.gates)] if self.gates else [])
+        agent = self.agent(marker, dict(arguments))
         output, exc = run_agent(agent, mode)
         told = output if exc is None else f"{type(exc).__name__}: {exc}"
         runs = marker.runs()
         return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=str(told))
+
+    def agent(self, marker, arguments):
+        return make_agent(marker, [arguments], [hooks_with(*self.gates)] if self.gates else [])
 
     def install(self):
         failsecure.install()
@@ -279,6 +285,162 @@ class PydanticAIHarness(Harness):
 @pytest.fixture
 def failsecure_harness(tmp_path, adapter):
     return PydanticAIHarness(tmp_path)
+
+
+def _marked_toolset(marker):
+    from pydantic_ai.toolsets import FunctionToolset
+
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    return FunctionToolset([run_command])
+
+
+class CapabilityHarness(PydanticAIHarness):
+    """Every gate an ``AbstractCapability`` subclass of its own with a ``before_tool_execute``
+    method (inventory rows 2-3); the capabilities run in registration order. The method is
+    a coroutine (pydantic-ai awaits it): a sync gate runs in a thread, as a capability
+    author would run blocking code."""
+
+    kind = "capability"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        from pydantic_ai.capabilities import AbstractCapability
+
+        harness = self
+
+        class Gate(AbstractCapability):
+            async def before_tool_execute(self, ctx, *, call, tool_def, args):
+                seen = harness.seen(call, args)
+                answer = await behave(seen) if is_async else await asyncio.to_thread(behave, seen)
+                return harness.translate(answer, args)
+
+        Gate.__name__ = Gate.__qualname__ = f"Gate_{name}"
+        Gate.__module__ = "conformance"
+        self.gates.append(Gate())
+        return f"pydantic-ai:conformance.Gate_{name}.before_tool_execute"
+
+    def agent(self, marker, arguments):
+        return make_agent(marker, [arguments], list(self.gates))
+
+
+class ApprovalPredicateHarness(PydanticAIHarness):
+    """The ``ApprovalRequiredToolset(approval_required_func=...)`` predicate (inventory
+    row 5), the one gate of the toolset that holds the tool. Its answers: ``False`` runs
+    the tool (the kit's allow and "no opinion": approval not needed); ``True`` asks for
+    approval (its only way to stop a call: the kit's deny and ask; the run ends with the
+    call in ``DeferredToolRequests``). Falsy junk is junk (upstream reads it as "run
+    it"). No rewrite, one predicate per toolset."""
+
+    kind = "approval_required"
+
+    def __init__(self, base):
+        super().__init__(base)
+        self.predicate = None
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.predicate is not None:
+            raise NotSupported("one approval predicate per toolset")
+
+        def seen(tool_def, tool_args):
+            return Seen(tool=tool_def.name, arguments=dict(tool_args) if isinstance(tool_args, dict) else {}, native=tool_args)
+
+        if is_async:
+
+            async def predicate(ctx, tool_def, tool_args):
+                return await behave(seen(tool_def, tool_args))
+
+        else:
+
+            def predicate(ctx, tool_def, tool_args):
+                return behave(seen(tool_def, tool_args))
+
+        predicate.__name__ = predicate.__qualname__ = f"needs_approval_{name}"
+        predicate.__module__ = "conformance"
+        self.predicate = predicate
+        return f"pydantic-ai:conformance.needs_approval_{name}"
+
+    def reset(self):
+        super().reset()
+        self.predicate = None
+
+    def allow(self, seen):
+        return False
+
+    def abstain(self, seen):
+        return False
+
+    def deny(self, seen):
+        return True
+
+    def ask(self, seen):
+        return True
+
+    def junk(self):
+        return [("None", None), ("0", 0), ("an empty string", ""), ("a string", "no"), ("an object", object())]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("an approval predicate cannot rewrite")
+
+    def agent(self, marker, arguments):
+        from pydantic_ai import Agent, DeferredToolRequests
+        from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
+
+        toolset = _marked_toolset(marker)
+        if self.predicate is not None:
+            toolset = ApprovalRequiredToolset(toolset, approval_required_func=self.predicate)
+        return Agent(make_model([arguments]), toolsets=[toolset], output_type=[str, DeferredToolRequests])
+
+
+class WrapperToolsetHarness(PydanticAIHarness):
+    """The gates are ``Hooks`` hooks as in ``PydanticAIHarness``; a rewrite is made where a
+    toolset wrapper makes it (inventory row 6): a ``WrapperToolset`` subclass whose
+    ``call_tool`` hands the wrapped toolset other arguments, after the hooks judged the
+    call."""
+
+    kind = "wrapper_toolset"
+
+    def __init__(self, base):
+        super().__init__(base)
+        self.pending = None
+
+    def reset(self):
+        super().reset()
+        self.pending = None
+
+    def rewrite(self, seen, arguments):
+        self.pending = dict(arguments)
+        return _Same()
+
+    def agent(self, marker, arguments):
+        from pydantic_ai import Agent
+        from pydantic_ai.toolsets import WrapperToolset
+
+        harness = self
+
+        class Rewriting(WrapperToolset):
+            async def call_tool(self, name, tool_args, ctx, tool):
+                new = dict(harness.pending) if harness.pending is not None else tool_args
+                return await super().call_tool(name, new, ctx, tool)
+
+        capabilities = [hooks_with(*self.gates)] if self.gates else []
+        return Agent(make_model([arguments]), toolsets=[Rewriting(_marked_toolset(marker))], capabilities=capabilities)
+
+
+@pytest.fixture
+def failsecure_harness_capability(tmp_path, adapter):
+    return CapabilityHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_approval_required(tmp_path, adapter):
+    return ApprovalPredicateHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_wrapper_toolset(tmp_path, adapter):
+    return WrapperToolsetHarness(tmp_path)
 
 
 __all__ = ["NotSupported"]

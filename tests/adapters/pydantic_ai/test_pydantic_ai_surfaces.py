@@ -191,6 +191,21 @@ def test_an_approval_predicate_answering_false_runs_the_tool(rig, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_required_approval_predicate_that_is_there_runs_the_tool(rig, mode):
+    rig.config(top=f'required = ["{hook_id(_pred_false)}"]')
+    output, exc = run_agent(_approval_agent(rig, _pred_false), mode)  # asked after the before-tool gates
+    assert exc is None and rig.ran() == ["harmless"] and "ran harmless" in output
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_required_approval_predicate_that_is_not_there_denies(rig, mode):
+    rig.config(top=f'required = ["{hook_id(_pred_false)}"]')
+    output, exc = run_agent(_approval_agent(rig, _pred_zero), mode)  # another predicate
+    assert rig.ran() == []
+    assert rig.outcome_of("_pred_false")["failure"] == "missing"
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_an_approval_predicate_answering_true_still_asks(rig, mode):
     from pydantic_ai import DeferredToolRequests
 
