@@ -489,22 +489,64 @@ def project_path() -> tuple[str | None, bool]:
     """(path, is_pyproject) of the project config, searched from the working directory
     upward; (None, False) when there is none. A ``pyproject.toml`` counts only when it
     has a ``[tool.failsecure]`` table; one that cannot be read or parsed counts too (its
-    load is an error: every gated call denies, as for any invalid config)."""
+    load is an error: every gated call denies, as for any invalid config). A file
+    another user can write is passed over (``_ours``)."""
     try:
         here = os.getcwd()
     except OSError:
         return None, False
     while True:
         candidate = os.path.join(here, PROJECT_FILE)
-        if os.path.isfile(candidate):
+        if os.path.isfile(candidate) and _ours(candidate):
             return candidate, False
         candidate = os.path.join(here, "pyproject.toml")
-        if os.path.isfile(candidate) and _has_table(candidate):
+        if os.path.isfile(candidate) and _has_table(candidate) and _ours(candidate):
             return candidate, True
         parent = os.path.dirname(here)
         if parent == here:
             return None, False
         here = parent
+
+
+#: foreign project files already reported on stderr (once per path and process)
+_foreign_reported: set = set()
+
+
+def _ours(path: str) -> bool:
+    """A project file counts only when no other user can have written it: the file (and,
+    for a symlink, the link itself) is owned by this user or root, and not writable by
+    everyone. A ``pyproject.toml`` another user left in a shared parent directory (``/tmp``)
+    could otherwise make every gated call of this user deny (an invalid file) or hold its
+    tools to that user's rules. Such a file is skipped (the search goes on upward) and
+    named once on stderr, without its content. No ownership on this platform: every file
+    counts."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True
+    me = getuid()
+    try:
+        entries = (os.lstat(path), os.stat(path))
+    except OSError:
+        return True  # vanished or unreadable: loading it reports the error
+    for st in entries:
+        if st.st_uid not in (me, 0) or (st.st_mode & 0o002 and not _is_link(st)):
+            break
+    else:
+        return True
+    if path not in _foreign_reported:
+        _foreign_reported.add(path)
+        err = sys.stderr
+        if err is not None:
+            try:
+                err.write(f"failsecure: ignoring the project config {path}: another user can write it "
+                          "(it is not owned by you or root, or it is writable by everyone)\n")
+            except Exception:
+                pass
+    return False
+
+
+def _is_link(st) -> bool:
+    return (st.st_mode & 0o170000) == 0o120000  # a symlink's own mode is always 0777
 
 
 _BARE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
