@@ -11,8 +11,11 @@ content hash are recorded; any edit drops the trust). The merge is monotone.
 
 Which files are trusted is decided by ``TRUST_VARIABLES`` (``FAILSECURE_CONFIG``,
 ``XDG_CONFIG_HOME``, ``HOME``) as the process STARTED (``trusted_environment()``): a
-``.env`` loaded into ``os.environ`` later cannot widen trust. Trusted code in the process
-may choose them explicitly with ``set_trusted_environment()``.
+``.env`` loaded into ``os.environ`` later cannot widen trust. A failsecure process hands
+what it trusts to its children (``TRUSTED_ENV``, checked on Linux against the exporting
+ancestor's exec-time environment), so a child started after a ``.env`` was loaded does
+not trust the project's values either. Trusted code in the process may choose them
+explicitly with ``set_trusted_environment()``.
 
 A config that fails validation is a hard, clear error naming the file and the key; until
 it is fixed, ``Config.error`` is set and every gated call denies.
@@ -28,6 +31,8 @@ import errno
 import os
 import sys
 from _thread import TIMEOUT_MAX as _TIMEOUT_MAX  # a builtin module: no import cost
+
+from . import _bootstrap  # os and sys only
 
 TYPE_CHECKING = False  # not typing's (an import on the runner's critical path)
 if TYPE_CHECKING:
@@ -347,29 +352,12 @@ def _normal(values) -> dict:
 
 
 def _from_proc() -> "dict | None":
-    """The trust variables of the exec-time environment block (Linux), or None when it
-    cannot be read or no longer looks like one (setproctitle may write the process title
-    over it)."""
+    """The trust variables (and ``TRUSTED_ENV``) of the exec-time environment block
+    (Linux), or None when it cannot be read or no longer looks like one (setproctitle may
+    write the process title over it)."""
     if "setproctitle" in sys.modules:
         return None
-    try:
-        with open("/proc/self/environ", "rb") as fh:
-            block = fh.read()
-    except OSError:
-        return None
-    if not block:
-        return {}
-    equals = block.find(b"=", 0, block.find(b"\0"))
-    if not block.endswith(b"\0") or b"\0\0" in block or equals <= 0 or b" " in block[:equals]:
-        return None  # written over (a title, zero padding): not KEY=VALUE entries any more
-    block = b"\0" + block
-    found: dict = {}
-    for name in TRUST_VARIABLES:
-        at = block.find(b"\0" + name.encode() + b"=")  # the first one wins, as in os.environ
-        if at >= 0:
-            at += len(name) + 2
-            found[name] = os.fsdecode(block[at:block.index(b"\0", at)])
-    return found
+    return _bootstrap.read_block("/proc/self/environ")
 
 
 def _start_environment() -> tuple[dict, str]:
@@ -377,17 +365,25 @@ def _start_environment() -> tuple[dict, str]:
     were read). The drop-in's snapshot at interpreter start when it ran (``.pth``, before
     any application code, also with ``FAILSECURE_AUTO=0``); else the exec-time environment
     from ``/proc/self/environ`` (``python -S``, ``pip install --target``, zipapps on
-    Linux); else ``os.environ`` at this module's first import."""
-    boot = sys.modules.get("failsecure._bootstrap")
-    snapshot = getattr(boot, "start_environment", None) if boot is not None else None
+    Linux); else ``os.environ`` at this module's first import. In each, what a failsecure
+    parent handed down (``TRUSTED_ENV``) is preferred to the variables themselves."""
+    snapshot = _bootstrap.start_environment
     if isinstance(snapshot, dict):
-        return _normal(snapshot), "interpreter start"
+        return _normal(snapshot), _bootstrap.start_origin
     exec_time = _from_proc()
-    if exec_time is not None:
-        return _normal(exec_time), "/proc/self/environ"
-    return _normal(os.environ), "os.environ at the first import of failsecure.policy"
+    found, where = (exec_time, "/proc/self/environ") if exec_time is not None else \
+        (os.environ, "os.environ at the first import of failsecure.policy")
+    claim = found.get(TRUSTED_ENV)
+    if claim is not None:
+        env, where = _bootstrap.inherited(claim)
+        env = _normal(env)
+    else:
+        env = _normal(found)
+    _bootstrap.export(env)  # the drop-in did not hand it to children at start: now
+    return env, where
 
 
+TRUSTED_ENV = _bootstrap.TRUSTED_ENV
 _start, _start_origin = _start_environment()
 #: what trusted code chose with ``set_trusted_environment`` (None: the start environment)
 _chosen: Mapping[str, str] | None = None
@@ -435,6 +431,10 @@ def set_trusted_environment(mapping=None):
         _chosen = mapping
     else:
         _chosen = _normal(mapping)
+    if _chosen is None:
+        _bootstrap.export(_start)
+    else:  # trusted code decides, for the children too: they get the environment it gives them
+        os.environ.pop(TRUSTED_ENV, None)
     _current = None
     return previous
 
