@@ -189,7 +189,7 @@ TRUST_VARIABLES = ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME", "USERPROFILE"
 #: ``.env`` forges (override=True) must name a live ancestor whose exec-time environment
 #: says the same (Linux, ``inherited``).
 TRUSTED_ENV = "FAILSECURE_TRUSTED_ENV"
-_reported = []
+_reported: list = []
 
 
 def encode(pid, env):

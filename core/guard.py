@@ -118,6 +118,36 @@ def _close_awaitable(result: Any) -> None:
 _RUNNING, _DONE, _ABANDONED = 0, 1, 2
 
 
+class _WorkerThread(threading.Thread):
+    """A worker's thread, started without ``Thread.start``'s hand-shake: that waits until
+    the new thread has run its first Python code, a round trip through the GIL that
+    under load (hundreds of threads wanting it) costs the caller tens of milliseconds,
+    and blocks an event loop's thread for as long. The caller has nothing to wait for:
+    it waits on the worker's ``done`` anyway, and a job's deadline runs from the
+    worker's own start. The thread is registered as ``start`` registers it (in
+    ``threading.enumerate()`` at once); where threading's internals are not the ones
+    this knows, the plain ``start`` runs."""
+
+    def start(self) -> None:
+        limbo = getattr(threading, "_limbo", None)
+        lock = getattr(threading, "_active_limbo_lock", None)
+        joinable = getattr(threading, "_start_joinable_thread", None)  # 3.13+
+        plain = getattr(threading, "_start_new_thread", None)  # 3.11, 3.12
+        if type(limbo) is not dict or lock is None or (joinable is None and plain is None) or self._started.is_set():  # type: ignore[attr-defined]
+            return super().start()
+        with lock:
+            limbo[self] = self
+        try:
+            if joinable is not None:
+                joinable(self._bootstrap, handle=self._handle, daemon=self.daemon)  # type: ignore[attr-defined]
+            else:
+                plain(self._bootstrap, ())  # type: ignore[misc, attr-defined]
+        except Exception:
+            with lock:
+                limbo.pop(self, None)
+            raise
+
+
 class _Raised:
     """A hook's exception, as the worker hands it back (KeyboardInterrupt included)."""
 
@@ -205,7 +235,7 @@ class _Pool:
         else:
             worker.started = True
             worker.wake.release()
-            threading.Thread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True).start()
+            _WorkerThread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True).start()
 
     def release(self, worker: _Worker) -> None:
         """The caller took a finished job's results (and its ``done``): the worker is free."""
@@ -448,12 +478,18 @@ def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadl
     with worker.lock:
         completed = job.completed
     if completed == index:
-        if timeout and perf_counter() >= deadline:
+        now = perf_counter()
+        if timeout and now >= deadline:
             began = job.started if index == 0 else 0.0
             if began + timeout > deadline:
                 # the worker began the first call after the hand-off (a thread starting
                 # under load): its deadline runs from its own start, as a later call's does
                 deadline = began + timeout
+            elif index == 0 and began == 0.0 and now < job.submitted + 2 * timeout:
+                # the worker has not begun yet (its thread not scheduled): the hook has
+                # not started, so its deadline has not either; waited for up to one more
+                # deadline, then abandoned unstarted (it never runs)
+                deadline = job.submitted + 2 * timeout
             elif _pool.abandon(worker, job, index):
                 return index, index, timeout, deadline, 0.0
     elif completed < len(pending):

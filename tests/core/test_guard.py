@@ -1563,3 +1563,51 @@ def test_a_gates_deadline_runs_from_its_own_start_not_from_a_slow_hand_off(monke
     finally:
         release.set()
     assert o.failure is Failure.TIMEOUT
+
+
+@pytest.mark.parametrize("caller", ["sync", "async"])
+def test_a_gate_whose_worker_has_not_begun_at_the_deadline_is_waited_for(monkeypatch, caller):
+    """Under load a worker's thread may not be scheduled before the caller wakes at the
+    deadline: the gate has not started, so neither has its deadline. Here the worker is
+    handed its job only after the caller's first look at the deadline."""
+    monkeypatch.setattr(guard, "_pool", guard._Pool())
+    held = []
+    real_start, real_check = guard._pool.start, guard._check
+    monkeypatch.setattr(guard._pool, "start", lambda worker, job: held.append((worker, job)))
+
+    def check(worker, job, pending, index, timeout, deadline):
+        late = time.perf_counter() >= deadline
+        got = real_check(worker, job, pending, index, timeout, deadline)
+        while late and held:  # the worker's thread gets scheduled only now, past the deadline
+            real_start(*held.pop())
+        return got
+
+    monkeypatch.setattr(guard, "_check", check)
+    ran = []
+    quick = lambda: ran.append(1) or "allow"  # noqa: E731
+    if caller == "sync":
+        o = guard.call("t:q", quick, validate=validate, timeout=0.3)
+    else:
+        o = asyncio.run(guard.acall("t:q", quick, validate=validate, timeout=0.3))
+    assert o.failure is None and o.action is Action.ALLOW and ran == [1], o
+
+
+def test_a_gate_whose_worker_never_begins_times_out_unstarted(monkeypatch):
+    # the twin: a worker that is never scheduled does not hold the call for ever
+    monkeypatch.setattr(guard, "_pool", guard._Pool())
+    monkeypatch.setattr(guard._pool, "start", lambda worker, job: None)
+    ran = []
+    o = guard.call("t:q", lambda: ran.append(1) or "allow", validate=validate, timeout=0.1)
+    assert o.failure is Failure.TIMEOUT and ran == []
+
+
+def test_worker_threads_are_listed_from_their_start(monkeypatch):
+    # started without Thread.start's hand-shake, a worker is still a registered thread
+    monkeypatch.setattr(guard, "_pool", guard._Pool())
+    release = threading.Event()
+    try:
+        o = guard.call("t:h", lambda: release.wait(5), validate=validate, timeout=0.05)
+        assert o.failure is Failure.TIMEOUT
+        assert any(t.name == "failsecure-guard" and t.daemon and isinstance(t, guard._WorkerThread) for t in threading.enumerate())
+    finally:
+        release.set()
