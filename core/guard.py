@@ -157,6 +157,11 @@ class _Raised:
         self.exc = exc
 
 
+#: ``_Job.counted`` of a job no bound counts: not abandoned, or abandoned before its
+#: worker began it (it never runs a hook: no evidence that a hook hangs)
+_UNCOUNTED: tuple = ("", False)
+
+
 class _Job:
     """Hook calls handed to one worker, run in order: ``calls`` is the caller's list of
     ``(hook_id, fn, args, kwargs, validate, timeout)``. ``results[i]`` is hook i's
@@ -182,7 +187,7 @@ class _Job:
         self.submitted = 0.0
         self.started = 0.0  # when the worker began the first call: each deadline runs from its call's start
         self.awaitables = awaitables
-        self.counted: tuple = ("", False)
+        self.counted: tuple = _UNCOUNTED
 
 
 class _Worker:
@@ -284,7 +289,8 @@ class _Pool:
         with worker.lock:
             if job.completed > index or job.state != _RUNNING:
                 return False
-            self.count(job, hook_id, advisory)
+            if job.started:  # never begun: it will run nothing, so no bound counts it
+                self.count(job, hook_id, advisory)
             job.state = _ABANDONED  # after the count: the worker may read it without the lock
         return True
 
@@ -298,7 +304,8 @@ class _Pool:
             if job.ctx.run(self._run_job, worker, job):
                 continue  # the caller takes ``done`` and frees this worker
             with self.lock:  # abandoned: nobody waits for this worker
-                self._uncount(job)
+                if job.counted is not _UNCOUNTED:
+                    self._uncount(job)
                 keep = len(self.idle) < MAX_IDLE
                 if keep:
                     self.idle.append(worker)
@@ -313,9 +320,10 @@ class _Pool:
         caller woke (a hook holding the GIL keeps the caller from waking in time)."""
         lock, results, ends, awaitables = worker.lock, job.results, job.ends, job.awaitables
         last = len(job.calls) - 1
-        began = job.started = perf_counter()
-        if job.state == _ABANDONED:  # given up before it began (set after its count): nothing runs
-            return False
+        with lock:  # the caller reads ``started`` under it to tell a begun job from one that never ran
+            began = job.started = perf_counter()
+            if job.state == _ABANDONED:  # given up before it began: nothing runs
+                return False
         for index, (hook_id, fn, args, kwargs, validate, timeout) in enumerate(job.calls):
             try:
                 result = fn(*(args or ()), **(kwargs or _NO_KWARGS))
@@ -516,7 +524,9 @@ def _begin(worker: _Worker, job: _Job, pending: list) -> tuple:
 #: caller's own code runs slower for a while after): most gates end within this, so the
 #: caller yields the CPU between polls instead (``os.sched_yield``: a thread waiting for
 #: that CPU, the worker included, runs at once). It costs at most this much CPU time
-#: per batch; 0 turns it off.
+#: per batch; 0 turns it off. Only for a worker whose thread already runs: a fresh one
+#: (a burst of calls) takes longer than this to start, and polling for it would only
+#: cost the CPU it needs and one more trip through the GIL.
 SPIN = 100e-6
 
 _yield = getattr(os, "sched_yield", None)
@@ -557,9 +567,10 @@ def _wait(worker: _Worker, job: _Job, pending: list) -> int:
     was abandoned). Nothing runs between handing the job over and sleeping but the wait."""
     done = worker.done
     index = 0
+    running = worker.started  # a fresh thread: it cannot end within SPIN, don't poll for it
     timeout, deadline, wait = _begin(worker, job, pending)
     try:
-        if SPIN:
+        if SPIN and running:
             wait = _spin(worker, wait)
             if wait == -2.0:
                 return len(pending)
@@ -722,10 +733,11 @@ async def _await(worker: _Worker, job: _Job, pending: list) -> int:
     gates past their deadlines; the job is awaited at once instead."""
     done = worker.done
     index = 0
+    running = worker.started  # a fresh thread cannot end within the grace: don't hold the loop
     timeout, deadline, wait = _begin(worker, job, pending)
     try:
         loop = asyncio.get_running_loop()
-        if getattr(loop, "_ready", None):  # asyncio's queue of ready callbacks: others wait
+        if not running or getattr(loop, "_ready", None):  # asyncio's queue of ready callbacks: others wait
             grace = 0.0
         else:
             grace = LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait

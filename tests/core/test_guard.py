@@ -1592,13 +1592,24 @@ def test_a_gate_whose_worker_has_not_begun_at_the_deadline_is_waited_for(monkeyp
     assert o.failure is None and o.action is Action.ALLOW and ran == [1], o
 
 
-def test_a_gate_whose_worker_never_begins_times_out_unstarted(monkeypatch):
-    # the twin: a worker that is never scheduled does not hold the call for ever
-    monkeypatch.setattr(guard, "_pool", guard._Pool())
-    monkeypatch.setattr(guard._pool, "start", lambda worker, job: None)
+def test_a_gate_whose_worker_never_begins_times_out_unstarted_and_no_bound_counts_it(monkeypatch):
+    # the twin: a worker that is not scheduled does not hold the call for ever; the call
+    # never ran its gate, so it is no sign of a hung hook: no bound counts it
+    pool = guard._Pool()
+    monkeypatch.setattr(guard, "_pool", pool)
+    held = []
+    real_start = pool.start
+    monkeypatch.setattr(pool, "start", lambda worker, job: held.append((worker, job)))
     ran = []
     o = guard.call("t:q", lambda: ran.append(1) or "allow", validate=validate, timeout=0.1)
     assert o.failure is Failure.TIMEOUT and ran == []
+    assert guard.abandoned_calls() == 0 and pool.by_hook == {}
+    real_start(*held.pop())  # scheduled at last: it runs nothing, and frees itself
+    for _ in range(500):
+        if pool.idle:
+            break
+        time.sleep(0.01)
+    assert ran == [] and len(pool.idle) == 1 and guard.abandoned_calls() == 0 and pool.by_hook == {}
 
 
 def test_worker_threads_are_listed_from_their_start(monkeypatch):
