@@ -118,36 +118,6 @@ def _close_awaitable(result: Any) -> None:
 _RUNNING, _DONE, _ABANDONED = 0, 1, 2
 
 
-class _WorkerThread(threading.Thread):
-    """A worker's thread, started without ``Thread.start``'s hand-shake: that waits until
-    the new thread has run its first Python code, a round trip through the GIL that
-    under load (hundreds of threads wanting it) costs the caller tens of milliseconds,
-    and blocks an event loop's thread for as long. The caller has nothing to wait for:
-    it waits on the worker's ``done`` anyway, and a job's deadline runs from the
-    worker's own start. The thread is registered as ``start`` registers it (in
-    ``threading.enumerate()`` at once); where threading's internals are not the ones
-    this knows, the plain ``start`` runs."""
-
-    def start(self) -> None:
-        limbo = getattr(threading, "_limbo", None)
-        lock = getattr(threading, "_active_limbo_lock", None)
-        joinable = getattr(threading, "_start_joinable_thread", None)  # 3.13+
-        plain = getattr(threading, "_start_new_thread", None)  # 3.11, 3.12
-        if type(limbo) is not dict or lock is None or (joinable is None and plain is None) or self._started.is_set():  # type: ignore[attr-defined]
-            return super().start()
-        with lock:
-            limbo[self] = self
-        try:
-            if joinable is not None:
-                joinable(self._bootstrap, handle=self._handle, daemon=self.daemon)  # type: ignore[attr-defined]
-            else:
-                plain(self._bootstrap, ())  # type: ignore[misc, attr-defined]
-        except Exception:
-            with lock:
-                limbo.pop(self, None)
-            raise
-
-
 class _Raised:
     """A hook's exception, as the worker hands it back (KeyboardInterrupt included)."""
 
@@ -158,7 +128,7 @@ class _Raised:
 
 
 #: ``_Job.counted`` of a job no bound counts: not abandoned, or abandoned before its
-#: worker began it (it never runs a hook: no evidence that a hook hangs)
+#: worker began it (it never runs a hook: no sign that a hook hangs)
 _UNCOUNTED: tuple = ("", False)
 
 
@@ -240,7 +210,7 @@ class _Pool:
         else:
             worker.started = True
             worker.wake.release()
-            _WorkerThread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True).start()
+            threading.Thread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True).start()
 
     def release(self, worker: _Worker) -> None:
         """The caller took a finished job's results (and its ``done``): the worker is free."""
@@ -486,18 +456,12 @@ def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadl
     with worker.lock:
         completed = job.completed
     if completed == index:
-        now = perf_counter()
-        if timeout and now >= deadline:
+        if timeout and perf_counter() >= deadline:
             began = job.started if index == 0 else 0.0
             if began + timeout > deadline:
                 # the worker began the first call after the hand-off (a thread starting
                 # under load): its deadline runs from its own start, as a later call's does
                 deadline = began + timeout
-            elif index == 0 and began == 0.0 and now < job.submitted + 2 * timeout:
-                # the worker has not begun yet (its thread not scheduled): the hook has
-                # not started, so its deadline has not either; waited for up to one more
-                # deadline, then abandoned unstarted (it never runs)
-                deadline = job.submitted + 2 * timeout
             elif _pool.abandon(worker, job, index):
                 return index, index, timeout, deadline, 0.0
     elif completed < len(pending):
@@ -524,9 +488,7 @@ def _begin(worker: _Worker, job: _Job, pending: list) -> tuple:
 #: caller's own code runs slower for a while after): most gates end within this, so the
 #: caller yields the CPU between polls instead (``os.sched_yield``: a thread waiting for
 #: that CPU, the worker included, runs at once). It costs at most this much CPU time
-#: per batch; 0 turns it off. Only for a worker whose thread already runs: a fresh one
-#: (a burst of calls) takes longer than this to start, and polling for it would only
-#: cost the CPU it needs and one more trip through the GIL.
+#: per batch; 0 turns it off.
 SPIN = 100e-6
 
 _yield = getattr(os, "sched_yield", None)
@@ -567,10 +529,9 @@ def _wait(worker: _Worker, job: _Job, pending: list) -> int:
     was abandoned). Nothing runs between handing the job over and sleeping but the wait."""
     done = worker.done
     index = 0
-    running = worker.started  # a fresh thread: it cannot end within SPIN, don't poll for it
     timeout, deadline, wait = _begin(worker, job, pending)
     try:
-        if SPIN and running:
+        if SPIN:
             wait = _spin(worker, wait)
             if wait == -2.0:
                 return len(pending)
@@ -733,11 +694,10 @@ async def _await(worker: _Worker, job: _Job, pending: list) -> int:
     gates past their deadlines; the job is awaited at once instead."""
     done = worker.done
     index = 0
-    running = worker.started  # a fresh thread cannot end within the grace: don't hold the loop
     timeout, deadline, wait = _begin(worker, job, pending)
     try:
         loop = asyncio.get_running_loop()
-        if not running or getattr(loop, "_ready", None):  # asyncio's queue of ready callbacks: others wait
+        if getattr(loop, "_ready", None):  # asyncio's queue of ready callbacks: others wait
             grace = 0.0
         else:
             grace = LOOP_GRACE if wait < 0.0 or wait > LOOP_GRACE else wait

@@ -1565,36 +1565,11 @@ def test_a_gates_deadline_runs_from_its_own_start_not_from_a_slow_hand_off(monke
     assert o.failure is Failure.TIMEOUT
 
 
-@pytest.mark.parametrize("caller", ["sync", "async"])
-def test_a_gate_whose_worker_has_not_begun_at_the_deadline_is_waited_for(monkeypatch, caller):
-    """Under load a worker's thread may not be scheduled before the caller wakes at the
-    deadline: the gate has not started, so neither has its deadline. Here the worker is
-    handed its job only after the caller's first look at the deadline."""
-    monkeypatch.setattr(guard, "_pool", guard._Pool())
-    held = []
-    real_start, real_check = guard._pool.start, guard._check
-    monkeypatch.setattr(guard._pool, "start", lambda worker, job: held.append((worker, job)))
-
-    def check(worker, job, pending, index, timeout, deadline):
-        late = time.perf_counter() >= deadline
-        got = real_check(worker, job, pending, index, timeout, deadline)
-        while late and held:  # the worker's thread gets scheduled only now, past the deadline
-            real_start(*held.pop())
-        return got
-
-    monkeypatch.setattr(guard, "_check", check)
-    ran = []
-    quick = lambda: ran.append(1) or "allow"  # noqa: E731
-    if caller == "sync":
-        o = guard.call("t:q", quick, validate=validate, timeout=0.3)
-    else:
-        o = asyncio.run(guard.acall("t:q", quick, validate=validate, timeout=0.3))
-    assert o.failure is None and o.action is Action.ALLOW and ran == [1], o
-
-
 def test_a_gate_whose_worker_never_begins_times_out_unstarted_and_no_bound_counts_it(monkeypatch):
-    # the twin: a worker that is not scheduled does not hold the call for ever; the call
-    # never ran its gate, so it is no sign of a hung hook: no bound counts it
+    # a worker not scheduled by the deadline: the call is abandoned before it ran its
+    # gate, so it is no sign of a hung hook and no bound counts it (it would take a slot of
+    # that gate's per-hook bound until its thread ran); the twin, a call abandoned while its gate
+    # runs, is counted: test_mutation_guard's test_a_fresh_pool_counts_an_abandoned_call_until_it_returns
     pool = guard._Pool()
     monkeypatch.setattr(guard, "_pool", pool)
     held = []
@@ -1610,15 +1585,3 @@ def test_a_gate_whose_worker_never_begins_times_out_unstarted_and_no_bound_count
             break
         time.sleep(0.01)
     assert ran == [] and len(pool.idle) == 1 and guard.abandoned_calls() == 0 and pool.by_hook == {}
-
-
-def test_worker_threads_are_listed_from_their_start(monkeypatch):
-    # started without Thread.start's hand-shake, a worker is still a registered thread
-    monkeypatch.setattr(guard, "_pool", guard._Pool())
-    release = threading.Event()
-    try:
-        o = guard.call("t:h", lambda: release.wait(5), validate=validate, timeout=0.05)
-        assert o.failure is Failure.TIMEOUT
-        assert any(t.name == "failsecure-guard" and t.daemon and isinstance(t, guard._WorkerThread) for t in threading.enumerate())
-    finally:
-        release.set()
