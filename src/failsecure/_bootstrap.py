@@ -174,27 +174,159 @@ _started = False
 #: were when the interpreter started, before any application code could load a ``.env``
 #: into os.environ; None when the drop-in did not run at start (the policy then reads
 #: /proc/self/environ). A relative FAILSECURE_CONFIG is kept absolute against the
-#: working directory of the start.
+#: working directory of the start. In a child of a failsecure process, the parent's
+#: trusted values (``TRUSTED_ENV``, see ``inherited``).
 start_environment = None
+start_origin = "interpreter start"
 TRUST_VARIABLES = ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME", "USERPROFILE")
+
+#: What a failsecure process hands its children: ``<pid>;NAME=<len>:<value>;...``, the
+#: trust variables it trusts, exported into os.environ at its start. A child prefers it
+#: to its own trust variables: an application that loads the project's ``.env`` after
+#: its start and then starts a child (a sub-agent, ``failsecure hook run``) would
+#: otherwise hand the child the project's values as the child's *start* environment.
+#: Set at start, it cannot be replaced by ``load_dotenv()`` (override=False); a value a
+#: ``.env`` forges (override=True) must name a live ancestor whose exec-time environment
+#: says the same (Linux, ``inherited``).
+TRUSTED_ENV = "FAILSECURE_TRUSTED_ENV"
+_reported: list = []
+
+
+def encode(pid, env):
+    return str(pid) + "".join(f";{k}={len(env[k])}:{env[k]}" for k in TRUST_VARIABLES if env.get(k))
+
+
+def decode(text):
+    """(pid, {name: value}) from ``encode``'s text; None for anything else."""
+    if type(text) is not str:
+        return None
+    head, sep, rest = text.partition(";")
+    if not head.isdigit() or (sep and not rest):
+        return None
+    out, i = {}, 0
+    while i < len(rest):
+        eq = rest.find("=", i)
+        colon = rest.find(":", eq + 1) if eq > 0 else -1
+        name, size = rest[i:eq], rest[eq + 1:colon]
+        if colon < 0 or name not in TRUST_VARIABLES or name in out or not size.isdigit():
+            return None
+        i = colon + 1 + int(size)
+        out[name] = rest[colon + 1:i]
+        if len(out[name]) != int(size) or not out[name] or (i < len(rest) and rest[i] != ";") or i == len(rest) - 1:
+            return None
+        i += 1
+    return int(head), out
+
+
+def read_block(path):
+    """The trust variables and ``TRUSTED_ENV`` of an exec-time environment block
+    (``/proc/<pid>/environ``), or None when it cannot be read or no longer looks like one
+    (setproctitle may write the process title over it)."""
+    try:
+        with open(path, "rb") as fh:
+            block = fh.read()
+    except OSError:
+        return None
+    if not block:
+        return {}
+    equals = block.find(b"=", 0, block.find(b"\0"))
+    if not block.endswith(b"\0") or b"\0\0" in block or equals <= 0 or b" " in block[:equals]:
+        return None  # written over (a title, zero padding): not KEY=VALUE entries any more
+    block = b"\0" + block
+    found = {}
+    for name in TRUST_VARIABLES + (TRUSTED_ENV,):
+        at = block.find(b"\0" + name.encode() + b"=")  # the first one wins, as in os.environ
+        if at >= 0:
+            at += len(name) + 2
+            found[name] = os.fsdecode(block[at:block.index(b"\0", at)])
+    return found
+
+
+def _ancestor(pid):
+    """``pid`` is this process (an exec without a fork) or one of its ancestors."""
+    here = os.getpid()
+    for _ in range(256):
+        if here == pid:
+            return True
+        if here <= 1:
+            return False
+        try:
+            with open(f"/proc/{here}/stat", "rb") as fh:
+                here = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
+
+def _claims(values, block):
+    """``values`` are what the exec-time ``block`` of their exporter trusted: its own
+    inherited ``TRUSTED_ENV``, else its trust variables (a relative FAILSECURE_CONFIG was
+    made absolute by the exporter)."""
+    if TRUSTED_ENV in block:
+        parsed = decode(block[TRUSTED_ENV])
+        return parsed is not None and parsed[1] == values
+    for name in TRUST_VARIABLES:
+        mine, raw = values.get(name), block.get(name) or None
+        if mine == raw:
+            continue
+        if name != "FAILSECURE_CONFIG" or not raw or os.path.isabs(raw) or not mine or not mine.endswith(os.sep + raw):
+            return False
+    return True
+
+
+def inherited(text):
+    """(the trusted values, where they came from) for a ``TRUSTED_ENV`` found in this
+    process's start environment. On Linux the value must name this process or a live
+    ancestor whose exec-time environment says the same, else nothing is inherited and
+    nothing of this environment is trusted either (``{}``: the system file and the
+    password database's home only), said once on stderr. Without ``/proc`` the value
+    cannot be checked and is taken as it is."""
+    parsed = decode(text)
+    if parsed is not None:
+        pid, values = parsed
+        if not os.path.isdir("/proc/self"):
+            return values, f"inherited from process {pid} (not verifiable here)"
+        if _ancestor(pid):
+            block = read_block(f"/proc/{pid}/environ")
+            if block is not None and _claims(values, block):
+                return values, f"inherited from process {pid}"
+    if not _reported:
+        _reported.append(True)
+        _say(f"failsecure: {TRUSTED_ENV} does not name a failsecure process this one descends from; "
+             "no trust variable of this environment is trusted (system config and the account's home only)")
+    return {}, f"refused ({TRUSTED_ENV} could not be verified)"
+
+
+def export(env):
+    """Hand ``env`` (the trusted values) to the children of this process."""
+    try:
+        os.environ[TRUSTED_ENV] = encode(os.getpid(), env)
+    except BaseException:
+        pass
 
 
 def _snapshot():
     """Take ``start_environment``, only while ``site`` processes the ``.pth`` files at
-    interpreter start (a later ``site.addsitedir()`` or ``site.main()`` is not the start)."""
-    global start_environment
+    interpreter start (a later ``site.addsitedir()`` or ``site.main()`` is not the start),
+    and export it to this process's children."""
+    global start_environment, start_origin
     site = sys.modules.get("site")
     if start_environment is not None or getattr(getattr(site, "__spec__", None), "_initializing", False) is not True:
         return
-    env = {}
-    for name in TRUST_VARIABLES:
-        value = os.environ.get(name)
-        if value is not None:
-            env[name] = value
-    named = env.get("FAILSECURE_CONFIG")
-    if named and not os.path.isabs(named):
-        env["FAILSECURE_CONFIG"] = os.path.join(os.getcwd(), named)
+    claim = os.environ.get(TRUSTED_ENV)
+    if claim is not None:
+        env, start_origin = inherited(claim)
+    else:
+        env = {}
+        for name in TRUST_VARIABLES:
+            value = os.environ.get(name)
+            if value:
+                env[name] = value
+        named = env.get("FAILSECURE_CONFIG")
+        if named and not os.path.isabs(named):
+            env["FAILSECURE_CONFIG"] = os.path.join(os.getcwd(), named)
     start_environment = env
+    export(env)
 
 
 def run():

@@ -127,6 +127,11 @@ class _Raised:
         self.exc = exc
 
 
+#: ``_Job.counted`` of a job no bound counts: not abandoned, or abandoned before its
+#: worker began it (it never runs a hook: no sign that a hook hangs)
+_UNCOUNTED: tuple = ("", False)
+
+
 class _Job:
     """Hook calls handed to one worker, run in order: ``calls`` is the caller's list of
     ``(hook_id, fn, args, kwargs, validate, timeout)``. ``results[i]`` is hook i's
@@ -152,7 +157,7 @@ class _Job:
         self.submitted = 0.0
         self.started = 0.0  # when the worker began the first call: each deadline runs from its call's start
         self.awaitables = awaitables
-        self.counted: tuple = ("", False)
+        self.counted: tuple = _UNCOUNTED
 
 
 class _Worker:
@@ -254,7 +259,8 @@ class _Pool:
         with worker.lock:
             if job.completed > index or job.state != _RUNNING:
                 return False
-            self.count(job, hook_id, advisory)
+            if job.started:  # never begun: it will run nothing, so no bound counts it
+                self.count(job, hook_id, advisory)
             job.state = _ABANDONED  # after the count: the worker may read it without the lock
         return True
 
@@ -268,7 +274,8 @@ class _Pool:
             if job.ctx.run(self._run_job, worker, job):
                 continue  # the caller takes ``done`` and frees this worker
             with self.lock:  # abandoned: nobody waits for this worker
-                self._uncount(job)
+                if job.counted is not _UNCOUNTED:
+                    self._uncount(job)
                 keep = len(self.idle) < MAX_IDLE
                 if keep:
                     self.idle.append(worker)
@@ -283,9 +290,10 @@ class _Pool:
         caller woke (a hook holding the GIL keeps the caller from waking in time)."""
         lock, results, ends, awaitables = worker.lock, job.results, job.ends, job.awaitables
         last = len(job.calls) - 1
-        began = job.started = perf_counter()
-        if job.state == _ABANDONED:  # given up before it began (set after its count): nothing runs
-            return False
+        with lock:  # the caller reads ``started`` under it to tell a begun job from one that never ran
+            began = job.started = perf_counter()
+            if job.state == _ABANDONED:  # given up before it began: nothing runs
+                return False
         for index, (hook_id, fn, args, kwargs, validate, timeout) in enumerate(job.calls):
             try:
                 result = fn(*(args or ()), **(kwargs or _NO_KWARGS))

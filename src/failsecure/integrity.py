@@ -36,7 +36,8 @@ and pass for it). Building and comparing pictures runs none of the hook's code (
 compares by fingerprint: neither runs the hook's code, neither ever raises.
 
 ``until_stable`` / ``auntil_stable`` (whole rounds until a round changes nothing) remain
-for a dispatcher that cannot be split per gate.
+for a dispatcher that cannot be split per gate; a round that only stamps is taken back
+there too (given ``origin``), or is a rewrite when it cannot be put back.
 """
 
 from __future__ import annotations
@@ -506,7 +507,7 @@ async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callab
 
 
 def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
-                 *, origin: Any = _NOTHING) -> list[Outcome]:
+                 *, origin: Any = _NOTHING, restore: Optional[Callable[[Any], None]] = None) -> list[Outcome]:
     """Run ``run_round`` (every hook once, in order, on the call as it is now; hooks may
     rewrite it) until a round leaves ``current()`` unchanged. Returns the last round's
     outcomes; a round with a deny or a failure ends it at once (nothing more to judge).
@@ -515,31 +516,76 @@ def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], A
     must never raise; return ``CHANGED`` for what it cannot picture). For a dispatcher
     that cannot run its gates one by one; ``settle`` is the rule to use.
     ``origin``: the call as it arrived; given, a round whose change is confined to paths
-    earlier rounds added (absent from ``origin``) is a stamp and settles the call (every
-    gate of that round judged the call with the stamp's previous value)."""
-    take = picture or fingerprint
-    first = origin is not _NOTHING and take(origin)
+    earlier rounds added (absent from ``origin``) is a stamp: it is taken back, so the
+    call runs with the value every gate of that round judged, and settles the call.
+    ``restore(value)`` puts a copy of the call as the round judged it back in place of
+    ``current()``; without it only a plain dict or list changed in place can be put back,
+    and a stamp that cannot be put back is a rewrite (rounds go on)."""
+    rounds = _Rounds(current, picture, origin, restore)
     for _ in range(MAX_ROUNDS):
-        before = take(current())
+        rounds.before()
         outcomes = run_round()
-        after = take(current())
-        if _denied(outcomes) or _unchanged(before, after) or (first is not False and _round_stamp(first, before, after)):
+        if rounds.settled(outcomes):
             return outcomes
     return outcomes + [unsettled(hook)]
 
 
 async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str,
-                       picture: Optional[Callable[[Any], Any]] = None, *, origin: Any = _NOTHING) -> list[Outcome]:
+                        picture: Optional[Callable[[Any], Any]] = None, *, origin: Any = _NOTHING,
+                        restore: Optional[Callable[[Any], None]] = None) -> list[Outcome]:
     """``until_stable`` for async rounds."""
-    take = picture or fingerprint
-    first = origin is not _NOTHING and take(origin)
+    rounds = _Rounds(current, picture, origin, restore)
     for _ in range(MAX_ROUNDS):
-        before = take(current())
+        rounds.before()
         outcomes = await run_round()
-        after = take(current())
-        if _denied(outcomes) or _unchanged(before, after) or (first is not False and _round_stamp(first, before, after)):
+        if rounds.settled(outcomes):
             return outcomes
     return outcomes + [unsettled(hook)]
+
+
+class _Rounds:
+    """Whole-round settling: a round settles the call when it denies, changes nothing,
+    or only stamps (and the stamp can be taken back)."""
+
+    __slots__ = ("current", "take", "first", "restore", "pic", "saved")
+
+    def __init__(self, current: Callable[[], Any], picture: Optional[Callable[[Any], Any]], origin: Any,
+                 restore: Optional[Callable[[Any], None]]):
+        self.current, self.take, self.restore = current, picture or fingerprint, restore
+        self.first = origin is not _NOTHING and self.take(origin)
+        self.pic: Any = None
+        self.saved: Any = None
+
+    def before(self) -> None:
+        live = self.current()
+        self.pic = self.take(live)
+        if self.first is not False:
+            self.saved = (live, snapshot(live))
+
+    def settled(self, outcomes: list) -> bool:
+        before, after = self.pic, self.take(self.current())
+        if _denied(outcomes) or _unchanged(before, after):
+            return True
+        return self.first is not False and _round_stamp(self.first, before, after) and self._take_back(before)
+
+    def _take_back(self, before: Any) -> bool:
+        """Put the call back as the round judged it; False (a rewrite) when it cannot be."""
+        live, copy = self.saved
+        if copy is _CHANGED:
+            return False
+        try:
+            if self.restore is not None:
+                self.restore(snapshot(copy))
+            elif self.current() is live and type(live) is dict:
+                live.clear()
+                live.update(copy)
+            elif self.current() is live and type(live) is list:
+                live[:] = copy
+            else:
+                return False
+        except BaseException:
+            return False
+        return _unchanged(before, self.take(self.current()))
 
 
 def _round_stamp(origin: Any, before: Any, after: Any) -> bool:

@@ -11,8 +11,11 @@ content hash are recorded; any edit drops the trust). The merge is monotone.
 
 Which files are trusted is decided by ``TRUST_VARIABLES`` (``FAILSECURE_CONFIG``,
 ``XDG_CONFIG_HOME``, ``HOME``) as the process STARTED (``trusted_environment()``): a
-``.env`` loaded into ``os.environ`` later cannot widen trust. Trusted code in the process
-may choose them explicitly with ``set_trusted_environment()``.
+``.env`` loaded into ``os.environ`` later cannot widen trust. A failsecure process hands
+what it trusts to its children (``TRUSTED_ENV``, checked on Linux against the exporting
+ancestor's exec-time environment), so a child started after a ``.env`` was loaded does
+not trust the project's values either. Trusted code in the process may choose them
+explicitly with ``set_trusted_environment()``.
 
 A config that fails validation is a hard, clear error naming the file and the key; until
 it is fixed, ``Config.error`` is set and every gated call denies.
@@ -28,6 +31,8 @@ import errno
 import os
 import sys
 from _thread import TIMEOUT_MAX as _TIMEOUT_MAX  # a builtin module: no import cost
+
+from . import _bootstrap  # os and sys only
 
 TYPE_CHECKING = False  # not typing's (an import on the runner's critical path)
 if TYPE_CHECKING:
@@ -376,29 +381,12 @@ def _normal(values) -> dict:
 
 
 def _from_proc() -> "dict | None":
-    """The trust variables of the exec-time environment block (Linux), or None when it
-    cannot be read or no longer looks like one (setproctitle may write the process title
-    over it)."""
+    """The trust variables (and ``TRUSTED_ENV``) of the exec-time environment block
+    (Linux), or None when it cannot be read or no longer looks like one (setproctitle may
+    write the process title over it)."""
     if "setproctitle" in sys.modules:
         return None
-    try:
-        with open("/proc/self/environ", "rb") as fh:
-            block = fh.read()
-    except OSError:
-        return None
-    if not block:
-        return {}
-    equals = block.find(b"=", 0, block.find(b"\0"))
-    if not block.endswith(b"\0") or b"\0\0" in block or equals <= 0 or b" " in block[:equals]:
-        return None  # written over (a title, zero padding): not KEY=VALUE entries any more
-    block = b"\0" + block
-    found: dict = {}
-    for name in TRUST_VARIABLES:
-        at = block.find(b"\0" + name.encode() + b"=")  # the first one wins, as in os.environ
-        if at >= 0:
-            at += len(name) + 2
-            found[name] = os.fsdecode(block[at:block.index(b"\0", at)])
-    return found
+    return _bootstrap.read_block("/proc/self/environ")
 
 
 def _start_environment() -> tuple[dict, str]:
@@ -406,17 +394,25 @@ def _start_environment() -> tuple[dict, str]:
     were read). The drop-in's snapshot at interpreter start when it ran (``.pth``, before
     any application code, also with ``FAILSECURE_AUTO=0``); else the exec-time environment
     from ``/proc/self/environ`` (``python -S``, ``pip install --target``, zipapps on
-    Linux); else ``os.environ`` at this module's first import."""
-    boot = sys.modules.get("failsecure._bootstrap")
-    snapshot = getattr(boot, "start_environment", None) if boot is not None else None
+    Linux); else ``os.environ`` at this module's first import. In each, what a failsecure
+    parent handed down (``TRUSTED_ENV``) is preferred to the variables themselves."""
+    snapshot = _bootstrap.start_environment
     if isinstance(snapshot, dict):
-        return _normal(snapshot), "interpreter start"
+        return _normal(snapshot), _bootstrap.start_origin
     exec_time = _from_proc()
-    if exec_time is not None:
-        return _normal(exec_time), "/proc/self/environ"
-    return _normal(os.environ), "os.environ at the first import of failsecure.policy"
+    found, where = (exec_time, "/proc/self/environ") if exec_time is not None else \
+        (os.environ, "os.environ at the first import of failsecure.policy")
+    claim = found.get(TRUSTED_ENV)
+    if claim is not None:
+        env, where = _bootstrap.inherited(claim)
+        env = _normal(env)
+    else:
+        env = _normal(found)
+    _bootstrap.export(env)  # the drop-in did not hand it to children at start: now
+    return env, where
 
 
+TRUSTED_ENV = _bootstrap.TRUSTED_ENV
 _start, _start_origin = _start_environment()
 #: what trusted code chose with ``set_trusted_environment`` (None: the start environment)
 _chosen: Mapping[str, str] | None = None
@@ -464,6 +460,10 @@ def set_trusted_environment(mapping=None):
         _chosen = mapping
     else:
         _chosen = _normal(mapping)
+    if _chosen is None:
+        _bootstrap.export(_start)
+    else:  # trusted code decides, for the children too: they get the environment it gives them
+        os.environ.pop(TRUSTED_ENV, None)
     _current = None
     return previous
 
@@ -518,22 +518,64 @@ def project_path() -> tuple[str | None, bool]:
     """(path, is_pyproject) of the project config, searched from the working directory
     upward; (None, False) when there is none. A ``pyproject.toml`` counts only when it
     has a ``[tool.failsecure]`` table; one that cannot be read or parsed counts too (its
-    load is an error: every gated call denies, as for any invalid config)."""
+    load is an error: every gated call denies, as for any invalid config). A file
+    another user can write is passed over (``_ours``)."""
     try:
         here = os.getcwd()
     except OSError:
         return None, False
     while True:
         candidate = os.path.join(here, PROJECT_FILE)
-        if os.path.isfile(candidate):
+        if os.path.isfile(candidate) and _ours(candidate):
             return candidate, False
         candidate = os.path.join(here, "pyproject.toml")
-        if os.path.isfile(candidate) and _has_table(candidate):
+        if os.path.isfile(candidate) and _has_table(candidate) and _ours(candidate):
             return candidate, True
         parent = os.path.dirname(here)
         if parent == here:
             return None, False
         here = parent
+
+
+#: foreign project files already reported on stderr (once per path and process)
+_foreign_reported: set = set()
+
+
+def _ours(path: str) -> bool:
+    """A project file counts only when no other user can have written it: the file (and,
+    for a symlink, the link itself) is owned by this user or root, and not writable by
+    everyone. A ``pyproject.toml`` another user left in a shared parent directory (``/tmp``)
+    could otherwise make every gated call of this user deny (an invalid file) or hold its
+    tools to that user's rules. Such a file is skipped (the search goes on upward) and
+    named once on stderr, without its content. No ownership on this platform: every file
+    counts."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True
+    me = getuid()
+    try:
+        entries = (os.lstat(path), os.stat(path))
+    except OSError:
+        return True  # vanished or unreadable: loading it reports the error
+    for st in entries:
+        if st.st_uid not in (me, 0) or (st.st_mode & 0o002 and not _is_link(st)):
+            break
+    else:
+        return True
+    if path not in _foreign_reported:
+        _foreign_reported.add(path)
+        err = sys.stderr
+        if err is not None:
+            try:
+                err.write(f"failsecure: ignoring the project config {path}: another user can write it "
+                          "(it is not owned by you or root, or it is writable by everyone)\n")
+            except Exception:
+                pass
+    return False
+
+
+def _is_link(st) -> bool:
+    return (st.st_mode & 0o170000) == 0o120000  # a symlink's own mode is always 0777
 
 
 _BARE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")

@@ -2,6 +2,7 @@
 only make things stricter; trusted sources have full effect; `config trust` binds a
 project file's trust to its content."""
 
+import os
 import subprocess
 import sys
 
@@ -463,3 +464,101 @@ def test_a_plain_command_keeps_its_hook_id():
 
     assert command_name("/usr/local/bin/guard.sh --strict").startswith("guard.sh#")
     assert command_name("FOO=1 python3 /opt/gate.py").startswith("python3#")
+
+
+# ---------------------------------------------------------------- a project file another user can write
+
+FOREIGN = 65534  # nobody
+needs_chown = pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="chown to another user needs root")
+INVALID = "timeout = \n# secret-content\n"
+
+
+def shared(tmp_path, monkeypatch, text, name="failsecure.toml"):
+    """A file in a shared parent directory (``/tmp``) and a repository below it, the cwd."""
+    parent = tmp_path / "shared"
+    repo = parent / "repo"
+    repo.mkdir(parents=True)
+    path = parent / name
+    path.write_text(text)
+    monkeypatch.chdir(repo)
+    return path
+
+
+@needs_chown
+@pytest.mark.parametrize("name,text", [("failsecure.toml", INVALID), ("pyproject.toml", "[tool.failsecure]\n" + INVALID)])
+def test_a_project_file_another_user_owns_is_not_this_users_project(tmp_path, monkeypatch, capsys, name, text):
+    path = shared(tmp_path, monkeypatch, text, name)
+    os.chown(path, FOREIGN, FOREIGN)
+    assert policy.project_path() == (None, False)
+    config = policy.reload()
+    assert config.error is None and str(path) not in config.sources
+    assert toy_decision(config).action is _Action.ALLOW  # not a denial of service by another user
+    err = capsys.readouterr().err
+    assert f"ignoring the project config {path}" in err and "secret-content" not in err
+    policy.reload()
+    policy.project_path()
+    assert "ignoring the project config" not in capsys.readouterr().err  # reported once
+
+
+@pytest.mark.parametrize("name,text", [("failsecure.toml", INVALID), ("pyproject.toml", "[tool.failsecure]\n" + INVALID)])
+def test_an_invalid_project_file_of_this_user_still_denies(tmp_path, monkeypatch, name, text):
+    # the twin: the same file, owned by the user, is the project config and fails closed
+    path = shared(tmp_path, monkeypatch, text, name)
+    assert policy.project_path() == (str(path), name == "pyproject.toml")
+    config = policy.reload()
+    assert config.error and config.error.startswith(str(path))
+    decision = toy_decision(config)
+    assert decision.action is _Action.DENY and decision.primary.failure is Failure.INVALID
+
+
+@needs_chown
+def test_the_search_goes_on_past_a_foreign_file_to_the_users_own(tmp_path, monkeypatch):
+    (tmp_path / "failsecure.toml").write_text('required = ["fw:must"]\n')
+    path = shared(tmp_path, monkeypatch, INVALID)
+    os.chown(path, FOREIGN, FOREIGN)
+    assert policy.project_path() == (str(tmp_path / "failsecure.toml"), False)
+    config = policy.reload()
+    assert config.error is None and config.required == ("fw:must",)  # the user's tightening applies
+
+
+def test_a_world_writable_project_file_is_not_read(tmp_path, monkeypatch, capsys):
+    path = shared(tmp_path, monkeypatch, INVALID)
+    path.chmod(0o666)
+    config = policy.reload()
+    assert config.error is None and toy_decision(config).action is _Action.ALLOW
+    assert f"ignoring the project config {path}" in capsys.readouterr().err
+    path.chmod(0o664)  # the twin: group-writable (a shared checkout) is still the project's
+    config = policy.reload()
+    assert config.error and toy_decision(config).primary.failure is Failure.INVALID
+
+
+@needs_chown
+def test_a_foreign_symlink_to_a_users_file_is_not_read(tmp_path, monkeypatch):
+    mine = tmp_path / "notes.txt"
+    mine.write_text(INVALID)
+    path = shared(tmp_path, monkeypatch, "")
+    path.unlink()
+    path.symlink_to(mine)
+    os.lchown(path, FOREIGN, FOREIGN)
+    assert policy.project_path() == (None, False) and policy.reload().error is None
+    os.lchown(path, 0, 0)  # the twin: the user's own link is followed
+    assert policy.project_path() == (str(path), False) and policy.reload().error
+
+
+def toy_decision(config):
+    from failsecure.adapter import Adapter
+
+    class Toy(Adapter):
+        name = "toy"
+
+        def _patch(self):
+            pass
+
+        def _probe(self, gate):
+            return True
+
+        def to_verdict(self, result):
+            return Verdict(_Action.ALLOW)
+
+    with policy.using(config):
+        return Toy().decide("t", [Outcome(hook="toy:g", verdict=Verdict(_Action.ALLOW))])

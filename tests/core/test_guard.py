@@ -1563,3 +1563,25 @@ def test_a_gates_deadline_runs_from_its_own_start_not_from_a_slow_hand_off(monke
     finally:
         release.set()
     assert o.failure is Failure.TIMEOUT
+
+
+def test_a_gate_whose_worker_never_begins_times_out_unstarted_and_no_bound_counts_it(monkeypatch):
+    # a worker not scheduled by the deadline: the call is abandoned before it ran its
+    # gate, so it is no sign of a hung hook and no bound counts it (it would take a slot of
+    # that gate's per-hook bound until its thread ran); the twin, a call abandoned while its gate
+    # runs, is counted: test_mutation_guard's test_a_fresh_pool_counts_an_abandoned_call_until_it_returns
+    pool = guard._Pool()
+    monkeypatch.setattr(guard, "_pool", pool)
+    held = []
+    real_start = pool.start
+    monkeypatch.setattr(pool, "start", lambda worker, job: held.append((worker, job)))
+    ran = []
+    o = guard.call("t:q", lambda: ran.append(1) or "allow", validate=validate, timeout=0.1)
+    assert o.failure is Failure.TIMEOUT and ran == []
+    assert guard.abandoned_calls() == 0 and pool.by_hook == {}
+    real_start(*held.pop())  # scheduled at last: it runs nothing, and frees itself
+    for _ in range(500):
+        if pool.idle:
+            break
+        time.sleep(0.01)
+    assert ran == [] and len(pool.idle) == 1 and guard.abandoned_calls() == 0 and pool.by_hook == {}

@@ -331,3 +331,51 @@ def test_no_stamp_when_the_call_as_it_arrived_could_not_be_pictured(monkeypatch)
     out = g.settle(g.gate("s", shrink_then_stamp), g.gate("p"), g.gate("r", stamp("other")),
                    picture=lambda v: integrity.fingerprint(v, integrity.BUDGET))
     assert all(o.failure is None for o in out)
+
+
+def _stamping_round(holder, seen, fresh):
+    """A round whose one gate judges the call as it is now, then stamps the key with a
+    value nobody judged (``fresh``: in place, or as a new call object)."""
+
+    def round_():
+        args = holder["args"]
+        seen.append(args["key"])
+        if fresh == "in place":
+            args["key"] = f"unjudged-{next(_fresh)}"
+        else:
+            holder["args"] = dict(args, key=f"unjudged-{next(_fresh)}")
+        return [Outcome(hook="t:a", verdict=Verdict(Action.ALLOW))]
+
+    return round_
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_whole_rounds_take_a_stamp_back_so_the_judged_value_runs(run):
+    arrived = {"command": "ls"}
+    holder = {"args": dict(arrived, key="k-0")}  # the first round added the key
+    seen = []
+    round_ = _stamping_round(holder, seen, "in place")
+    if run == "sync":
+        out = integrity.until_stable(round_, lambda: holder["args"], "t:args", origin=arrived)
+    else:
+        async def one():
+            return round_()
+
+        out = asyncio.run(integrity.auntil_stable(one, lambda: holder["args"], "t:args", origin=arrived))
+    assert [o.failure for o in out] == [None]  # the stamping hook is not denied
+    assert seen == ["k-0"] and holder["args"] == {"command": "ls", "key": "k-0"}  # what the gate judged runs
+
+
+@pytest.mark.parametrize("restore", [False, True])
+def test_whole_rounds_a_stamp_on_a_new_object_is_taken_back_by_restore_or_is_a_rewrite(restore):
+    arrived = {"command": "ls"}
+    holder = {"args": dict(arrived, key="k-0")}
+    seen = []
+    put_back = (lambda value: holder.__setitem__("args", value)) if restore else None
+    out = integrity.until_stable(_stamping_round(holder, seen, "new object"), lambda: holder["args"], "t:args",
+                                 origin=arrived, restore=put_back)
+    if restore:  # the allow twin: put back, the judged value runs
+        assert [o.failure for o in out] == [None] and seen == ["k-0"]
+        assert holder["args"] == {"command": "ls", "key": "k-0"}
+    else:  # cannot be put back: a rewrite, judged again, never settles
+        assert out[-1].failure is Failure.INVALID and len(seen) == integrity.MAX_ROUNDS

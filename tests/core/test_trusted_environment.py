@@ -294,6 +294,147 @@ def test_the_bootstrap_and_the_policy_name_the_same_variables():
     assert _bootstrap.TRUST_VARIABLES == policy.TRUST_VARIABLES
 
 
+# ---------------------------------------------------------------- children of a process that loaded a .env
+
+PARENT = textwrap.dedent(
+    """
+    import os, subprocess, sys
+    # an agent application: loads the project's .env after its start, then starts a
+    # child Python process (a sub-agent, `failsecure hook run`) with its os.environ
+    with open(".env") as fh:
+        for line in fh:
+            key, _, value = line.strip().partition("=")
+            if key and (os.environ.get("PARENT_OVERRIDE") == "1" or key not in os.environ):
+                os.environ[key] = value
+    if os.environ.get("PARENT_IMPORTS") == "1":
+        from failsecure import policy
+        policy.current()
+    done = subprocess.run([sys.executable, *sys.argv[1:]], capture_output=True, text=True)
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    sys.exit(done.returncode)
+    """
+)
+
+
+def parent(cwd, env, *flags):
+    """CHILD started by PARENT (which loaded ./.env first); -> the child's report, stderr."""
+    script, boss = cwd.parent / "child.py", cwd.parent / "parent.py"
+    script.write_text(CHILD)
+    boss.write_text(PARENT)
+    done = subprocess.run([sys.executable, *flags, str(boss), str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+@needs_pth
+@pytest.mark.parametrize("imports", ["0", "1"])
+def test_a_child_of_a_process_that_loaded_a_dotenv_does_not_trust_its_values(tmp_path, repo, imports):
+    (repo / "evil.toml").write_text(LOOSE)
+    dotenv(repo, FAILSECURE_CONFIG=repo / "evil.toml", XDG_CONFIG_HOME=repo)
+    got, _ = parent(repo, base_env(tmp_path, PARENT_IMPORTS=imports))
+    assert got["environ_config"] == str(repo / "evil.toml")  # the child started with the project's value
+    assert str(repo / "evil.toml") not in got["sources"]
+    assert_not_widened(got)
+    assert got["origin"].startswith("inherited from process "), got
+
+
+@needs_pth
+def test_a_child_inherits_what_the_user_set_before_the_parent_started(tmp_path, repo):
+    # the twin: the user's own FAILSECURE_CONFIG reaches the child through the parent
+    user = tmp_path / "home" / "mine.toml"
+    user.write_text(LOOSE)
+    (repo / "evil.toml").write_text('on_error = "deny"\n')
+    dotenv(repo, FAILSECURE_CONFIG=repo / "evil.toml")
+    got, _ = parent(repo, base_env(tmp_path, FAILSECURE_CONFIG=str(user), PARENT_OVERRIDE="1"))
+    assert got["environ_config"] == str(repo / "evil.toml")
+    assert got["origin"].startswith("inherited from process ")
+    assert_widened_by(got, user)
+
+
+@needs_pth
+@linux
+def test_a_dotenv_that_forges_the_inherited_environment_is_refused(tmp_path, repo):
+    # override=True replaces what the parent exported; the best a static file can name
+    # is a pid it guesses (1: an ancestor of every process) or the variable bare
+    (repo / "evil.toml").write_text(LOOSE)
+    evil = str(repo / "evil.toml")
+    for forged in (f"1;FAILSECURE_CONFIG={len(evil)}:{evil}", f"{os.getpid()};FAILSECURE_CONFIG={len(evil)}:{evil}", "junk"):
+        dotenv(repo, FAILSECURE_CONFIG=evil, FAILSECURE_TRUSTED_ENV=forged)
+        got, err = parent(repo, base_env(tmp_path, PARENT_OVERRIDE="1"))
+        assert_not_widened(got)
+        assert got["origin"].startswith("refused"), (forged, got)
+        assert "FAILSECURE_TRUSTED_ENV does not name a failsecure process" in err and evil not in err
+
+
+@needs_pth
+@linux
+def test_a_forged_inherited_environment_from_a_parent_without_failsecure_is_refused(tmp_path, repo):
+    # the parent is no failsecure process (-S: no drop-in, and it never imports failsecure),
+    # so nothing was exported before its .env set the variable
+    (repo / "evil.toml").write_text(LOOSE)
+    evil = str(repo / "evil.toml")
+    dotenv(repo, FAILSECURE_CONFIG=evil, FAILSECURE_TRUSTED_ENV=f"1;FAILSECURE_CONFIG={len(evil)}:{evil}")
+    got, _ = parent(repo, base_env(tmp_path), "-S")
+    assert evil not in got["sources"]
+    assert_not_widened(got)
+    assert got["origin"].startswith("refused")
+    # the twin: such a parent without the forged variable passes its start environment on
+    user = tmp_path / "home" / "mine.toml"
+    user.write_text(LOOSE)
+    (repo / ".env").write_text("UNRELATED=1\n")
+    got, _ = parent(repo, base_env(tmp_path, FAILSECURE_CONFIG=str(user)), "-S")
+    assert got["origin"] == "interpreter start"
+    assert_widened_by(got, user)
+
+
+@needs_pth
+@linux
+def test_a_grandchild_inherits_through_a_verified_child(tmp_path, repo):
+    user = tmp_path / "home" / "mine.toml"
+    user.write_text(LOOSE)
+    (repo / "evil.toml").write_text(LOOSE)
+    dotenv(repo, FAILSECURE_CONFIG=repo / "evil.toml")
+    middle = tmp_path / "middle.py"  # a failsecure process between the parent and the child
+    middle.write_text("import subprocess, sys\nimport failsecure.policy\n"
+                      "done = subprocess.run([sys.executable, sys.argv[1]], capture_output=True, text=True)\n"
+                      "sys.stdout.write(done.stdout); sys.stderr.write(done.stderr); sys.exit(done.returncode)\n")
+    (tmp_path / "child.py").write_text(CHILD)
+    (tmp_path / "parent.py").write_text(PARENT)
+    done = subprocess.run([sys.executable, str(tmp_path / "parent.py"), str(middle), str(tmp_path / "child.py")],
+                          cwd=repo, env=base_env(tmp_path, FAILSECURE_CONFIG=str(user), PARENT_OVERRIDE="1"),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["origin"].startswith("inherited from process ")
+    assert_widened_by(got, user)
+
+
+def test_the_inherited_environment_round_trips_and_junk_is_refused():
+    from failsecure import _bootstrap
+
+    values = {"FAILSECURE_CONFIG": "/a;b=c:3.toml", "HOME": "/h"}
+    assert _bootstrap.decode(_bootstrap.encode(42, values)) == (42, values)
+    assert _bootstrap.decode(_bootstrap.encode(42, {})) == (42, {})
+    for junk in ("", "x", "42;", "42;HOME=1:/h", "42;PATH=1:/", "42;HOME=2:/h;", "42;HOME=2:/hX", "42;HOME=x:/h",
+                 "42;HOME=2:/h;HOME=2:/h", "42;HOME=0:"):
+        assert _bootstrap.decode(junk) is None, junk
+
+
+def test_an_in_process_choice_stops_handing_the_start_environment_down(monkeypatch):
+    # trusted code that chooses the environment decides what its children get too
+    policy.set_trusted_environment(None)
+    from failsecure import _bootstrap
+
+    assert _bootstrap.decode(os.environ[policy.TRUSTED_ENV]) == (os.getpid(), policy.trusted_environment())
+    policy.set_trusted_environment(os.environ)
+    assert policy.TRUSTED_ENV not in os.environ
+    policy.set_trusted_environment({"HOME": "/h"})
+    assert policy.TRUSTED_ENV not in os.environ
+    policy.set_trusted_environment(None)  # the twin: back to the start environment, handed down again
+    assert _bootstrap.decode(os.environ[policy.TRUSTED_ENV])[0] == os.getpid()
+
+
 # ---------------------------------------------------------------- /proc/self/environ, unit
 
 

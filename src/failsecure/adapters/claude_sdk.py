@@ -323,7 +323,8 @@ class _Session:
             # (callbacks run concurrently on one input, as the CLI runs them: whole rounds,
             # not gate by gate; a round that only changes keys earlier rounds added is a
             # stamp, and the input every gate of that round judged is what runs)
-            outcomes = await integrity.auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"), origin=original)
+            outcomes = await integrity.auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"), origin=original,
+                                                     restore=lambda args: state.__setitem__("args", args))
         outcomes = list(outcomes)
         for earlier in rounds[:-1]:  # a deny, failure or ask of any round stands
             outcomes += [o for o in earlier if _stands(o)]
