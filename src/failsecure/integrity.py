@@ -20,8 +20,12 @@ to read the current call; the core runs them under the settling rule
   (the call keeps the stamp value every other gate judged; a fresh value nobody judged
   could be anything) and makes no other gate judge again. Where the call cannot be put
   back in place (not a plain dict or list changed in place), such a change is a
-  rewrite. Any other change is a rewrite, and the gates that judged an older version
-  judge again;
+  rewrite. In a re-run, a gate handed the very call an earlier pass ended with that
+  makes the very change it made from that call then is a repeat: in that pass the gates
+  after it took its change back to this call, so where its change leads is already
+  judged; the change is taken back as a stamp is (a tool renamed by one gate and renamed
+  back by another runs, as upstream runs it, once every gate judged it). Any other
+  change is a rewrite, and the gates that judged an older version judge again;
 - after ``MAX_ROUNDS`` passes with a gate still behind, the call is unsettled: denied
   (``invalid``). Two gates fighting over one field are denied, never silently resolved.
 
@@ -330,9 +334,10 @@ class _Rule:
     """The settling rule's bookkeeping for one call (see the module docstring)."""
 
     __slots__ = ("n", "current", "take", "fail_closed", "stamp_root", "latest", "judged", "version",
-                 "written", "origin", "pic", "passes", "watch", "config", "saved")
+                 "written", "origin", "pic", "passes", "watch", "config", "saved", "save", "history", "ends")
 
-    def __init__(self, n: int, current: Callable[[], Any], picture: Optional[Callable[[Any], Any]], fail_closed, stamp_root: tuple):
+    def __init__(self, n: int, current: Callable[[], Any], picture: Optional[Callable[[Any], Any]], fail_closed, stamp_root: tuple,
+                 save: Optional[Callable[[Any], Any]] = None):
         self.n = n
         self.current = current
         self.take = picture or fingerprint
@@ -347,38 +352,39 @@ class _Rule:
         # one gate: nothing can have judged a stale call, nothing is re-run, no picture
         self.watch = n > 1
         self.origin = self.pic = self.take(current()) if self.watch else None
-        self.saved: Any = None  # (the live call, a copy of it) before a re-run gate
+        self.saved: Any = None  # before a re-run gate: how to put the call back as it is
+        self.save = save or _put_back
+        self.history: list = [[] for _ in range(n)]  # per gate: (picture in, picture out, pass) of its changes
+        self.ends: dict = {}  # pass -> the picture of the call at its end
 
     def before(self) -> None:
-        """A gate is about to run again: keep the call as every gate judged it, so that
-        a stamp this run writes can be taken back (see ``_keep``)."""
+        """A gate is about to run again: keep how to put the call back as every gate
+        judged it, so that a stamp or a repeat this run writes can be taken back (see
+        ``_keep``)."""
+        self.saved = None
         if self.passes < 2 or not self.watch:
-            self.saved = None
             return
-        live = self.current()
-        self.saved = (live, snapshot(live)) if type(live) is dict or type(live) is list else None
+        try:
+            self.saved = self.save(self.current())
+        except BaseException:
+            self.saved = None
 
-    def _keep(self) -> bool:
-        """Take a re-run's stamp back: the call runs with the stamp value every other gate
-        judged (a fresh value the others never saw could be anything: a default the
-        policy would refuse). Only where the call is a plain dict or list the gates
-        change in place; elsewhere the change cannot be taken back and is a rewrite."""
-        saved, self.saved = self.saved, None
-        if saved is None:
-            return False
-        live, copy = saved
-        if self.current() is not live or copy is _CHANGED:
+    def _keep(self, before: Any) -> bool:
+        """Take a re-run's stamp or repeat back: the call runs with the value every other
+        gate judged (a fresh value the others never saw could be anything: a default the
+        policy would refuse). Only where the call can be put back (a plain dict or list
+        changed in place, or the adapter's own ``save``) and reads as it did before the
+        gate ran; elsewhere the change is a rewrite."""
+        restore, self.saved = self.saved, None
+        if restore is None:
             return False
         try:
-            if type(live) is dict:
-                live.clear()
-                live.update(copy)
-            else:
-                live[:] = copy
+            done = restore(self.current()) is True
         except BaseException:
-            return False
-        self.pic = self.take(self.current())
-        return True
+            done = False
+        now = self.take(self.current())
+        self.pic = now
+        return done and now is not _CHANGED and _equal(now, before)
 
     def done(self, i: int, outs: Any) -> bool:
         """Gate ``i`` answered ``outs``: book its change; True when the pass must end
@@ -391,11 +397,28 @@ class _Rule:
             before, self.pic = self.pic, after
             if before is _CHANGED or after is _CHANGED or not _equal(before, after):
                 paths = changed_paths(before, after)
-                if not (self.passes > 1 and self._stamp(i, paths) and self._keep()):
+                again = self.passes > 1 and (self._stamp(i, paths) or self._repeat(i, before, after))
+                if not (again and self._keep(before)):
                     self.version += 1
                     self.written[i].extend(paths)
+                self.history[i].append((before, after, self.passes))
         self.judged[i] = self.version
         return self._stops(outs)
+
+    def end_pass(self) -> None:
+        if self.watch:
+            self.ends[self.passes] = self.pic
+
+    def _repeat(self, i: int, before: Any, after: Any) -> bool:
+        """Gate ``i`` was handed the call an earlier pass ended with and changed it as it
+        did from that same call in that pass (whose later gates brought it back)."""
+        if before is _CHANGED or after is _CHANGED:
+            return False
+        for seen, made, p in self.history[i]:
+            end = self.ends.get(p, _CHANGED)
+            if p < self.passes and end is not _CHANGED and _equal(end, before) and _equal(seen, before) and _equal(made, after):
+                return True
+        return False
 
     def _stamp(self, i: int, paths: list) -> bool:
         """Every changed path lies under one this gate alone wrote before, inside the
@@ -454,8 +477,30 @@ def _overlap(p: tuple, q: tuple) -> bool:
     return p[:n] == q[:n]
 
 
+def _put_back(live: Any) -> Optional[Callable[[Any], bool]]:
+    """The default ``save``: a call that is a plain dict or list, put back in place."""
+    if type(live) is not dict and type(live) is not list:
+        return None
+    copy = snapshot(live)
+    if copy is _CHANGED:
+        return None
+
+    def restore(now: Any) -> bool:
+        if now is not live:
+            return False
+        if type(live) is dict:
+            live.clear()
+            live.update(copy)
+        else:
+            live[:] = copy
+        return True
+
+    return restore
+
+
 def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
-           *, fail_closed: Any = (), stamp_root: tuple = (), finish_pass: bool = False) -> list[Outcome]:
+           *, fail_closed: Any = (), stamp_root: tuple = (), finish_pass: bool = False,
+           save: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
     """Run the gate ``steps`` (each runs one gate on the call as ``current()`` reads it
     now and returns its Outcome or Outcomes) under the settling rule (module docstring).
     Returns each gate's latest outcomes in gate order, plus ``unsettled(hook)`` when the
@@ -464,8 +509,10 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
     of the arguments inside the picture (stamps are accepted only below it).
     ``fail_closed``: hook ids whose failures deny whatever the config says.
     ``finish_pass``: a deny still ends the settling, but the gates after it in the same
-    pass run first (for a framework that runs, and audits, every gate of a round)."""
-    rule = _Rule(len(steps), current, picture, fail_closed, stamp_root)
+    pass run first (for a framework that runs, and audits, every gate of a round).
+    ``save``: given the call, how to put it back later (a callable answering True once it
+    did, or None); default: a plain dict or list restored in place."""
+    rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
         rule.passes = n
@@ -476,6 +523,7 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
                 denied = True
                 if not finish_pass:
                     break
+        rule.end_pass()
         order = rule.stale()
         if denied or not order:
             return rule.result()
@@ -484,9 +532,9 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
 
 async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callable[[], Any], hook: str,
                   picture: Optional[Callable[[Any], Any]] = None, *, fail_closed: Any = (), stamp_root: tuple = (),
-                  finish_pass: bool = False) -> list[Outcome]:
+                  finish_pass: bool = False, save: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
     """``settle`` for async steps."""
-    rule = _Rule(len(steps), current, picture, fail_closed, stamp_root)
+    rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
         rule.passes = n
@@ -497,6 +545,7 @@ async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callab
                 denied = True
                 if not finish_pass:
                     break
+        rule.end_pass()
         order = rule.stale()
         if denied or not order:
             return rule.result()

@@ -379,3 +379,42 @@ def test_whole_rounds_a_stamp_on_a_new_object_is_taken_back_by_restore_or_is_a_r
         assert holder["args"] == {"command": "ls", "key": "k-0"}
     else:  # cannot be put back: a rewrite, judged again, never settles
         assert out[-1].failure is Failure.INVALID and len(seen) == integrity.MAX_ROUNDS
+
+
+def test_a_rename_and_back_settles_on_the_call_every_gate_judged():
+    """One gate renames the tool, a later one renames it back: the pass ends with the
+    call as it arrived, judged by the policy. The renamer's re-run makes the very change
+    it made from that call in pass 1 (which the later gate took back): a repeat, taken
+    back; the call runs as upstream runs it (it was unsettled before)."""
+    g = Gates({"name": "run", "command": "ls"})
+    out = g.settle(g.gate("to", lambda a: a.__setitem__("name", "dangerous")), g.gate("back", lambda a: a.__setitem__("name", "run")),
+                   g.gate("policy", answer=lambda a: "deny" if a["name"] == "dangerous" else "allow"))
+    assert all(o.failure is None for o in out) and ("t:policy", Action.ALLOW) in actions(out)
+    assert g.args == {"name": "run", "command": "ls"} and g.runs == {"to": 2, "back": 1, "policy": 1}
+
+
+def test_a_rename_and_back_to_another_name_is_judged():
+    """The deny twin: renamed back to another name than the one the call arrived with,
+    the renamer's re-run is handed another call than pass 1's: a rewrite, and the policy
+    judges the name that would run."""
+    g = Gates({"name": "run", "command": "ls"})
+    out = g.settle(g.gate("to", lambda a: a.__setitem__("name", "dangerous")), g.gate("away", lambda a: a.__setitem__("name", "rm")),
+                   g.gate("policy", answer=lambda a: "deny" if a["name"] in ("dangerous", "rm") else "allow"))
+    assert ("t:policy", Action.DENY) in actions(out)
+
+
+def test_a_repeat_needs_the_call_its_earlier_pass_ended_with():
+    """A gate that undoes a sanitizer each time it runs is handed, in its re-run, the
+    sanitized call, not the one pass 1 handed it (nor one a pass ended with after its
+    change): no repeat, a fight over one field, unsettled; the undone call never runs."""
+    g = Gates({"command": "ls"})
+
+    def undo(a):
+        a["command"] = "rm -rf /"
+
+    def sanitize(a):
+        if "rm" in a["command"]:
+            a["command"] = "ls -i"
+
+    out = g.settle(g.gate("undo", undo), g.gate("sanitize", sanitize), g.gate("policy", answer=policy_no_rm))
+    assert out[-1].hook == "t:args" and out[-1].failure is Failure.INVALID

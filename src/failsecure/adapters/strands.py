@@ -342,6 +342,30 @@ class StrandsAdapter(Adapter):
         except Exception:
             return integrity.CHANGED  # equal to nothing: judged again, denied if it never settles
 
+    @staticmethod
+    def _put_back(event: Any) -> Any:
+        """How to put the call back as it is now (for the settling rule's take-back of a
+        stamp or a repeat): the selected tool and the tool use (the object, its content)."""
+        tool, use = event.selected_tool, event.tool_use
+        if type(use) is not dict:
+            return None
+        copy = integrity.snapshot(use)
+        if copy is integrity.CHANGED:
+            return None
+
+        def restore(now: Any) -> bool:
+            if now is not event:
+                return False
+            if event.selected_tool is not tool:
+                event.selected_tool = tool
+            if event.tool_use is not use:
+                event.tool_use = use
+            use.clear()
+            use.update(copy)
+            return True
+
+        return restore
+
     def _hook(self, cb: Any) -> str:
         known = self._ids.get(id(cb))
         if known is not None and known[0] is cb:
@@ -398,7 +422,7 @@ class StrandsAdapter(Adapter):
             # callback by callback: a stamping callback settles, one after the last rewrite runs once
             outcomes = integrity.settle(
                 [step(i, cb) for i, cb in enumerate(callbacks)], lambda: event, self.hook_id("BeforeToolCallEvent"),
-                self._current, stamp_root=_STAMPABLE, finish_pass=True,
+                self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
             )
             outcomes = _one_interrupt_per_name(outcomes)
             decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
@@ -435,7 +459,7 @@ class StrandsAdapter(Adapter):
 
             outcomes = await integrity.asettle(
                 [step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], lambda: event, self.hook_id("BeforeToolCallEvent"),
-                self._current, stamp_root=_STAMPABLE, finish_pass=True,
+                self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
             )
             outcomes = _one_interrupt_per_name(outcomes)
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))

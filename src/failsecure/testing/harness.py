@@ -69,6 +69,10 @@ class Harness:
     #: its rows are reported as ``<version> <kind>``. A conftest offers one fixture per
     #: kind: ``failsecure_harness`` and ``failsecure_harness_<kind>``.
     kind: str = ""
+    #: the gate kind waits for a person (failsecure gives it no default deadline, as
+    #: upstream): the kit bounds each gate as a user does, with the kit's deadline as the
+    #: gate's own ``[hooks."<id>"] timeout``, so the hang cases test that it holds
+    interactive: bool = False
 
     # ---------------------------------------------------------------- gates
 

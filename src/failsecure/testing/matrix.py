@@ -210,13 +210,17 @@ class _Gates:
         return gate
 
 
-def _write_config(path, audit_path, case: Case, required_id: Optional[str]) -> None:
+def _write_config(path, audit_path, case: Case, required_id: Optional[str], bounded: tuple = ()) -> None:
+    import json
+
     lines = [f"timeout = {DEADLINE}"]
     if case.config == "invalid":
         lines.append('on_error = "maybe"')
     if case.config in ("required", "required-present") and required_id:
         lines.append(f"required = [{required_id!r}]".replace("'", '"'))
     lines += ["[audit]", f'path = "{audit_path}"']
+    for hook in dict.fromkeys(bounded):  # gates that wait for a person: their own deadline
+        lines += [f"[hooks.{json.dumps(hook)}]", f"timeout = {DEADLINE}"]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -287,6 +291,7 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
     gates = _Gates(harness, case, release)
     harness.reset()
     required_id = None
+    bounded: list = []
     plugin = None
     saved_env = os.environ.get("FAILSECURE_CONFIG")
     saved_trust, trust_set = None, False
@@ -302,7 +307,9 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
                 return "n/a", str(exc)
             if case.config == "required-present" and required_id is None:
                 required_id = hook
-        _write_config(config_path, audit_path, case, required_id)
+            if harness.interactive and isinstance(hook, str):
+                bounded.append(hook)
+        _write_config(config_path, audit_path, case, required_id, tuple(bounded))
         # the case's config is trusted: chosen in-process (the trust model does not read
         # later os.environ changes), and in os.environ for the processes a harness starts
         os.environ["FAILSECURE_CONFIG"] = str(config_path)

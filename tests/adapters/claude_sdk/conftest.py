@@ -30,7 +30,7 @@ from failsecure.testing import AuditRig  # noqa: E402
 
 failsecure.install()
 import claude_agent_sdk._internal.query  # noqa: E402,F401  (the trigger module)
-from claude_agent_sdk import HookMatcher  # noqa: E402
+from claude_agent_sdk import HookMatcher, PermissionResultAllow, PermissionResultDeny  # noqa: E402
 
 DEADLINE = 0.3
 SECRET = sdk_rig.SECRET
@@ -228,3 +228,174 @@ class ClaudeSDKHarness(Harness):
 def failsecure_harness(tmp_path, adapter):
     work = Path(tempfile.mkdtemp(prefix="fs-sdk-kit-", dir=tmp_path))
     return ClaudeSDKHarness(work)
+
+
+PERM = "PermissionRequest"
+
+
+class PermissionRequestHarness(ClaudeSDKHarness):
+    """``PermissionRequest`` callbacks: each case one session of the bundled CLI whose scripted
+    model makes one Bash call on the permission (ask) path, with a ``can_use_tool`` that
+    allows everything beside them (the host the CLI races them against)."""
+
+    kind = PERM
+    has_ask = False  # a PermissionRequest hook allows or denies; "no decision" leaves it to the host
+
+    def add_gate(self, name, behave, *, is_async=False):
+        def seen_of(input_data):
+            tool_input = input_data.get("tool_input") if isinstance(input_data, dict) else None
+            command = tool_input.get("command") if isinstance(tool_input, dict) else None
+            return Seen(input_data.get("tool_name"), {"command": command}, native=tool_input)
+
+        if is_async:
+
+            async def gate(input_data, tool_use_id, context):
+                return await behave(seen_of(input_data))
+
+        else:
+
+            async def gate(input_data, tool_use_id, context):
+                return await asyncio.to_thread(behave, seen_of(input_data))
+
+        named(gate, f"permission_{name.replace(' ', '_').replace('-', '_')}")
+        self.matchers.append(HookMatcher(matcher="Bash", hooks=[gate]))
+        return activation.get(self.framework).callable_id(gate)
+
+    def allow(self, seen):
+        return {"hookSpecificOutput": {"hookEventName": PERM, "decision": {"behavior": "allow"}}}
+
+    def abstain(self, seen):
+        return {}
+
+    def deny(self, seen):
+        return {"hookSpecificOutput": {"hookEventName": PERM, "decision": {"behavior": "deny", "message": "conformance gate denied"}}}
+
+    def junk(self):
+        return [
+            ("None", None),
+            ("a string", "deny"),
+            ("wrong-case behavior", {"hookSpecificOutput": {"hookEventName": PERM, "decision": {"behavior": "Deny"}}}),
+            ("decision not a dict", {"hookSpecificOutput": {"hookEventName": PERM, "decision": "allow"}}),
+            ("PreToolUse shape", {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"}}),
+            ("non-dict updatedInput", {"hookSpecificOutput": {"hookEventName": PERM, "decision": {"behavior": "allow", "updatedInput": "x"}}}),
+            ("async answer", {"async_": True}),
+        ]
+
+    def rewrite(self, seen, arguments):
+        updated = dict(seen.native or {}, command=arguments["command"])
+        return {"hookSpecificOutput": {"hookEventName": PERM, "decision": {"behavior": "allow", "updatedInput": updated}}}
+
+    def run(self, arguments, mode):
+        home = self.work / "home"
+        api = sdk_rig.ScriptedAPI()
+
+        async def host(tool_name, input_data, context):  # the person at the prompt says yes
+            return PermissionResultAllow()
+
+        hooks = {PERM: list(self.matchers)} if self.matchers else None
+        opts = sdk_rig.options(api, str(home), str(self.work), hooks=hooks, allowed_tools=[], can_use_tool=host)
+        opts.env["PATH"] = f"{self.bin}:/usr/bin:/bin"
+        self.ran_file.unlink(missing_ok=True)
+        try:
+            asyncio.run(sdk_rig.run_prompts(opts, ["run: " + arguments["command"]], timeout=60))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            told = type(exc).__name__
+        else:
+            told = ""
+        finally:
+            api.close()
+        told = "\n".join([told] + [str(b.get("content")) for b in api.model.tool_results()])
+        if not self.ran_file.exists():
+            return Ran(False, None, told)
+        line = self.ran_file.read_text().splitlines()[0]
+        return Ran(True, {"command": line}, told)
+
+
+class CanUseToolHarness(ClaudeSDKHarness):
+    """``can_use_tool`` (the permission callback the CLI asks on the permission path, no
+    hooks): a session has one, so the cases with two gates are n/a. It has no "no
+    opinion" answer: ``abstain`` is its allow. It may wait for a person, so it has no
+    default deadline (as upstream): the kit bounds it with a per-hook ``timeout``."""
+
+    kind = "can_use_tool"
+    has_ask = False
+    interactive = True  # it may wait for a person: no default deadline, the kit gives it its own
+
+    def add_gate(self, name, behave, *, is_async=False):
+        from failsecure.testing import NotSupported
+
+        if self.matchers:
+            raise NotSupported("one can_use_tool per session")
+
+        def seen_of(tool_name, tool_input):
+            command = tool_input.get("command") if isinstance(tool_input, dict) else None
+            return Seen(tool_name, {"command": command}, native=tool_input)
+
+        if is_async:
+
+            async def gate(tool_name, tool_input, context):
+                return await behave(seen_of(tool_name, tool_input))
+
+        else:
+
+            async def gate(tool_name, tool_input, context):
+                return await asyncio.to_thread(behave, seen_of(tool_name, tool_input))
+
+        named(gate, f"permission_cb_{name.replace(' ', '_').replace('-', '_')}")
+        self.matchers.append(gate)
+        return activation.get(self.framework).callable_id(gate)
+
+    def allow(self, seen):
+        return PermissionResultAllow()
+
+    def abstain(self, seen):
+        return PermissionResultAllow()
+
+    def deny(self, seen):
+        return PermissionResultDeny(message="conformance gate denied")
+
+    def junk(self):
+        return [("None", None), ("a string", "allow"), ("a dict", {"behavior": "allow"}), ("True", True),
+                ("non-dict updated_input", PermissionResultAllow(updated_input="x"))]
+
+    def rewrite(self, seen, arguments):
+        return PermissionResultAllow(updated_input=dict(seen.native or {}, command=arguments["command"]))
+
+    def run(self, arguments, mode):
+        home = self.work / "home"
+        api = sdk_rig.ScriptedAPI()
+
+        async def allow_all(tool_name, input_data, context):  # no gate: the person says yes
+            return PermissionResultAllow()
+
+        gate = self.matchers[0] if self.matchers else allow_all
+        opts = sdk_rig.options(api, str(home), str(self.work), allowed_tools=[], can_use_tool=gate)
+        opts.env["PATH"] = f"{self.bin}:/usr/bin:/bin"
+        self.ran_file.unlink(missing_ok=True)
+        try:
+            asyncio.run(sdk_rig.run_prompts(opts, ["run: " + arguments["command"]], timeout=60))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            told = type(exc).__name__
+        else:
+            told = ""
+        finally:
+            api.close()
+        told = "\n".join([told] + [str(b.get("content")) for b in api.model.tool_results()])
+        if not self.ran_file.exists():
+            return Ran(False, None, told)
+        line = self.ran_file.read_text().splitlines()[0]
+        return Ran(True, {"command": line}, told)
+
+
+@pytest.fixture
+def failsecure_harness_PermissionRequest(tmp_path, adapter):
+    return PermissionRequestHarness(Path(tempfile.mkdtemp(prefix="fs-sdk-perm-", dir=tmp_path)))
+
+
+@pytest.fixture
+def failsecure_harness_can_use_tool(tmp_path, adapter):
+    return CanUseToolHarness(Path(tempfile.mkdtemp(prefix="fs-sdk-cut-", dir=tmp_path)))

@@ -323,3 +323,90 @@ def failsecure_harness(tmp_path):
     harness = CrewAIHarness(tmp_path)
     yield harness
     harness.reset()
+
+
+class FilteredHookHarness(CrewAIHarness):
+    """Hooks registered the way a crew or an agent scopes them: ``@before_tool_call`` with
+    ``tools=`` and ``agents=`` filters (CrewAI registers its own filtering wrapper, the
+    same one a ``@CrewBase`` method hook with filters gets)."""
+
+    kind = "filtered"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if is_async:
+            from failsecure.testing import NotSupported
+
+            raise NotSupported("async gates")
+        from crewai.hooks import before_tool_call
+
+        def gate(context):
+            return behave(Seen(tool=context.tool_name, arguments=dict(context.tool_input), native=context))
+
+        gate.__name__ = gate.__qualname__ = f"scoped_{''.join(c if c.isalnum() else '_' for c in name)}"
+        gate.__module__ = "failsecure_conformance"
+        before = set(map(id, tool_hooks.get_before_tool_call_hooks()))
+        before_tool_call(tools=[TOOL], agents=["operator"])(gate)
+        added = [h for h in tool_hooks.get_before_tool_call_hooks() if id(h) not in before]
+        assert len(added) == 1, "the decorator registers one filtering wrapper"
+        self.gates.append(added[0])
+        return activation.get("crewai").hook_name(added[0])
+
+
+class FlowActionHarness(CrewAIHarness):
+    """A flow's declarative tool action (``do: {call: tool, ...}``, ``ToolAction.run``),
+    judged by the before-tool-call hooks registered globally; upstream runs its tool
+    without asking any hook."""
+
+    kind = "flow-action"
+    modes = ("sync",)
+
+    def run(self, arguments, mode):
+        from crewai.flow.flow import Flow
+        from crewai.flow.flow_definition import FlowToolActionDefinition
+        from crewai.flow.runtime._actions import ToolAction
+
+        self.count += 1
+        marker = self.work / f"flow-{self.count}.jsonl"
+        os.environ["FAILSECURE_CREWAI_FLOW_MARKER"] = str(marker)
+
+        class KitFlow(Flow):
+            pass
+
+        definition = FlowToolActionDefinition(call="tool", ref=f"{__name__}:FlowKitTool", **{"with": dict(arguments)})
+        told = ""
+        try:
+            told = str(ToolAction(KitFlow(), definition).run())
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            told = f"{type(exc).__name__}: {exc}"
+        finally:
+            os.environ.pop("FAILSECURE_CREWAI_FLOW_MARKER", None)
+        calls = [json.loads(line) for line in marker.read_text().splitlines() if line.strip()] if marker.exists() else []
+        return Ran(ran=bool(calls), arguments=calls[-1] if calls else None, told=told)
+
+
+class FlowKitTool(BaseTool):
+    name: str = TOOL
+    description: str = "Appends its command to the marker file the flow harness names."
+
+    def _run(self, command: str) -> str:
+        with open(os.environ["FAILSECURE_CREWAI_FLOW_MARKER"], "a") as fh:
+            fh.write(json.dumps({"command": command}) + "\n")
+        return "ran"
+
+
+@pytest.fixture
+def failsecure_harness_filtered(tmp_path):
+    tool_hooks.clear_before_tool_call_hooks()
+    harness = FilteredHookHarness(tmp_path)
+    yield harness
+    harness.reset()
+
+
+@pytest.fixture
+def failsecure_harness_flow_action(tmp_path):
+    tool_hooks.clear_before_tool_call_hooks()
+    harness = FlowActionHarness(tmp_path)
+    yield harness
+    harness.reset()

@@ -289,6 +289,125 @@ def failsecure_harness(tmp_path, adapter):
     return StrandsHarness(tmp_path)
 
 
+class InterventionHarness(StrandsHarness):
+    """Interventions handlers (``Agent(interventions=[...])``): each gate an
+    ``InterventionHandler`` whose ``before_tool_call`` answers with an action (default
+    ``on_error``: ``throw``)."""
+
+    kind = "interventions"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        from strands.interventions import InterventionHandler
+
+        def seen(event):
+            tool_use = event.tool_use
+            return Seen(tool=tool_use.get("name"), arguments=dict(tool_use.get("input") or {}), native=event)
+
+        if is_async:
+
+            async def before_tool_call(handler, event, **kwargs):
+                return await behave(seen(event))
+
+        else:
+
+            def before_tool_call(handler, event, **kwargs):
+                return behave(seen(event))
+
+        label = "".join(c if c.isalnum() else "_" for c in name)
+        cls = type(f"Handler_{label}", (InterventionHandler,),
+                   {"name": property(lambda handler: f"conformance-{label}"), "before_tool_call": before_tool_call,
+                    "__module__": "conformance"})
+        self.gates.append(cls())
+        return f"strands:conformance.Handler_{label}.before_tool_call"
+
+    def allow(self, seen):
+        from strands.interventions import Proceed
+
+        return Proceed()
+
+    def abstain(self, seen):
+        from strands.interventions import Proceed
+
+        return Proceed()  # a handler has no "no opinion" beside proceeding
+
+    def deny(self, seen):
+        from strands.interventions import Deny
+
+        return Deny(reason="denied by the policy gate")
+
+    def ask(self, seen):
+        from strands.interventions import Confirm
+
+        return Confirm(prompt="approve?")
+
+    def junk(self):
+        return [("None", None), ("a string", "DENY"), ("False", False), ("a dict", {"type": "deny"})]
+
+    def rewrite(self, seen, arguments):
+        from strands.interventions import Transform
+
+        def apply(event):
+            event.tool_use = {**event.tool_use, "input": dict(arguments)}
+
+        return Transform(apply=apply)
+
+    def run(self, arguments, mode):
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        from strands import Agent
+
+        agent = Agent(model=make_model([("run_command", dict(arguments))]), tools=[marker.tool()],
+                      interventions=list(self.gates), callback_handler=None)
+        return _drive(agent, marker, mode)
+
+
+class RenameHarness(StrandsHarness):
+    """``BeforeToolCallEvent`` callbacks that rewrite by renaming ``tool_use["name"]`` to
+    another registered tool (with the new input): 1.62 runs the tool of the new name,
+    1.52 the tool it selected; both write the same marker."""
+
+    kind = "rename"
+
+    def rewrite(self, seen, arguments):
+        event = seen.native
+        event.tool_use["name"] = "other_command"
+        event.tool_use["input"] = dict(arguments)
+        return None
+
+    def run(self, arguments, mode):
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        from strands import Agent
+
+        agent = Agent(model=make_model([("run_command", dict(arguments))]),
+                      tools=[marker.tool(), marker.tool("other_command")],
+                      hooks=[provider(*self.gates)] if self.gates else [], callback_handler=None)
+        return _drive(agent, marker, mode)
+
+
+def _drive(agent, marker, mode):
+    try:
+        result = agent("go") if mode == "sync" else asyncio.run(agent.invoke_async("go"))
+        told = str(result)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # upstream lets a raising handler end the run
+        try:
+            told = f"{type(exc).__name__}: {exc}"
+        except BaseException:
+            told = "<an exception that cannot be shown>"
+    runs = marker.runs()
+    return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=told)
+
+
+@pytest.fixture
+def failsecure_harness_interventions(tmp_path, adapter):
+    return InterventionHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_rename(tmp_path, adapter):
+    return RenameHarness(tmp_path)
+
+
 __all__ = ["NotSupported"]
 
 # the test modules import the helpers above by this name (the rootdir has other conftests)

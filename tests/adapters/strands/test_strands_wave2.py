@@ -446,18 +446,18 @@ def test_running_loop_is_not_left_on_the_worker(rig):
     assert threading.current_thread() is threading.main_thread()
 
 
-def test_rename_and_back_is_two_gates_fighting_over_the_name(rig):
-    """Two callbacks that rename the tool to ``dangerous`` and back rewrite one field
-    against each other on every pass: under the settling rule that is a fight, denied as
-    unsettled (never resolved silently in favour of either)."""
+def test_rename_and_back_runs_the_model_tool(rig):
+    """A name renamed to ``dangerous`` and back runs the model's tool, as upstream does:
+    the pass ends with the call as it arrived, judged by the policy, and the renamer's
+    re-run repeats the change the later callback took back (the settling rule's repeat),
+    so it is neither a fight (unsettled) nor denied for the intermediate name."""
     dangerous = rig.marker.tool("dangerous")
     rig.agent(
         hooks=[provider(_rename("dangerous"), _rename("run_command"), _dangerous_policy)],
         tools=[rig.marker.tool(), dangerous],
     )("go")
-    assert not rig.marker.ran
-    event = rig.last()
-    assert (event["outcome"], event["failure"]) == ("deny", "invalid")
+    assert rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["tool"]) == ("abstain", "run_command")
 
 
 def test_one_rename_that_the_policy_allows_runs_the_renamed_tool(rig):
