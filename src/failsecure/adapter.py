@@ -642,6 +642,20 @@ class Adapter(abc.ABC):
         """``decide_stage`` from an async dispatcher (it awaits nothing: the outcomes are in)."""
         return self.decide_stage(tool, outcomes, call_id=call_id, fail_closed=fail_closed)
 
+    def must_decide(self) -> bool:
+        """A tool call with no gate of the framework's own still needs a decision: a
+        failsecure plugin gate is registered (or declared and failed to load), a hook of
+        this framework is ``required``, the config is broken, or the adapter refused. The
+        core says so; an adapter asks before it takes upstream's ungated path."""
+        try:
+            from . import plugins
+
+            config = policy.current()
+            return bool(config.error or self.state == "refused" or config.required_for(self.name)
+                        or plugins.gates() or plugins.load_failures)
+        except Exception:  # cannot tell: decide (fail closed)
+            return True
+
     def inventory(self) -> list[str]:
         """The hook ids of the gates registered with the framework now (for ``doctor``).
         Adapters override it; the default knows none."""
@@ -660,3 +674,74 @@ class Adapter(abc.ABC):
             "refused_reason": self.refused_reason,
             "fail_closed_upstream": self.upstream_fail_closed() if self.version else None,
         }
+
+
+# ====================================================================== the adapter SDK
+# An adapter module imports from the core only this module (``Adapter``, ``PatchError``,
+# ``Check`` and the names below) and the result types (``failsecure.verdict``); ruff's
+# banned-api rule in src/failsecure/adapters/ruff.toml holds every adapter to it.
+
+from .failures import INVALID, process_failure  # noqa: E402  (failure categories; a command hook's exit)
+from .hookid import callable_name, command_name  # noqa: E402  (hook ids, derived in one place)
+from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
+    CHANGED,
+    asettle,
+    auntil_stable,
+    fingerprint,
+    same,
+    settle,
+    snapshot,
+    until_stable,
+)
+from .reduce import ask_unsupported  # noqa: E402  (the deny text of an ASK a framework cannot render)
+
+__all__ = (
+    "Adapter", "Check", "PatchError",
+    "CHANGED", "INVALID", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "callable_name",
+    "command_name", "current_config", "fingerprint", "plugin_gates", "process_failure", "run_command", "same",
+    "settle", "snapshot", "type_name", "until_stable", "when_imported",
+)
+
+
+def when_imported(module: str, callback) -> None:
+    """Run ``callback(module)`` once ``module`` is imported (at once if it is): a second
+    module an adapter patches when it loads. The drop-in's finder runs it; there is no
+    second import-hook mechanism."""
+    from . import _bootstrap
+
+    _bootstrap.when_imported(module, callback)
+
+
+def current_config():
+    """The config in force (``policy.Config``): read it, never change it."""
+    return policy.current()
+
+
+def plugin_gates() -> bool:
+    """A failsecure plugin gate is registered (the only reader of a decision's arguments)."""
+    from . import plugins
+
+    return bool(plugins.gates())
+
+
+def run_command(argv, stdin: bytes, timeout: float, env=None):
+    """Run one hook command under the runner's process supervision (new session, deadline,
+    group kill, capped pipes): ``failsecure.runner.process.execute``."""
+    from .runner import process
+
+    return process.execute(argv, stdin, timeout, env)
+
+
+def activate(name: str):
+    """Activate one adapter by name (a framework's own plugin mechanism loading failsecure)."""
+    from . import activation
+
+    return activation.activate(name)
+
+
+def adapter(name: str) -> "Adapter":
+    """The adapter registered under ``name``."""
+    from . import activation
+
+    return activation.get(name)
+

@@ -52,8 +52,7 @@ from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure import integrity, policy
-from failsecure.adapter import Adapter, PatchError
+from failsecure.adapter import CHANGED, Adapter, PatchError, adapter as registered, auntil_stable, current_config, same, snapshot
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 QUERY = "claude_agent_sdk._internal.query"
@@ -287,8 +286,8 @@ class _Session:
         async def one_round() -> list:
             args = state["args"]
             if args is not original:  # a rewrite: judge a copy nobody else holds
-                args = integrity.snapshot(args)
-                if args is integrity.CHANGED:
+                args = snapshot(args)
+                if args is CHANGED:
                     args = state["args"]
             state["judged"] = args
             payloads = []
@@ -298,8 +297,8 @@ class _Session:
                 if n == 0 and args is original and arguments is None and entry_event == data.get("hook_event_name", event):
                     payloads.append(data)  # upstream hands each callback the request's own input
                 else:
-                    own = integrity.snapshot(args)
-                    payloads.append(self._payload(data, entry_event, args if own is integrity.CHANGED else own))
+                    own = snapshot(args)
+                    payloads.append(self._payload(data, entry_event, args if own is CHANGED else own))
             calls = [self._call(i, payload, tool_use_id, context, started) for i, payload in zip(round_gates, payloads)]
             if len(calls) == 1:
                 outcomes = [await calls[0]]
@@ -323,12 +322,12 @@ class _Session:
             # (callbacks run concurrently on one input, as the CLI runs them: whole rounds,
             # not gate by gate; a round that only changes keys earlier rounds added is a
             # stamp, and the input every gate of that round judged is what runs)
-            outcomes = await integrity.auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"), origin=original,
+            outcomes = await auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"), origin=original,
                                                      restore=lambda args: state.__setitem__("args", args))
         outcomes = list(outcomes)
         for earlier in rounds[:-1]:  # a deny, failure or ask of any round stands
             outcomes += [o for o in earlier if _stands(o)]
-        config = policy.current()
+        config = current_config()
         required = config.required_for(adapter.name)
         if required:
             seen = {o.hook for o in outcomes}
@@ -352,7 +351,7 @@ class _Session:
     def present(self, outcomes: list) -> list:
         """``outcomes`` with every ``required`` callback of this session that was not
         consulted for the decision counted as present (no opinion)."""
-        required = policy.current().required_for(self.adapter.name)
+        required = current_config().required_for(self.adapter.name)
         if not required:
             return outcomes
         seen = {o.hook for o in outcomes}
@@ -494,7 +493,7 @@ class ClaudeSDKAdapter(Adapter):
         async def locked(wrapped, instance, args, kwargs):
             hooks = getattr(instance, "hooks", None) or {}
             gated = isinstance(hooks, dict) and any(hooks.get(event) for event in GATED)
-            if gated or getattr(instance, "can_use_tool", None) is not None or adapter._needs_own_gate():
+            if gated or getattr(instance, "can_use_tool", None) is not None or adapter.must_decide():
                 decision = adapter.decide(None, ())
                 raise RuntimeError(decision.reason or "failsecure: claude-agent-sdk is not patched")
             return await wrapped(*args, **kwargs)
@@ -502,17 +501,6 @@ class ClaudeSDKAdapter(Adapter):
         self.wrap(query, "initialize", locked)
 
     # ------------------------------------------------------------ one Query
-
-    def _needs_own_gate(self) -> bool:
-        """A tool call must be decided even if no user callback selects it: plugin gates,
-        required hooks, a bad config."""
-        try:
-            from failsecure import plugins
-
-            config = policy.current()
-            return bool(config.error or config.required_for(self.name) or plugins.gates())
-        except Exception:
-            return True
 
     def _prepare(self, query: Any) -> None:
         """Swap the Query's gating callbacks and ``can_use_tool`` for guarded ones (in the
@@ -537,7 +525,7 @@ class ClaudeSDKAdapter(Adapter):
                     entries.append(entry)
                     triggers.append(len(entries) - 1)
                 new_matchers.append(dict(matcher, hooks=triggers))
-            if event == EVENT and self._needs_own_gate():
+            if event == EVENT and self.must_decide():
                 entries.append(_Entry(None, self.hook_id("failsecure"), None, CLI_DEFAULT_TIMEOUT))
                 new_matchers.append({"matcher": None, "hooks": [len(entries) - 1]})
             if new_matchers:
@@ -620,7 +608,7 @@ class ClaudeSDKAdapter(Adapter):
                     if verdict is not None and verdict.action is Action.DENY:
                         return native
                     return deny_type(message=decision.reason or _denied_by(decision))
-                if final is not input_data and not integrity.same(integrity.snapshot(input_data), final):
+                if final is not input_data and not same(snapshot(input_data), final):
                     # the permission callback rewrote the input the gates approved: the
                     # PreToolUse and PermissionRequest callbacks judge what will run
                     data = {"hook_event_name": EVENT, "tool_name": tool_name, "tool_input": input_data}
@@ -881,9 +869,7 @@ async def probe_answer(callback: Any, tool_input: Optional[dict] = None, *, tool
 
 def _current_adapter() -> Optional[ClaudeSDKAdapter]:
     try:
-        from failsecure import activation
-
-        adapter = activation.get("claude-agent-sdk")
+        adapter = registered("claude-agent-sdk")
         return adapter if isinstance(adapter, ClaudeSDKAdapter) else None
     except Exception:
         return None

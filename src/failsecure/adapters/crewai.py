@@ -45,8 +45,7 @@ import sys
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, PatchError
-from failsecure.integrity import settle
+from failsecure.adapter import Adapter, PatchError, settle, when_imported
 from failsecure.verdict import Action, Invalid, Verdict
 
 log = logging.getLogger("failsecure")
@@ -295,10 +294,9 @@ class CrewAIAdapter(Adapter):
         if FLOW_ACTIONS in sys.modules:
             self._patch_flow_actions(sys.modules[FLOW_ACTIONS])
         elif not self._flow_watch:
-            from failsecure import _bootstrap
 
             self._flow_watch = True
-            _bootstrap.when_imported(FLOW_ACTIONS, self._late_flow_actions)
+            when_imported(FLOW_ACTIONS, self._late_flow_actions)
 
     def _late_flow_actions(self, module: Any) -> None:
         if self.state != "patched" or self._flow_patched:

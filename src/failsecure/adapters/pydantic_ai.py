@@ -63,8 +63,7 @@ import sys
 import threading
 from typing import Any
 
-from failsecure import integrity, plugins, policy
-from failsecure.adapter import Adapter, PatchError
+from failsecure.adapter import Adapter, PatchError, asettle, current_config, same, snapshot
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 HOOKS = "pydantic_ai.capabilities.hooks"
@@ -372,7 +371,7 @@ class PydanticAIAdapter(Adapter):
         if entries:
             return True
         prefix = self.name + ":"
-        return any(r.startswith(prefix) for r in policy.current().required_for(self.name))
+        return any(r.startswith(prefix) for r in current_config().required_for(self.name))
 
     async def _gate(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         """A ``Hooks`` capability dispatched on its own (not from a ``CombinedCapability``,
@@ -424,7 +423,7 @@ class PydanticAIAdapter(Adapter):
             # hook by hook: the hooks that judged the arguments before a later one rewrote
             # them judge again; a stamping hook settles; a deny (upstream stops at a raise
             # too) ends it. Compared by fingerprint: no code of the arguments' objects runs.
-            outcomes = await integrity.asettle([step(*e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
+            outcomes = await asettle([step(*e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later())
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
@@ -469,10 +468,7 @@ class PydanticAIAdapter(Adapter):
         """A call with no gate of its own still has a decision when a plugin gate is
         registered (or declared and failed to load), a ``pydantic-ai:`` hook is required,
         the config is broken or the adapter refused."""
-        config = policy.current()
-        if config.error or self.state == "refused" or self._gated([]):
-            return True
-        return bool(plugins.gates()) or bool(plugins.load_failures)
+        return self.must_decide() or self._gated([])
 
     def _render(self, decision: Any, ctx: Any, final: Any) -> Any:
         """The Decision in pydantic-ai's shape: the final arguments, or a raise."""
@@ -578,7 +574,7 @@ class PydanticAIAdapter(Adapter):
             entries = None
         decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
         final = self._render(decision, ctx, final)
-        _JUDGED.set(_Judged(call, integrity.snapshot(final), instance, tool_def))
+        _JUDGED.set(_Judged(call, snapshot(final), instance, tool_def))
         return final
 
     # ------------------------------------------------------------ the toolsets
@@ -658,7 +654,7 @@ class PydanticAIAdapter(Adapter):
         name, tool_args, ctx, tool = bound
         judged = dispatch.judged
         swapped = self._swapped(dispatch.listed, name, tool)
-        if judged is None or swapped or not integrity.same(judged.snapshot, tool_args):
+        if judged is None or swapped or not same(judged.snapshot, tool_args):
             call = dispatch.call
             tool_def = judged.tool_def if judged is not None and not swapped else getattr(tool, "tool_def", None)
             try:
@@ -673,7 +669,7 @@ class PydanticAIAdapter(Adapter):
             decision, final = await self._judge(entries, ctx, call, tool_def, tool_args)
             tool_args = self._render(decision, ctx, final)
         for predicate, allowed in dispatch.approvals:
-            if not integrity.same(allowed, tool_args):  # asked about other arguments: ask again
+            if not same(allowed, tool_args):  # asked about other arguments: ask again
                 await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
         token = _DISPATCH.set(None)  # what the tool itself dispatches is its own business
         try:
@@ -709,7 +705,7 @@ class PydanticAIAdapter(Adapter):
         predicate = instance.approval_required_func
         await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
         if dispatch is not None:
-            dispatch.approvals = dispatch.approvals + ((predicate, integrity.snapshot(tool_args)),)
+            dispatch.approvals = dispatch.approvals + ((predicate, snapshot(tool_args)),)
         return await self._wrapper_toolset.call_tool(instance, name, tool_args, ctx, tool)
 
     async def _ask_predicate(self, predicate: Any, dispatch: Any, name: Any, ctx: Any, tool: Any, tool_args: Any) -> None:

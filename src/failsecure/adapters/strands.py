@@ -58,9 +58,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from failsecure import hookid, integrity
-from failsecure.adapter import Adapter, PatchError
-from failsecure.reduce import ask_unsupported
+from failsecure.adapter import CHANGED, Adapter, PatchError, ask_unsupported, asettle, callable_name, fingerprint, settle, snapshot
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 REGISTRY = "strands.hooks.registry"
@@ -338,9 +336,9 @@ class StrandsAdapter(Adapter):
         use (``integrity.fingerprint``: plain values by value, an agent or client injected
         into a direct call's input by identity, never deep-copied)."""
         try:
-            return integrity.fingerprint((event.selected_tool, event.tool_use))
+            return fingerprint((event.selected_tool, event.tool_use))
         except Exception:
-            return integrity.CHANGED  # equal to nothing: judged again, denied if it never settles
+            return CHANGED  # equal to nothing: judged again, denied if it never settles
 
     @staticmethod
     def _put_back(event: Any) -> Any:
@@ -349,8 +347,8 @@ class StrandsAdapter(Adapter):
         tool, use = event.selected_tool, event.tool_use
         if type(use) is not dict:
             return None
-        copy = integrity.snapshot(use)
-        if copy is integrity.CHANGED:
+        copy = snapshot(use)
+        if copy is CHANGED:
             return None
 
         def restore(now: Any) -> bool:
@@ -420,7 +418,7 @@ class StrandsAdapter(Adapter):
                 return run
 
             # callback by callback: a stamping callback settles, one after the last rewrite runs once
-            outcomes = integrity.settle(
+            outcomes = settle(
                 [step(i, cb) for i, cb in enumerate(callbacks)], lambda: event, self.hook_id("BeforeToolCallEvent"),
                 self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
             )
@@ -457,7 +455,7 @@ class StrandsAdapter(Adapter):
 
                 return run
 
-            outcomes = await integrity.asettle(
+            outcomes = await asettle(
                 [step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], lambda: event, self.hook_id("BeforeToolCallEvent"),
                 self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
             )
@@ -560,7 +558,7 @@ class StrandsAdapter(Adapter):
         known = self._ids.get(id(cls))
         if known is not None and known[0] is cls:
             return known[1]
-        hook_id = self.hook_id(f"{hookid.callable_name(cls)}.before_tool_call")
+        hook_id = self.hook_id(f"{callable_name(cls)}.before_tool_call")
         if len(self._ids) > 4096:
             self._ids.clear()
         self._ids[id(cls)] = (cls, hook_id)
@@ -651,7 +649,7 @@ class StrandsAdapter(Adapter):
         async def judged(ctx):
             try:
                 seen = adapter._judged.pop(adapter._ctx_call_id(ctx), None)
-                same = seen is not None and seen[0] is ctx.tool and seen[1] == integrity.fingerprint((ctx.tool, ctx.tool_use))
+                same = seen is not None and seen[0] is ctx.tool and seen[1] == fingerprint((ctx.tool, ctx.tool_use))
             except Exception:
                 same = False
             if not same:
