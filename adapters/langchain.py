@@ -68,6 +68,7 @@ from typing import Any, Optional
 
 from failsecure import guard, integrity, policy
 from failsecure.adapter import Adapter, PatchError
+from failsecure.report import type_name
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 log = logging.getLogger("failsecure")
@@ -410,7 +411,7 @@ class LangChainAdapter(Adapter):
         outcome = Outcome(
             hook=hook_id,
             failure=failure,
-            exception_type=type(exc).__name__ if exc is not None else None,
+            exception_type=type_name(exc) if exc is not None else None,
             elapsed_ms=(perf_counter() - start) * 1000.0,
         )
         tool, call_id = _request_ids(request)
@@ -446,7 +447,7 @@ class LangChainAdapter(Adapter):
 
         if not limit:
             try:
-                return wrapper(request, proxy)
+                return self._answered(hook_id, request, wrapper(request, proxy), start)
             except BaseException as exc:
                 self._middleware_raised(hook_id, request, exc, from_handler, start)
                 raise
@@ -484,7 +485,16 @@ class LangChainAdapter(Adapter):
             error = box.pop("exc")
             self._middleware_raised(hook_id, request, error, from_handler, start)
             raise error
-        return box.get("result")
+        return self._answered(hook_id, request, box.get("result"), start)
+
+    def _answered(self, hook_id: str, request: Any, result: Any, start: float) -> Any:
+        """A middleware's answer: a ``ToolMessage`` or a ``Command`` (its own, or the
+        handler's). Anything else (``None``, a string, a dict) is no answer ToolNode
+        defines: denied as ``invalid``, told as the deny."""
+        if _is_answer(result):
+            return result
+        decision = self._middleware_failed(hook_id, request, Failure.INVALID, None, start)
+        return _tool_message(request, decision.reason or _failure_text(hook_id, Failure.INVALID))
 
     def _middleware_raised(self, hook_id, request, exc, from_handler, start) -> None:
         """Audit a middleware's own exception (not an interrupt, not the tool's error)."""
@@ -511,16 +521,24 @@ class LangChainAdapter(Adapter):
         from_handler: list = []
         if not limit:
             try:
-                return await wrapper(request, handler)
+                return self._answered(hook_id, request, await wrapper(request, handler), start)
             except BaseException as exc:
                 self._middleware_raised(hook_id, request, exc, from_handler, start)
                 raise
         loop = asyncio.get_running_loop()
         deadline = asyncio.timeout(limit)
         inside = [0]
+        late_call = [False]
+
+        def late() -> bool:
+            # a middleware that blocks the loop past its deadline has not been cancelled
+            # yet when it answers (the timeout callback could not run): the clock decides
+            when = deadline.when()
+            return deadline.expired() or (when is not None and not inside[0] and loop.time() >= when)
 
         async def proxy(req):
-            if deadline.expired():
+            if late():
+                late_call[0] = True
                 raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
             inside[0] += 1
             deadline.reschedule(None)
@@ -537,15 +555,16 @@ class LangChainAdapter(Adapter):
         try:
             async with deadline:
                 result = await wrapper(request, proxy)
-            if not deadline.expired():
-                return result
+            if not late() and not late_call[0]:
+                return self._answered(hook_id, request, result, start)
         except TimeoutError as exc:
             if not deadline.expired() or any(exc is e for e in from_handler):
                 self._middleware_raised(hook_id, request, exc, from_handler, start)
                 raise
         except BaseException as exc:
-            self._middleware_raised(hook_id, request, exc, from_handler, start)
-            raise
+            if not late_call[0]:
+                self._middleware_raised(hook_id, request, exc, from_handler, start)
+                raise
         decision = self._middleware_failed(hook_id, request, Failure.TIMEOUT, None, start)
         if decision.denied:
             return _tool_message(request, decision.reason)
@@ -881,6 +900,18 @@ def _tool_message(request: Any, reason: Optional[str]) -> Any:
 
     tool, call_id = _request_ids(request)
     return ToolMessage(content=reason or "failsecure: denied", name=tool, tool_call_id=call_id or "", status="error")
+
+
+def _is_answer(result: Any) -> bool:
+    """A ``ToolMessage`` or a LangGraph ``Command``: what ``ToolNode`` takes from a
+    ``wrap_tool_call`` middleware."""
+    from langchain_core.messages import ToolMessage
+
+    if isinstance(result, ToolMessage):
+        return True
+    types = sys.modules.get("langgraph.types")
+    command = getattr(types, "Command", None) if types is not None else None
+    return isinstance(command, type) and isinstance(result, command)
 
 
 def _failure_text(hook_id: str, failure: Failure) -> str:

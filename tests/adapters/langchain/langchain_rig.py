@@ -239,3 +239,218 @@ class LangChainHarness(Harness):
         return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told)
 
 
+
+
+class _Pass:
+    """A middleware's "allow": hand the call on (``handler(request)``)."""
+
+    def __init__(self, arguments: dict | None = None):
+        self.arguments = arguments  # a rewrite: hand on ``request.override(tool_call=...)``
+
+
+class MiddlewareHarness(LangChainHarness):
+    """The kit's gates are ``wrap_tool_call`` (sync mode) / ``awrap_tool_call`` (async
+    mode) of ``AgentMiddleware`` subclasses in a real ``create_agent`` run, in the order
+    added (the first is the outermost). A middleware's allow is handing the call on, its
+    deny is answering a ``ToolMessage`` itself (the tool does not run), its rewrite is
+    handing on ``request.override(tool_call=...)``; anything else it answers without
+    handing on is junk."""
+
+    kind = "wrap_tool_call"
+    modes = ("sync",)
+    async_gates = False  # a sync ``wrap_tool_call`` cannot await (``awrap_tool_call`` below)
+    method = "wrap_tool_call"
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.middleware: list = []
+
+    def _answer(self, answer, request, handler):
+        if isinstance(answer, _Pass):
+            if answer.arguments is not None:
+                call = {**request.tool_call, "args": dict(answer.arguments)}
+                return handler(request.override(tool_call=call))
+            return handler(request)
+        return answer
+
+    def _seen(self, request) -> Seen:
+        call = request.tool_call
+        return Seen(tool=call.get("name"), arguments=dict(call.get("args") or {}), native=request)
+
+    def add_gate(self, name, behave, *, is_async=False):
+        harness = self
+
+        def judged(request):
+            try:
+                return behave(harness._seen(request))
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        def wrap_tool_call(self, request, handler):
+            return harness._answer(judged(request), request, handler)
+
+        async def awrap_tool_call(self, request, handler):
+            answer = judged(request)
+            if asyncio.iscoroutine(answer):
+                answer = await answer
+            if isinstance(answer, _Pass):
+                if answer.arguments is not None:
+                    call = {**request.tool_call, "args": dict(answer.arguments)}
+                    return await handler(request.override(tool_call=call))
+                return await handler(request)
+            return answer
+
+        from langchain.agents.middleware import AgentMiddleware
+
+        clean = "KitMiddleware_" + "".join(c if c.isalnum() else "_" for c in name)
+        method = wrap_tool_call if self.method == "wrap_tool_call" else awrap_tool_call
+        method.__name__, method.__qualname__, method.__module__ = self.method, f"{clean}.{self.method}", __name__
+        body = {"__module__": __name__, self.method: method}
+        cls = type(clean, (AgentMiddleware,), body)
+        cls.__qualname__ = clean
+        self.middleware.append(cls())
+        return f"langchain:{__name__}.{clean}.{self.method}"
+
+    def reset(self):
+        super().reset()
+        self.middleware.clear()
+
+    def allow(self, seen):
+        return _Pass()
+
+    def abstain(self, seen):
+        return _Pass()  # a middleware has no "no opinion" besides handing the call on
+
+    def deny(self, seen):
+        request = seen.native
+        return ToolMessage(content="kit: denied", name=request.tool_call.get("name"),
+                           tool_call_id=request.tool_call.get("id") or "", status="error")
+
+    def junk(self):
+        return [("None", None), ("string", "DENY"), ("dict", {"allow": False}), ("True", True)]
+
+    def rewrite(self, seen, arguments):
+        return _Pass(dict(arguments))
+
+    def _run(self, arguments, mode):
+        self.marker.reset()
+        agent = create_agent(script(arguments), tools=[self.marker.tool(mode == "async")], middleware=list(self.middleware))
+        return self._invoke(lambda state: agent.invoke(state), lambda state: agent.ainvoke(state), mode)
+
+    def _invoke(self, sync, asyn, mode):
+        state = {"messages": [{"role": "user", "content": "go"}]}
+        try:
+            result = sync(state) if mode == "sync" else asyncio.run(asyn(state))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001  (a middleware's own error ends the run, as upstream)
+            try:
+                told = str(exc)
+            except Exception:  # a hostile exception: what reached the caller cannot even be printed
+                told = ""
+            return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told)
+        told = " ".join(str(m.content) for m in tool_messages(result))
+        return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told)
+
+
+class AsyncMiddlewareHarness(MiddlewareHarness):
+    """The same, with ``awrap_tool_call`` middleware in ``ainvoke`` runs (a sync-bodied
+    kit gate runs inside the coroutine, as a user's blocking code would)."""
+
+    kind = "awrap_tool_call"
+    modes = ("async",)
+    async_gates = True
+    method = "awrap_tool_call"
+
+
+class ToolNodeHarness(MiddlewareHarness):
+    """``wrap_tool_call`` / ``awrap_tool_call`` functions handed straight to LangGraph's
+    ``ToolNode`` in a custom graph (no ``create_agent``). Several gates are chained the
+    way a user composes them: the first added is the outermost."""
+
+    kind = "ToolNode(wrap_tool_call)"
+    modes = ("sync",)
+    async_gates = False
+    method = "wrap_tool_call"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        harness = self
+        clean = "kit_node_" + "".join(c if c.isalnum() else "_" for c in name)
+
+        def judged(request):
+            try:
+                return behave(harness._seen(request))
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        def wrapper(request, handler):
+            return harness._answer(judged(request), request, handler)
+
+        async def awrapper(request, handler):
+            answer = judged(request)
+            if asyncio.iscoroutine(answer):
+                answer = await answer
+            if isinstance(answer, _Pass):
+                if answer.arguments is not None:
+                    call = {**request.tool_call, "args": dict(answer.arguments)}
+                    return await handler(request.override(tool_call=call))
+                return await handler(request)
+            return answer
+
+        for fn in (wrapper, awrapper):
+            fn.__name__ = fn.__qualname__ = clean
+            fn.__module__ = __name__
+        self.middleware.append((wrapper, awrapper))
+        return f"langchain:{__name__}.{clean}"
+
+    def _run(self, arguments, mode):
+        from langgraph.graph import END, START, MessagesState, StateGraph
+        from langgraph.prebuilt import ToolNode
+
+        self.marker.reset()
+        sync_chain, async_chain = _compose([w for w, _ in self.middleware]), _acompose([a for _, a in self.middleware])
+        if len(self.middleware) == 1:  # one function: handed over as is (its own hook id)
+            sync_chain, async_chain = self.middleware[0]
+        kwargs = {"wrap_tool_call": sync_chain} if mode == "sync" else {"awrap_tool_call": async_chain}
+        node = ToolNode([self.marker.tool(mode == "async")], **(kwargs if self.middleware else {}))
+        graph = StateGraph(MessagesState)
+        graph.add_node("tools", node)
+        graph.add_edge(START, "tools")
+        graph.add_edge("tools", END)
+        app = graph.compile()
+        call = {"name": TOOL, "args": dict(arguments), "id": "call_1", "type": "tool_call"}
+        first = {"messages": [AIMessage(content="", tool_calls=[call])]}
+        return self._invoke(lambda state: app.invoke(first), lambda state: app.ainvoke(first), mode)
+
+
+def _compose(wrappers: list):
+    def chained(request, handler):
+        def step(i, req):
+            if i == len(wrappers):
+                return handler(req)
+            return wrappers[i](req, lambda r: step(i + 1, r))
+
+        return step(0, request)
+
+    return chained
+
+
+def _acompose(wrappers: list):
+    async def chained(request, handler):
+        async def step(i, req):
+            if i == len(wrappers):
+                return await handler(req)
+            return await wrappers[i](req, lambda r: step(i + 1, r))
+
+        return await step(0, request)
+
+    return chained
+
+
+class AsyncToolNodeHarness(ToolNodeHarness):
+    kind = "ToolNode(awrap_tool_call)"
+    modes = ("async",)
+    async_gates = True
+    method = "awrap_tool_call"
