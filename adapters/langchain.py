@@ -79,6 +79,9 @@ HITL = "langchain.agents.middleware.human_in_the_loop"
 TOOL_NODE = "langgraph.prebuilt.tool_node"
 EVENT = "on_tool_start"
 _ABSTAIN = Verdict(action=Action.ABSTAIN)
+#: the hooks that judged this call on its way to the tool: ``wrap_tool_call`` middleware
+#: that handed it on (outermost first), the HITL ``when`` predicate that judged it
+_TOOK_PART: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed_on", default=())
 _REVIEW = Verdict(action=Action.ASK)
 
 
@@ -262,7 +265,7 @@ class LangChainAdapter(Adapter):
                 _observe_sync(wrapped, observers, event, ignore, rest, kwargs)
             tool, call_id, inputs = self._describe(rest, kwargs)
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
-            outcomes = list(fixed)
+            outcomes = _took_part() + fixed
             if calls:
                 def step(h: str, m: Any) -> Any:
                     return lambda: self.hook_calls([(h, _drive, (m,) + rest, kwargs, None)])
@@ -288,7 +291,7 @@ class LangChainAdapter(Adapter):
                 await _observe_async(wrapped, observers, event, ignore, rest, kwargs)
             tool, call_id, inputs = self._describe(rest, kwargs)
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
-            outcomes = list(fixed)
+            outcomes = _took_part() + fixed
             if calls:
                 config = policy.current()
 
@@ -345,6 +348,15 @@ class LangChainAdapter(Adapter):
         except Exception:
             return True
         return decision.action is not Action.ABSTAIN and decision.action is not Action.ALLOW
+
+    def _predicates_of(self, request: Any) -> tuple:
+        """The hook id of the HITL ``when`` predicate that judged this call, if any."""
+        try:
+            key = _call_key(request)
+            known = self._judged.get(key) if key is not None else None
+            return (self.callable_id(known[0].original),) if known is not None else ()
+        except Exception:
+            return ()
 
     def _at_tool(self, request: Any) -> Optional[str]:
         """A tool call has reached its tool (every ``wrap_tool_call`` middleware has had
@@ -434,12 +446,14 @@ class LangChainAdapter(Adapter):
                 if state["abandoned"]:
                     raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
                 state["inside"] += 1
+            token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
             try:
                 return handler(req)
             except BaseException as exc:
                 from_handler.append(exc)
                 raise
             finally:
+                _TOOK_PART.reset(token)
                 with cond:
                     state["inside"] -= 1
                     state["since"] = perf_counter()
@@ -520,8 +534,19 @@ class LangChainAdapter(Adapter):
         start = perf_counter()
         from_handler: list = []
         if not limit:
+
+            async def handing_on(req):
+                token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
+                try:
+                    return await handler(req)
+                except BaseException as exc:
+                    from_handler.append(exc)
+                    raise
+                finally:
+                    _TOOK_PART.reset(token)
+
             try:
-                return self._answered(hook_id, request, await wrapper(request, handler), start)
+                return self._answered(hook_id, request, await wrapper(request, handing_on), start)
             except BaseException as exc:
                 self._middleware_raised(hook_id, request, exc, from_handler, start)
                 raise
@@ -542,12 +567,14 @@ class LangChainAdapter(Adapter):
                 raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
             inside[0] += 1
             deadline.reschedule(None)
+            token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
             try:
                 return await handler(req)
             except BaseException as exc:
                 from_handler.append(exc)
                 raise
             finally:
+                _TOOK_PART.reset(token)
                 inside[0] -= 1
                 if not inside[0]:
                     deadline.reschedule(loop.time() + limit)
@@ -618,23 +645,31 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
 
     def execute_sync(wrapped, instance, args, kwargs):
         request = args[0] if args else kwargs.get("request")
+        judged = adapter._predicates_of(request)
         reason = adapter._at_tool(request)
         if reason is not None:
             return _tool_message(request, reason)
+        token = _TOOK_PART.set(_TOOK_PART.get() + judged)
         try:
             return wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
+        finally:
+            _TOOK_PART.reset(token)
 
     async def _execute_async(wrapped, args, kwargs):
         request = args[0] if args else kwargs.get("request")
+        judged = adapter._predicates_of(request)
         reason = adapter._at_tool(request)
         if reason is not None:
             return _tool_message(request, reason)
+        token = _TOOK_PART.set(_TOOK_PART.get() + judged)
         try:
             return await wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
+        finally:
+            _TOOK_PART.reset(token)
 
     def execute_async(wrapped, instance, args, kwargs):
         return _execute_async(wrapped, args, kwargs)
@@ -900,6 +935,13 @@ def _tool_message(request: Any, reason: Optional[str]) -> Any:
 
     tool, call_id = _request_ids(request)
     return ToolMessage(content=reason or "failsecure: denied", name=tool, tool_call_id=call_id or "", status="error")
+
+
+def _took_part() -> list:
+    """The hooks that judged the call on its way here, as outcomes of the tool's
+    decision: they took part (a ``required`` one is present, the audit names it), with no
+    opinion of their own in it."""
+    return [Outcome(hook=h, verdict=_ABSTAIN) for h in _TOOK_PART.get()]
 
 
 def _is_answer(result: Any) -> bool:

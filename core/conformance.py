@@ -40,11 +40,16 @@ class Ran:
     ``ran``: the tool's side effect happened. ``arguments``: what the tool ran with (None
     when it did not run). ``told``: every text the model or caller was given back for
     this call (tool result, error message, exception text), joined; the kit checks it
-    for leaked secrets and for the failure category."""
+    for leaked secrets and for the failure category. ``asked``: the run stopped for a
+    human's answer about this call (an approval interruption, a review) and the harness
+    gave none: for a gate kind whose fail-closed answer is "ask a human" (an approval
+    predicate) that is the deny; the audit must still show the failure category, and
+    nothing told to the caller may leak."""
 
     ran: bool
     arguments: Optional[dict] = None
     told: str = ""
+    asked: bool = False
 
 
 class Harness:
@@ -488,7 +493,7 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
             return "wrong branch", f"audited failure {event.get('failure')!r}, expected {case.failure!r}"
         if case.exception_type and event.get("exception_type") != case.exception_type:
             return "wrong branch", f"audited exception {event.get('exception_type')!r}"
-        if f"({case.failure})" not in (ran.told or "") and case.failure != "missing":
+        if f"({case.failure})" not in (ran.told or "") and case.failure != "missing" and not ran.asked:
             return "wrong branch", "the deny text does not name the failure category"
     return "pass", ""
 

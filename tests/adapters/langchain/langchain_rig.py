@@ -339,7 +339,10 @@ class MiddlewareHarness(LangChainHarness):
         return self._invoke(lambda state: agent.invoke(state), lambda state: agent.ainvoke(state), mode)
 
     def _invoke(self, sync, asyn, mode):
+        import signal
+
         state = {"messages": [{"role": "user", "content": "go"}]}
+        sigint = signal.getsignal(signal.SIGINT)
         try:
             result = sync(state) if mode == "sync" else asyncio.run(asyn(state))
         except KeyboardInterrupt:
@@ -349,9 +352,16 @@ class MiddlewareHarness(LangChainHarness):
                 told = str(exc)
             except Exception:  # a hostile exception: what reached the caller cannot even be printed
                 told = ""
+            # asyncio.run could not finish its cleanup on a hostile exception: its SIGINT
+            # handler (which holds the failed task) would break every later asyncio.run.
+            # ``_signal`` sets it back without ``signal``'s repr of the old handler.
+            import _signal
+
+            _signal.signal(signal.SIGINT, sigint)
             return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told)
         told = " ".join(str(m.content) for m in tool_messages(result))
-        return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told)
+        return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told,
+                   asked=_interrupted(result))
 
 
 class AsyncMiddlewareHarness(MiddlewareHarness):
@@ -454,3 +464,91 @@ class AsyncToolNodeHarness(ToolNodeHarness):
     modes = ("async",)
     async_gates = True
     method = "awrap_tool_call"
+
+
+class ReviewHarness(MiddlewareHarness):
+    """The gate is the ``when`` predicate of ``HumanInTheLoopMiddleware`` for the tool
+    (one per tool) in a real ``create_agent`` run with a checkpointer: ``True`` asks for a
+    review (the run stops with an interrupt, left unanswered), ``False`` lets the call
+    run. A predicate has no deny and cannot rewrite; its fail-closed answer is the
+    review. ``told`` is what the model is told (the review request the human would see
+    shows the arguments by design, so it is not a deny text)."""
+
+    kind = "HITL when"
+    modes = ("sync", "async")
+    async_gates = False  # HITL calls ``when`` synchronously
+    has_ask = True
+    interrupt_mode: dict = {}
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.predicates: list = []
+        self.threads = 0
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.predicates:
+            raise NotSupported("a tool has one HITL `when` predicate")
+        harness = self
+
+        def when(request):
+            call = request.tool_call
+            try:
+                return behave(Seen(tool=call.get("name"), arguments=dict(call.get("args") or {}), native=request))
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        clean = "kit_when_" + "".join(c if c.isalnum() else "_" for c in name)
+        when.__name__ = when.__qualname__ = clean
+        when.__module__ = __name__
+        self.predicates.append(when)
+        return f"langchain:{__name__}.{clean}"
+
+    def reset(self):
+        super().reset()
+        self.predicates = []
+
+    def allow(self, seen):
+        return False
+
+    def abstain(self, seen):
+        return False
+
+    def ask(self, seen):
+        return True
+
+    def deny(self, seen):
+        raise NotSupported("a `when` predicate cannot deny (its strongest answer is a review)")
+
+    def junk(self):
+        return [("None", None), ("string 'yes'", "yes"), ("1", 1), ("0", 0), ("list", [])]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("a `when` predicate cannot rewrite")
+
+    def _run(self, arguments, mode):
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        self.marker.reset()
+        middleware = []
+        if self.predicates:
+            config = {"allowed_decisions": ["approve", "reject"], "when": self.predicates[0]}
+            middleware.append(HumanInTheLoopMiddleware(interrupt_on={TOOL: config}, **self.interrupt_mode))
+        agent = create_agent(script(arguments), tools=[self.marker.tool(mode == "async")], middleware=middleware,
+                             checkpointer=InMemorySaver())
+        self.threads += 1
+        config = {"configurable": {"thread_id": f"kit-{self.threads}"}}
+        return self._invoke(lambda state: agent.invoke(state, config=config), lambda state: agent.ainvoke(state, config=config), mode)
+
+
+def _interrupted(result: Any) -> bool:
+    return isinstance(result, dict) and bool(result.get("__interrupt__"))
+
+
+class PerCallReviewHarness(ReviewHarness):
+    """The same predicate with ``interrupt_mode="per_call"`` (HITL asks from its own
+    ``wrap_tool_call``), where the release has it."""
+
+    kind = "HITL when (per_call)"
+    interrupt_mode = {"interrupt_mode": "per_call"}

@@ -173,6 +173,93 @@ def failsecure_harness(tmp_path):
     return OpenAIAgentsHarness(tmp_path)
 
 
+class NeedsApprovalHarness(OpenAIAgentsHarness):
+    """The gate is the tool's ``needs_approval`` callable (one per tool): ``True`` asks a
+    human (an approval interruption, left unanswered), ``False`` lets the call run. It
+    has no deny and cannot rewrite; its fail-closed answer is the interruption."""
+
+    kind = "needs_approval"
+    has_ask = True
+
+    def __init__(self, work: Path):
+        super().__init__(work)
+        self.needs: list = []
+        self.unsupported: list = []
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.needs:
+            raise NotSupported("a tool has one needs_approval setting")
+        harness = self
+
+        def seen_of(params):
+            return Seen(tool=oa_rig.TOOL, arguments=dict(params) if isinstance(params, dict) else {}, native=params)
+
+        def judged(answer_of):
+            try:
+                return answer_of()
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        if is_async:
+            async def needs(ctx, params, call_id):
+                return await judged(lambda: behave(seen_of(params)))
+        else:
+            def needs(ctx, params, call_id):
+                return judged(lambda: behave(seen_of(params)))
+
+        oa_rig.named(needs, f"kit_needs_{name}")
+        self.needs.append(needs)
+        return activation.get("openai-agents").callable_id(needs)
+
+    def reset(self):
+        super().reset()
+        self.needs = []
+        self.unsupported = []
+
+    def allow(self, seen):
+        return False
+
+    def abstain(self, seen):
+        return False
+
+    def ask(self, seen):
+        return True
+
+    def deny(self, seen):
+        raise NotSupported("needs_approval cannot deny (its strongest answer asks a human)")
+
+    def junk(self):
+        return [("None", None), ("string 'yes'", "yes"), ("1", 1), ("0", 0), ("list", []), ("dict", {"approve": False})]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("needs_approval cannot rewrite")
+
+    def run(self, arguments, mode):
+        self.count += 1
+        tool = oa_rig.Tool(self.work / f"marker-{self.count}.jsonl")
+        model = oa_rig.make_model(arguments)
+        agent = oa_rig.agent_with(tool.build([], needs_approval=self.needs[0] if self.needs else False), model)
+        asked = False
+        try:
+            result = oa_rig.run(agent, mode)
+            asked = bool(result.interruptions)
+            told = model.told.get(oa_rig.CALL_ID) or ""
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # upstream's crash on a raising setting
+            told = type(exc).__name__
+        if self.unsupported:
+            raise self.unsupported[0]
+        runs = tool.runs()
+        return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=str(told), asked=asked)
+
+
+@pytest.fixture
+def failsecure_harness_needs_approval(tmp_path):
+    return NeedsApprovalHarness(tmp_path)
+
+
 # ---------------------------------------------------------------- a plugin gate that asks
 
 
