@@ -283,3 +283,55 @@ def asking_plugin():
     plugins.register(p, name="oa-test-ask")
     yield p
     plugins.unregister(p)
+
+
+class MCPApprovalHarness(NeedsApprovalHarness):
+    """The gate is an MCP server's ``require_approval`` callable, turned into the tool's
+    ``needs_approval`` by the SDK's own conversion (``_get_needs_approval_for_tool`` of a
+    real ``MCPServerStdio``, never started). The policy is shown the tool, not the
+    arguments (the SDK passes it none)."""
+
+    kind = "MCP require_approval"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.needs:
+            raise NotSupported("a server has one require_approval policy")
+        from agents import Agent
+        from agents.mcp import MCPServerStdio
+        from mcp.types import Tool as MCPTool
+
+        harness = self
+
+        def judged(answer_of):
+            try:
+                return answer_of()
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        if is_async:
+            async def policy(run_context, agent, tool):
+                return await judged(lambda: behave(Seen(tool=tool.name, arguments={}, native=tool)))
+        else:
+            def policy(run_context, agent, tool):
+                return judged(lambda: behave(Seen(tool=tool.name, arguments={}, native=tool)))
+
+        oa_rig.named(policy, f"kit_mcp_{name}")
+        server = MCPServerStdio(params={"command": "true"}, require_approval=policy, name="kit-server")
+        schema = {"type": "object", "properties": {"command": {"type": "string"}}}
+        self.needs.append(server._get_needs_approval_for_tool(MCPTool(name=oa_rig.TOOL, inputSchema=schema), Agent(name="owner")))
+        return activation.get("openai-agents").callable_id(policy)
+
+    def run(self, arguments, mode):
+        from failsecure.conformance import FORBIDDEN
+
+        if FORBIDDEN in json.dumps(arguments):
+            # the cases that judge the arguments (the kit's policy, the plugin gate's):
+            # this policy is never shown them (the plugin row is the needs_approval kind's)
+            raise NotSupported("require_approval is not shown the arguments")
+        return super().run(arguments, mode)
+
+
+@pytest.fixture
+def failsecure_harness_mcp_require_approval(tmp_path):
+    return MCPApprovalHarness(tmp_path)
