@@ -552,3 +552,12 @@ class PerCallReviewHarness(ReviewHarness):
 
     kind = "HITL when (per_call)"
     interrupt_mode = {"interrupt_mode": "per_call"}
+
+    def add_gate(self, name, behave, *, is_async=False):
+        import inspect
+
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+
+        if "interrupt_mode" not in inspect.signature(HumanInTheLoopMiddleware.__init__).parameters:
+            raise NotSupported("no interrupt_mode in this langchain release")
+        return super().add_gate(name, behave, is_async=is_async)
