@@ -68,6 +68,7 @@ from typing import Any, Optional
 
 from failsecure import guard, integrity, policy
 from failsecure.adapter import Adapter, PatchError
+from failsecure.report import type_name
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 log = logging.getLogger("failsecure")
@@ -78,6 +79,9 @@ HITL = "langchain.agents.middleware.human_in_the_loop"
 TOOL_NODE = "langgraph.prebuilt.tool_node"
 EVENT = "on_tool_start"
 _ABSTAIN = Verdict(action=Action.ABSTAIN)
+#: the hooks that judged this call on its way to the tool: ``wrap_tool_call`` middleware
+#: that handed it on (outermost first), the HITL ``when`` predicate that judged it
+_TOOK_PART: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed_on", default=())
 _REVIEW = Verdict(action=Action.ASK)
 
 
@@ -258,7 +262,7 @@ class LangChainAdapter(Adapter):
                 _observe_sync(wrapped, observers, event, ignore, rest, kwargs)
             tool, call_id, inputs = self._describe(rest, kwargs)
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
-            outcomes = list(fixed)
+            outcomes = _took_part() + fixed
             if calls:
                 def step(h: str, m: Any) -> Any:
                     return lambda: self.hook_calls([(h, _drive, (m,) + rest, kwargs, None)])
@@ -284,7 +288,7 @@ class LangChainAdapter(Adapter):
                 await _observe_async(wrapped, observers, event, ignore, rest, kwargs)
             tool, call_id, inputs = self._describe(rest, kwargs)
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
-            outcomes = list(fixed)
+            outcomes = _took_part() + fixed
             if calls:
                 config = policy.current()
 
@@ -341,6 +345,15 @@ class LangChainAdapter(Adapter):
         except Exception:
             return True
         return decision.action is not Action.ABSTAIN and decision.action is not Action.ALLOW
+
+    def _predicates_of(self, request: Any) -> tuple:
+        """The hook id of the HITL ``when`` predicate that judged this call, if any."""
+        try:
+            key = _call_key(request)
+            known = self._judged.get(key) if key is not None else None
+            return (self.callable_id(known[0].original),) if known is not None else ()
+        except Exception:
+            return ()
 
     def _at_tool(self, request: Any) -> Optional[str]:
         """A tool call has reached its tool (every ``wrap_tool_call`` middleware has had
@@ -407,7 +420,7 @@ class LangChainAdapter(Adapter):
         outcome = Outcome(
             hook=hook_id,
             failure=failure,
-            exception_type=type(exc).__name__ if exc is not None else None,
+            exception_type=type_name(exc) if exc is not None else None,
             elapsed_ms=(perf_counter() - start) * 1000.0,
         )
         tool, call_id = _request_ids(request)
@@ -430,12 +443,14 @@ class LangChainAdapter(Adapter):
                 if state["abandoned"]:
                     raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
                 state["inside"] += 1
+            token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
             try:
                 return handler(req)
             except BaseException as exc:
                 from_handler.append(exc)
                 raise
             finally:
+                _TOOK_PART.reset(token)
                 with cond:
                     state["inside"] -= 1
                     state["since"] = perf_counter()
@@ -443,7 +458,7 @@ class LangChainAdapter(Adapter):
 
         if not limit:
             try:
-                return wrapper(request, proxy)
+                return self._answered(hook_id, request, wrapper(request, proxy), start)
             except BaseException as exc:
                 self._middleware_raised(hook_id, request, exc, from_handler, start)
                 raise
@@ -481,7 +496,16 @@ class LangChainAdapter(Adapter):
             error = box.pop("exc")
             self._middleware_raised(hook_id, request, error, from_handler, start)
             raise error
-        return box.get("result")
+        return self._answered(hook_id, request, box.get("result"), start)
+
+    def _answered(self, hook_id: str, request: Any, result: Any, start: float) -> Any:
+        """A middleware's answer: a ``ToolMessage`` or a ``Command`` (its own, or the
+        handler's). Anything else (``None``, a string, a dict) is no answer ToolNode
+        defines: denied as ``invalid``, told as the deny."""
+        if _is_answer(result):
+            return result
+        decision = self._middleware_failed(hook_id, request, Failure.INVALID, None, start)
+        return _tool_message(request, decision.reason or _failure_text(hook_id, Failure.INVALID))
 
     def _middleware_raised(self, hook_id, request, exc, from_handler, start) -> None:
         """Audit a middleware's own exception (not an interrupt, not the tool's error)."""
@@ -507,26 +531,47 @@ class LangChainAdapter(Adapter):
         start = perf_counter()
         from_handler: list = []
         if not limit:
+
+            async def handing_on(req):
+                token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
+                try:
+                    return await handler(req)
+                except BaseException as exc:
+                    from_handler.append(exc)
+                    raise
+                finally:
+                    _TOOK_PART.reset(token)
+
             try:
-                return await wrapper(request, handler)
+                return self._answered(hook_id, request, await wrapper(request, handing_on), start)
             except BaseException as exc:
                 self._middleware_raised(hook_id, request, exc, from_handler, start)
                 raise
         loop = asyncio.get_running_loop()
         deadline = asyncio.timeout(limit)
         inside = [0]
+        late_call = [False]
+
+        def late() -> bool:
+            # a middleware that blocks the loop past its deadline has not been cancelled
+            # yet when it answers (the timeout callback could not run): the clock decides
+            when = deadline.when()
+            return deadline.expired() or (when is not None and not inside[0] and loop.time() >= when)
 
         async def proxy(req):
-            if deadline.expired():
+            if late():
+                late_call[0] = True
                 raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
             inside[0] += 1
             deadline.reschedule(None)
+            token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
             try:
                 return await handler(req)
             except BaseException as exc:
                 from_handler.append(exc)
                 raise
             finally:
+                _TOOK_PART.reset(token)
                 inside[0] -= 1
                 if not inside[0]:
                     deadline.reschedule(loop.time() + limit)
@@ -534,15 +579,16 @@ class LangChainAdapter(Adapter):
         try:
             async with deadline:
                 result = await wrapper(request, proxy)
-            if not deadline.expired():
-                return result
+            if not late() and not late_call[0]:
+                return self._answered(hook_id, request, result, start)
         except TimeoutError as exc:
             if not deadline.expired() or any(exc is e for e in from_handler):
                 self._middleware_raised(hook_id, request, exc, from_handler, start)
                 raise
         except BaseException as exc:
-            self._middleware_raised(hook_id, request, exc, from_handler, start)
-            raise
+            if not late_call[0]:
+                self._middleware_raised(hook_id, request, exc, from_handler, start)
+                raise
         decision = self._middleware_failed(hook_id, request, Failure.TIMEOUT, None, start)
         if decision.denied:
             return _tool_message(request, decision.reason)
@@ -596,23 +642,31 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
 
     def execute_sync(wrapped, instance, args, kwargs):
         request = args[0] if args else kwargs.get("request")
+        judged = adapter._predicates_of(request)
         reason = adapter._at_tool(request)
         if reason is not None:
             return _tool_message(request, reason)
+        token = _TOOK_PART.set(_TOOK_PART.get() + judged)
         try:
             return wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
+        finally:
+            _TOOK_PART.reset(token)
 
     async def _execute_async(wrapped, args, kwargs):
         request = args[0] if args else kwargs.get("request")
+        judged = adapter._predicates_of(request)
         reason = adapter._at_tool(request)
         if reason is not None:
             return _tool_message(request, reason)
+        token = _TOOK_PART.set(_TOOK_PART.get() + judged)
         try:
             return await wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
+        finally:
+            _TOOK_PART.reset(token)
 
     def execute_async(wrapped, instance, args, kwargs):
         return _execute_async(wrapped, args, kwargs)
@@ -878,6 +932,25 @@ def _tool_message(request: Any, reason: Optional[str]) -> Any:
 
     tool, call_id = _request_ids(request)
     return ToolMessage(content=reason or "failsecure: denied", name=tool, tool_call_id=call_id or "", status="error")
+
+
+def _took_part() -> list:
+    """The hooks that judged the call on its way here, as outcomes of the tool's
+    decision: they took part (a ``required`` one is present, the audit names it), with no
+    opinion of their own in it."""
+    return [Outcome(hook=h, verdict=_ABSTAIN) for h in _TOOK_PART.get()]
+
+
+def _is_answer(result: Any) -> bool:
+    """A ``ToolMessage`` or a LangGraph ``Command``: what ``ToolNode`` takes from a
+    ``wrap_tool_call`` middleware."""
+    from langchain_core.messages import ToolMessage
+
+    if isinstance(result, ToolMessage):
+        return True
+    types = sys.modules.get("langgraph.types")
+    command = getattr(types, "Command", None) if types is not None else None
+    return isinstance(command, type) and isinstance(result, command)
 
 
 def _failure_text(hook_id: str, failure: Failure) -> str:

@@ -89,6 +89,7 @@ FAILURE_BEHAVIORS = ("reject_content", "raise_exception")
 
 _ALLOW = Verdict(action=Action.ALLOW)
 _ASK = Verdict(action=Action.ASK)
+_ABSTAIN = Verdict(action=Action.ABSTAIN)
 
 #: (tool name, parsed arguments) of the function tool call whose ``needs_approval`` is
 #: being evaluated: for the audit and the plugin gates (the setting gets ``{}`` as its
@@ -525,7 +526,7 @@ class OpenAIAgentsAdapter(Adapter):
                 ran.extend((guardrails[i], latest[i]) for i in sorted(latest))
                 self._show_final(tool_context, call)
             arguments = self._arguments(getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None))
-            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
+            decision = await self.adecide(tool, self._approval_present(func_tool) + list(outcomes), call_id=call_id, arguments=arguments)
             self._record(results, ran)
             rendered = self._render(decision, ran, tool_context, func_tool, pre)
             if rendered is None and not pre and guardrails:
@@ -541,6 +542,15 @@ class OpenAIAgentsAdapter(Adapter):
             hook = self.hook_id(GUARDRAIL_LOOP)
             decision = self.failed(exc, tool, call_id, hook=hook)
             return decision.reason or failure_reason(hook, Failure.RAISED)
+
+    def _approval_present(self, func_tool: Any) -> list:
+        """A callable ``needs_approval`` of the tool is one of this call's hooks (the SDK
+        judged the call with it before it got here): present for ``required``, with no
+        opinion of its own in this decision (its answer was the approval)."""
+        setting = getattr(func_tool, "needs_approval", None)
+        if isinstance(setting, bool) or not callable(setting):
+            return []
+        return [Outcome(hook=self.callable_id(getattr(setting, "_failsecure_policy", setting)), verdict=_ABSTAIN)]
 
     def _record(self, results: Any, ran: list) -> None:
         """Each guardrail's valid output goes to the run's results, as upstream."""

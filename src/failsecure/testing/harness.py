@@ -42,11 +42,16 @@ class Ran:
     ``ran``: the tool's side effect happened. ``arguments``: what the tool ran with (None
     when it did not run). ``told``: every text the model or caller was given back for
     this call (tool result, error message, exception text), joined; the kit checks it
-    for leaked secrets and for the failure category."""
+    for leaked secrets and for the failure category. ``asked``: the run stopped for a
+    human's answer about this call (an approval interruption, a review) and the harness
+    gave none: for a gate kind whose fail-closed answer is "ask a human" (an approval
+    predicate) that is the deny; the audit must still show the failure category, and
+    nothing told to the caller may leak."""
 
     ran: bool
     arguments: Optional[dict] = None
     told: str = ""
+    asked: bool = False
 
 
 class Harness:

@@ -59,3 +59,33 @@ def upstream(adapter):
 @pytest.fixture
 def failsecure_harness(tmp_path):
     return rig_module.LangChainHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_wrap_tool_call(tmp_path):
+    return rig_module.MiddlewareHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_awrap_tool_call(tmp_path):
+    return rig_module.AsyncMiddlewareHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_tool_node(tmp_path):
+    return rig_module.ToolNodeHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_tool_node_async(tmp_path):
+    return rig_module.AsyncToolNodeHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_hitl_when(tmp_path):
+    return rig_module.ReviewHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_hitl_when_per_call(tmp_path):
+    return rig_module.PerCallReviewHarness(tmp_path)  # its rows are n/a where the release has no per_call

@@ -239,3 +239,325 @@ class LangChainHarness(Harness):
         return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told)
 
 
+
+
+class _Pass:
+    """A middleware's "allow": hand the call on (``handler(request)``)."""
+
+    def __init__(self, arguments: dict | None = None):
+        self.arguments = arguments  # a rewrite: hand on ``request.override(tool_call=...)``
+
+
+class MiddlewareHarness(LangChainHarness):
+    """The kit's gates are ``wrap_tool_call`` (sync mode) / ``awrap_tool_call`` (async
+    mode) of ``AgentMiddleware`` subclasses in a real ``create_agent`` run, in the order
+    added (the first is the outermost). A middleware's allow is handing the call on, its
+    deny is answering a ``ToolMessage`` itself (the tool does not run), its rewrite is
+    handing on ``request.override(tool_call=...)``; anything else it answers without
+    handing on is junk."""
+
+    kind = "wrap_tool_call"
+    modes = ("sync",)
+    async_gates = False  # a sync ``wrap_tool_call`` cannot await (``awrap_tool_call`` below)
+    method = "wrap_tool_call"
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.middleware: list = []
+
+    def _answer(self, answer, request, handler):
+        if isinstance(answer, _Pass):
+            if answer.arguments is not None:
+                call = {**request.tool_call, "args": dict(answer.arguments)}
+                return handler(request.override(tool_call=call))
+            return handler(request)
+        return answer
+
+    def _seen(self, request) -> Seen:
+        call = request.tool_call
+        return Seen(tool=call.get("name"), arguments=dict(call.get("args") or {}), native=request)
+
+    def add_gate(self, name, behave, *, is_async=False):
+        harness = self
+
+        def judged(request):
+            try:
+                return behave(harness._seen(request))
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        def wrap_tool_call(self, request, handler):
+            return harness._answer(judged(request), request, handler)
+
+        async def awrap_tool_call(self, request, handler):
+            answer = judged(request)
+            if asyncio.iscoroutine(answer):
+                answer = await answer
+            if isinstance(answer, _Pass):
+                if answer.arguments is not None:
+                    call = {**request.tool_call, "args": dict(answer.arguments)}
+                    return await handler(request.override(tool_call=call))
+                return await handler(request)
+            return answer
+
+        from langchain.agents.middleware import AgentMiddleware
+
+        clean = "KitMiddleware_" + "".join(c if c.isalnum() else "_" for c in name)
+        method = wrap_tool_call if self.method == "wrap_tool_call" else awrap_tool_call
+        method.__name__, method.__qualname__, method.__module__ = self.method, f"{clean}.{self.method}", __name__
+        body = {"__module__": __name__, self.method: method}
+        cls = type(clean, (AgentMiddleware,), body)
+        cls.__qualname__ = clean
+        self.middleware.append(cls())
+        return f"langchain:{__name__}.{clean}.{self.method}"
+
+    def reset(self):
+        super().reset()
+        self.middleware.clear()
+
+    def allow(self, seen):
+        return _Pass()
+
+    def abstain(self, seen):
+        return _Pass()  # a middleware has no "no opinion" besides handing the call on
+
+    def deny(self, seen):
+        request = seen.native
+        return ToolMessage(content="kit: denied", name=request.tool_call.get("name"),
+                           tool_call_id=request.tool_call.get("id") or "", status="error")
+
+    def junk(self):
+        return [("None", None), ("string", "DENY"), ("dict", {"allow": False}), ("True", True)]
+
+    def rewrite(self, seen, arguments):
+        return _Pass(dict(arguments))
+
+    def _run(self, arguments, mode):
+        self.marker.reset()
+        agent = create_agent(script(arguments), tools=[self.marker.tool(mode == "async")], middleware=list(self.middleware))
+        return self._invoke(lambda state: agent.invoke(state), lambda state: agent.ainvoke(state), mode)
+
+    def _invoke(self, sync, asyn, mode):
+        import signal
+
+        state = {"messages": [{"role": "user", "content": "go"}]}
+        sigint = signal.getsignal(signal.SIGINT)
+        try:
+            result = sync(state) if mode == "sync" else asyncio.run(asyn(state))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001  (a middleware's own error ends the run, as upstream)
+            try:
+                told = str(exc)
+            except Exception:  # a hostile exception: what reached the caller cannot even be printed
+                told = ""
+            # asyncio.run could not finish its cleanup on a hostile exception: its SIGINT
+            # handler (which holds the failed task) would break every later asyncio.run.
+            # ``_signal`` sets it back without ``signal``'s repr of the old handler.
+            import _signal
+
+            _signal.signal(signal.SIGINT, sigint)
+            return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told)
+        told = " ".join(str(m.content) for m in tool_messages(result))
+        return Ran(ran=self.marker.ran, arguments=self.marker.calls[-1] if self.marker.calls else None, told=told,
+                   asked=_interrupted(result))
+
+
+class AsyncMiddlewareHarness(MiddlewareHarness):
+    """The same, with ``awrap_tool_call`` middleware in ``ainvoke`` runs (a sync-bodied
+    kit gate runs inside the coroutine, as a user's blocking code would)."""
+
+    kind = "awrap_tool_call"
+    modes = ("async",)
+    async_gates = True
+    method = "awrap_tool_call"
+
+
+class ToolNodeHarness(MiddlewareHarness):
+    """``wrap_tool_call`` / ``awrap_tool_call`` functions handed straight to LangGraph's
+    ``ToolNode`` in a custom graph (no ``create_agent``). Several gates are chained the
+    way a user composes them: the first added is the outermost."""
+
+    kind = "ToolNode(wrap_tool_call)"
+    modes = ("sync",)
+    async_gates = False
+    method = "wrap_tool_call"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        harness = self
+        clean = "kit_node_" + "".join(c if c.isalnum() else "_" for c in name)
+
+        def judged(request):
+            try:
+                return behave(harness._seen(request))
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        def wrapper(request, handler):
+            return harness._answer(judged(request), request, handler)
+
+        async def awrapper(request, handler):
+            answer = judged(request)
+            if asyncio.iscoroutine(answer):
+                answer = await answer
+            if isinstance(answer, _Pass):
+                if answer.arguments is not None:
+                    call = {**request.tool_call, "args": dict(answer.arguments)}
+                    return await handler(request.override(tool_call=call))
+                return await handler(request)
+            return answer
+
+        for fn in (wrapper, awrapper):
+            fn.__name__ = fn.__qualname__ = clean
+            fn.__module__ = __name__
+        self.middleware.append((wrapper, awrapper))
+        return f"langchain:{__name__}.{clean}"
+
+    def _run(self, arguments, mode):
+        from langgraph.graph import END, START, MessagesState, StateGraph
+        from langgraph.prebuilt import ToolNode
+
+        self.marker.reset()
+        sync_chain, async_chain = _compose([w for w, _ in self.middleware]), _acompose([a for _, a in self.middleware])
+        if len(self.middleware) == 1:  # one function: handed over as is (its own hook id)
+            sync_chain, async_chain = self.middleware[0]
+        kwargs = {"wrap_tool_call": sync_chain} if mode == "sync" else {"awrap_tool_call": async_chain}
+        node = ToolNode([self.marker.tool(mode == "async")], **(kwargs if self.middleware else {}))
+        graph = StateGraph(MessagesState)
+        graph.add_node("tools", node)
+        graph.add_edge(START, "tools")
+        graph.add_edge("tools", END)
+        app = graph.compile()
+        call = {"name": TOOL, "args": dict(arguments), "id": "call_1", "type": "tool_call"}
+        first = {"messages": [AIMessage(content="", tool_calls=[call])]}
+        return self._invoke(lambda state: app.invoke(first), lambda state: app.ainvoke(first), mode)
+
+
+def _compose(wrappers: list):
+    def chained(request, handler):
+        def step(i, req):
+            if i == len(wrappers):
+                return handler(req)
+            return wrappers[i](req, lambda r: step(i + 1, r))
+
+        return step(0, request)
+
+    return chained
+
+
+def _acompose(wrappers: list):
+    async def chained(request, handler):
+        async def step(i, req):
+            if i == len(wrappers):
+                return await handler(req)
+            return await wrappers[i](req, lambda r: step(i + 1, r))
+
+        return await step(0, request)
+
+    return chained
+
+
+class AsyncToolNodeHarness(ToolNodeHarness):
+    kind = "ToolNode(awrap_tool_call)"
+    modes = ("async",)
+    async_gates = True
+    method = "awrap_tool_call"
+
+
+class ReviewHarness(MiddlewareHarness):
+    """The gate is the ``when`` predicate of ``HumanInTheLoopMiddleware`` for the tool
+    (one per tool) in a real ``create_agent`` run with a checkpointer: ``True`` asks for a
+    review (the run stops with an interrupt, left unanswered), ``False`` lets the call
+    run. A predicate has no deny and cannot rewrite; its fail-closed answer is the
+    review. ``told`` is what the model is told (the review request the human would see
+    shows the arguments by design, so it is not a deny text)."""
+
+    kind = "HITL when"
+    modes = ("sync", "async")
+    async_gates = False  # HITL calls ``when`` synchronously
+    has_ask = True
+    interrupt_mode: dict = {}
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.predicates: list = []
+        self.threads = 0
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.predicates:
+            raise NotSupported("a tool has one HITL `when` predicate")
+        harness = self
+
+        def when(request):
+            call = request.tool_call
+            try:
+                return behave(Seen(tool=call.get("name"), arguments=dict(call.get("args") or {}), native=request))
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        clean = "kit_when_" + "".join(c if c.isalnum() else "_" for c in name)
+        when.__name__ = when.__qualname__ = clean
+        when.__module__ = __name__
+        self.predicates.append(when)
+        return f"langchain:{__name__}.{clean}"
+
+    def reset(self):
+        super().reset()
+        self.predicates = []
+
+    def allow(self, seen):
+        return False
+
+    def abstain(self, seen):
+        return False
+
+    def ask(self, seen):
+        return True
+
+    def deny(self, seen):
+        raise NotSupported("a `when` predicate cannot deny (its strongest answer is a review)")
+
+    def junk(self):
+        return [("None", None), ("string 'yes'", "yes"), ("1", 1), ("0", 0), ("list", [])]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("a `when` predicate cannot rewrite")
+
+    def _run(self, arguments, mode):
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        self.marker.reset()
+        middleware = []
+        if self.predicates:
+            config = {"allowed_decisions": ["approve", "reject"], "when": self.predicates[0]}
+            middleware.append(HumanInTheLoopMiddleware(interrupt_on={TOOL: config}, **self.interrupt_mode))
+        agent = create_agent(script(arguments), tools=[self.marker.tool(mode == "async")], middleware=middleware,
+                             checkpointer=InMemorySaver())
+        self.threads += 1
+        config = {"configurable": {"thread_id": f"kit-{self.threads}"}}
+        return self._invoke(lambda state: agent.invoke(state, config=config), lambda state: agent.ainvoke(state, config=config), mode)
+
+
+def _interrupted(result: Any) -> bool:
+    return isinstance(result, dict) and bool(result.get("__interrupt__"))
+
+
+class PerCallReviewHarness(ReviewHarness):
+    """The same predicate with ``interrupt_mode="per_call"`` (HITL asks from its own
+    ``wrap_tool_call``), where the release has it."""
+
+    kind = "HITL when (per_call)"
+    interrupt_mode = {"interrupt_mode": "per_call"}
+
+    def add_gate(self, name, behave, *, is_async=False):
+        import inspect
+
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+
+        if "interrupt_mode" not in inspect.signature(HumanInTheLoopMiddleware.__init__).parameters:
+            raise NotSupported("no interrupt_mode in this langchain release")
+        return super().add_gate(name, behave, is_async=is_async)

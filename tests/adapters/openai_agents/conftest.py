@@ -173,6 +173,93 @@ def failsecure_harness(tmp_path):
     return OpenAIAgentsHarness(tmp_path)
 
 
+class NeedsApprovalHarness(OpenAIAgentsHarness):
+    """The gate is the tool's ``needs_approval`` callable (one per tool): ``True`` asks a
+    human (an approval interruption, left unanswered), ``False`` lets the call run. It
+    has no deny and cannot rewrite; its fail-closed answer is the interruption."""
+
+    kind = "needs_approval"
+    has_ask = True
+
+    def __init__(self, work: Path):
+        super().__init__(work)
+        self.needs: list = []
+        self.unsupported: list = []
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.needs:
+            raise NotSupported("a tool has one needs_approval setting")
+        harness = self
+
+        def seen_of(params):
+            return Seen(tool=oa_rig.TOOL, arguments=dict(params) if isinstance(params, dict) else {}, native=params)
+
+        def judged(answer_of):
+            try:
+                return answer_of()
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        if is_async:
+            async def needs(ctx, params, call_id):
+                return await judged(lambda: behave(seen_of(params)))
+        else:
+            def needs(ctx, params, call_id):
+                return judged(lambda: behave(seen_of(params)))
+
+        oa_rig.named(needs, f"kit_needs_{name}")
+        self.needs.append(needs)
+        return activation.get("openai-agents").callable_id(needs)
+
+    def reset(self):
+        super().reset()
+        self.needs = []
+        self.unsupported = []
+
+    def allow(self, seen):
+        return False
+
+    def abstain(self, seen):
+        return False
+
+    def ask(self, seen):
+        return True
+
+    def deny(self, seen):
+        raise NotSupported("needs_approval cannot deny (its strongest answer asks a human)")
+
+    def junk(self):
+        return [("None", None), ("string 'yes'", "yes"), ("1", 1), ("0", 0), ("list", []), ("dict", {"approve": False})]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("needs_approval cannot rewrite")
+
+    def run(self, arguments, mode):
+        self.count += 1
+        tool = oa_rig.Tool(self.work / f"marker-{self.count}.jsonl")
+        model = oa_rig.make_model(arguments)
+        agent = oa_rig.agent_with(tool.build([], needs_approval=self.needs[0] if self.needs else False), model)
+        asked = False
+        try:
+            result = oa_rig.run(agent, mode)
+            asked = bool(result.interruptions)
+            told = model.told.get(oa_rig.CALL_ID) or ""
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # upstream's crash on a raising setting
+            told = type(exc).__name__
+        if self.unsupported:
+            raise self.unsupported[0]
+        runs = tool.runs()
+        return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=str(told), asked=asked)
+
+
+@pytest.fixture
+def failsecure_harness_needs_approval(tmp_path):
+    return NeedsApprovalHarness(tmp_path)
+
+
 # ---------------------------------------------------------------- a plugin gate that asks
 
 
@@ -196,3 +283,55 @@ def asking_plugin():
     plugins.register(p, name="oa-test-ask")
     yield p
     plugins.unregister(p)
+
+
+class MCPApprovalHarness(NeedsApprovalHarness):
+    """The gate is an MCP server's ``require_approval`` callable, turned into the tool's
+    ``needs_approval`` by the SDK's own conversion (``_get_needs_approval_for_tool`` of a
+    real ``MCPServerStdio``, never started). The policy is shown the tool, not the
+    arguments (the SDK passes it none)."""
+
+    kind = "MCP require_approval"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.needs:
+            raise NotSupported("a server has one require_approval policy")
+        from agents import Agent
+        from agents.mcp import MCPServerStdio
+        from mcp.types import Tool as MCPTool
+
+        harness = self
+
+        def judged(answer_of):
+            try:
+                return answer_of()
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        if is_async:
+            async def policy(run_context, agent, tool):
+                return await judged(lambda: behave(Seen(tool=tool.name, arguments={}, native=tool)))
+        else:
+            def policy(run_context, agent, tool):
+                return judged(lambda: behave(Seen(tool=tool.name, arguments={}, native=tool)))
+
+        oa_rig.named(policy, f"kit_mcp_{name}")
+        server = MCPServerStdio(params={"command": "true"}, require_approval=policy, name="kit-server")
+        schema = {"type": "object", "properties": {"command": {"type": "string"}}}
+        self.needs.append(server._get_needs_approval_for_tool(MCPTool(name=oa_rig.TOOL, inputSchema=schema), Agent(name="owner")))
+        return activation.get("openai-agents").callable_id(policy)
+
+    def run(self, arguments, mode):
+        from failsecure.testing import FORBIDDEN
+
+        if FORBIDDEN in json.dumps(arguments):
+            # the cases that judge the arguments (the kit's policy, the plugin gate's):
+            # this policy is never shown them (the plugin row is the needs_approval kind's)
+            raise NotSupported("require_approval is not shown the arguments")
+        return super().run(arguments, mode)
+
+
+@pytest.fixture
+def failsecure_harness_mcp_require_approval(tmp_path):
+    return MCPApprovalHarness(tmp_path)
