@@ -110,8 +110,6 @@ class LangChainAdapter(Adapter):
         #: (thread id, model message id, tool call id) -> (guarded ``when``, pictures of
         #: the calls it judged): what a later rewrite is compared against
         self._judged: dict = {}
-        #: id(exception) -> (exception, deny text) of a middleware's own audited error
-        self._denied_errors: dict = {}
 
     def handler_id(self, handler: Any) -> str:
         """The hook id of a callback handler: ``langchain:<module>.<qualname>`` of its class."""
@@ -460,8 +458,10 @@ class LangChainAdapter(Adapter):
             try:
                 return self._answered(hook_id, request, wrapper(request, proxy), start)
             except BaseException as exc:
-                self._middleware_raised(hook_id, request, exc, from_handler, start)
-                raise
+                answer = self._middleware_raised(hook_id, request, exc, from_handler, start)
+                if answer is None:
+                    raise
+                return answer
 
         ctx = contextvars.copy_context()
 
@@ -494,8 +494,10 @@ class LangChainAdapter(Adapter):
             return handler(request)  # on_error = "allow": the middleware is skipped
         if "exc" in box:
             error = box.pop("exc")
-            self._middleware_raised(hook_id, request, error, from_handler, start)
-            raise error
+            answer = self._middleware_raised(hook_id, request, error, from_handler, start)
+            if answer is None:
+                raise error
+            return answer
         return self._answered(hook_id, request, box.get("result"), start)
 
     def _answered(self, hook_id: str, request: Any, result: Any, start: float) -> Any:
@@ -507,24 +509,19 @@ class LangChainAdapter(Adapter):
         decision = self._middleware_failed(hook_id, request, Failure.INVALID, None, start)
         return _tool_message(request, decision.reason or _failure_text(hook_id, Failure.INVALID))
 
-    def _middleware_raised(self, hook_id, request, exc, from_handler, start) -> None:
-        """Audit a middleware's own exception (not an interrupt, not the tool's error)."""
+    def _middleware_raised(self, hook_id, request, exc, from_handler, start) -> Any:
+        """A middleware's own exception (not an interrupt, not the tool's error) is audited
+        and denies: -> the deny ``ToolMessage`` the model is told (never the exception's
+        text), or None when the exception is not the middleware's own (it propagates, as
+        upstream) or the trusted config tolerates this middleware's failures."""
         if any(exc is e for e in from_handler) or _bubbles_up(exc):
-            return
+            return None
         if isinstance(exc, (ToolCallDenied, KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)):
-            return
+            return None
         decision = self._middleware_failed(hook_id, request, Failure.RAISED, exc, start)
-        if decision.denied:
-            # the exception propagates as upstream; if ToolNode turns it into the model's
-            # ToolMessage (``handle_tool_errors``), the model is told the deny, not its text
-            if len(self._denied_errors) >= 256:
-                self._denied_errors.pop(next(iter(self._denied_errors)))
-            self._denied_errors[id(exc)] = (exc, decision.reason or _failure_text(hook_id, Failure.RAISED))
-
-    def _error_text(self, exc: Any) -> Optional[str]:
-        """The deny text for a middleware's own audited error, or None for any other."""
-        known = self._denied_errors.get(id(exc))
-        return known[1] if known is not None and known[0] is exc else None
+        if not decision.denied:
+            return None
+        return _tool_message(request, decision.reason or _failure_text(hook_id, Failure.RAISED))
 
     async def _arun_middleware(self, hook_id: str, wrapper: Any, request: Any, handler: Any) -> Any:
         limit = policy.current().timeout_for(hook_id)
@@ -545,8 +542,10 @@ class LangChainAdapter(Adapter):
             try:
                 return self._answered(hook_id, request, await wrapper(request, handing_on), start)
             except BaseException as exc:
-                self._middleware_raised(hook_id, request, exc, from_handler, start)
-                raise
+                answer = self._middleware_raised(hook_id, request, exc, from_handler, start)
+                if answer is None:
+                    raise
+                return answer
         loop = asyncio.get_running_loop()
         deadline = asyncio.timeout(limit)
         inside = [0]
@@ -583,12 +582,16 @@ class LangChainAdapter(Adapter):
                 return self._answered(hook_id, request, result, start)
         except TimeoutError as exc:
             if not deadline.expired() or any(exc is e for e in from_handler):
-                self._middleware_raised(hook_id, request, exc, from_handler, start)
-                raise
+                answer = self._middleware_raised(hook_id, request, exc, from_handler, start)
+                if answer is None:
+                    raise
+                return answer
         except BaseException as exc:
             if not late_call[0]:
-                self._middleware_raised(hook_id, request, exc, from_handler, start)
-                raise
+                answer = self._middleware_raised(hook_id, request, exc, from_handler, start)
+                if answer is None:
+                    raise
+                return answer
         decision = self._middleware_failed(hook_id, request, Failure.TIMEOUT, None, start)
         if decision.denied:
             return _tool_message(request, decision.reason)
@@ -637,8 +640,8 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         if not callable(vars(node).get(attr)):
             raise PatchError(f"{TOOL_NODE}.ToolNode.{attr}")
 
-    if not callable(vars(node).get("__init__")) or not callable(vars(module).get("_handle_tool_error")):
-        raise PatchError(f"{TOOL_NODE}.ToolNode.__init__ / _handle_tool_error")
+    if not callable(vars(node).get("__init__")):
+        raise PatchError(f"{TOOL_NODE}.ToolNode.__init__")
 
     def execute_sync(wrapped, instance, args, kwargs):
         request = args[0] if args else kwargs.get("request")
@@ -680,17 +683,9 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         if getattr(instance, "_awrap_tool_call", None) is not None:
             instance._awrap_tool_call = adapter._aguard_wrapper(instance._awrap_tool_call)
 
-    def handle_tool_error(wrapped, instance, args, kwargs):
-        # upstream decides whether the error becomes the model's message (it may raise
-        # it again); when it does, the message is the deny, not the error's text
-        content = wrapped(*args, **kwargs)
-        text = adapter._error_text(args[0] if args else kwargs.get("e"))
-        return text if text is not None else content
-
     adapter.wrap(node, "_execute_tool_sync", execute_sync)
     adapter.wrap(node, "_execute_tool_async", execute_async)
     adapter.wrap(node, "__init__", init)
-    adapter.wrap(module, "_handle_tool_error", handle_tool_error)
 
 
 def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:

@@ -227,10 +227,14 @@ MW = "test_langchain_agent"
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_middleware_raising_propagates_and_is_audited(rig, mode):
-    with pytest.raises(RuntimeError):
-        rig.run_agent(mode=mode, middleware=[Raises()])
+def test_middleware_raising_is_denied_and_audited(rig, mode):
+    # a raising middleware is a gate that failed: the model is told the deny (never the
+    # exception's text) and the run goes on, as for a hanging one
+    result = rig.run_agent(mode=mode, middleware=[Raises()])
     assert not rig.marker.ran
+    [message] = tool_messages(result)
+    assert message.status == "error" and message.content.endswith("failed closed (raised)")
+    assert "SECRET" not in str(message.content)
     event = rig.last()
     assert (event["outcome"], event["failure"], event["exception_type"]) == ("deny", "raised", "RuntimeError")
     method = "wrap_tool_call" if mode == "sync" else "awrap_tool_call"
