@@ -294,7 +294,6 @@ class CrewAIAdapter(Adapter):
         if FLOW_ACTIONS in sys.modules:
             self._patch_flow_actions(sys.modules[FLOW_ACTIONS])
         elif not self._flow_watch:
-
             self._flow_watch = True
             when_imported(FLOW_ACTIONS, self._late_flow_actions)
 

@@ -64,8 +64,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from failsecure import integrity
-from failsecure.adapter import Adapter, PatchError
+from failsecure.adapter import Adapter, PatchError, asettle, plugin_gates, when_imported
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 PACKAGE = "agents"
@@ -258,10 +257,8 @@ class OpenAIAgentsAdapter(Adapter):
         if MCP_SERVER in sys.modules:
             self._patch_mcp(sys.modules[MCP_SERVER])
         elif not self._mcp_watch:
-            from failsecure import _bootstrap
-
             self._mcp_watch = True
-            _bootstrap.when_imported(MCP_SERVER, self._late_mcp)
+            when_imported(MCP_SERVER, self._late_mcp)
 
     def _guard_attribute(self, owner: type, attr: str, kind: str) -> None:
         """Every callable set as ``owner.<attr>`` (in ``__init__`` or later) is put under
@@ -424,9 +421,7 @@ class OpenAIAgentsAdapter(Adapter):
 
     @staticmethod
     def _has_plugin_gates() -> bool:
-        from failsecure import plugins
-
-        return bool(plugins.gates())
+        return plugin_gates()
 
     # ------------------------------------------------------------ tool input guardrails
 
@@ -519,7 +514,7 @@ class OpenAIAgentsAdapter(Adapter):
             if guardrails:
                 # guardrail by guardrail: a stamping guardrail settles, one after the last
                 # rewrite runs once, a deny in any pass stands
-                outcomes = await integrity.asettle(
+                outcomes = await asettle(
                     [step(i, g) for i, g in enumerate(guardrails)], lambda: self._current(tool_context, call),
                     self.hook_id("tool_input_guardrails"), stamp_root=(0,), finish_pass=True,
                 )
