@@ -41,11 +41,11 @@ TESTS = [
     "test_integrity.py",
     "test_config_trust.py",
     "test_audit.py",
-    "test_mutation_survivors.py",
-    "test_mutation_guard.py",
-    "test_mutation_policy.py",
-    "test_mutation_verdict.py",
-    "test_mutation_integrity.py",
+    "test_failures.py",
+    "test_guard_awaitables.py",
+    "test_policy_loader.py",
+    "test_verdict.py",
+    "test_integrity_fingerprint.py",
 ]
 #: exit status of a test run the watchdog cut (mutmut reads 36 as a timeout)
 TIMEOUT_EXIT = 36

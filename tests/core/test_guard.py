@@ -1569,7 +1569,7 @@ def test_a_gate_whose_worker_never_begins_times_out_unstarted_and_no_bound_count
     # a worker not scheduled by the deadline: the call is abandoned before it ran its
     # gate, so it is no sign of a hung hook and no bound counts it (it would take a slot of
     # that gate's per-hook bound until its thread ran); the twin, a call abandoned while its gate
-    # runs, is counted: test_mutation_guard's test_a_fresh_pool_counts_an_abandoned_call_until_it_returns
+    # runs, is counted: test_guard_awaitables' test_a_fresh_pool_counts_an_abandoned_call_until_it_returns
     pool = guard._Pool()
     monkeypatch.setattr(guard, "_pool", pool)
     held = []
