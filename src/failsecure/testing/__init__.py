@@ -12,6 +12,7 @@ Nothing here imports pytest or a framework until it is used.
 
 from .audit import AuditFile, AuditRig
 from .harness import Harness, NotSupported, Ran, Seen
-from .matrix import HostileAnswer, HostileDict, HostileError
+from .matrix import DEADLINE, FORBIDDEN, HARMLESS, SECRET, HostileAnswer, HostileDict, HostileError
 
-__all__ = ("AuditFile", "AuditRig", "Harness", "HostileAnswer", "HostileDict", "HostileError", "NotSupported", "Ran", "Seen")
+__all__ = ("AuditFile", "AuditRig", "DEADLINE", "FORBIDDEN", "HARMLESS", "Harness", "HostileAnswer", "HostileDict",
+           "HostileError", "NotSupported", "Ran", "SECRET", "Seen")
