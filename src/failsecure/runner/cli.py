@@ -299,7 +299,7 @@ def script_main(args=None):
         code = _usage_deny(args[1:], "internal error")  # never a silent exit on the hot path
     try:
         sys.stdout.flush()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a closed stdout at exit: the answer is in the exit code
         pass
     os._exit(code)
 

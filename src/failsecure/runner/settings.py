@@ -137,7 +137,7 @@ def _precompile(runner):
             source = os.path.join(package, name)
             if os.path.exists(source) and not os.path.exists(importlib.util.cache_from_source(source)):
                 py_compile.compile(source, doraise=False, quiet=2)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a byte-compile that fails only costs the first run's start-up time
         pass
 
 
@@ -438,7 +438,7 @@ def _as_installed(handler, launch, record):
     wrote = dict(record.get("wrote") or {})
     try:
         wrote.update(launch.regenerate(original) if original is not None else {})
-    except Exception:
+    except Exception:  # noqa: BLE001 - a launch line that cannot be regenerated: the recorded keys are restored as written
         pass
     for key in keys:
         if key in ("command", "args"):
