@@ -207,7 +207,7 @@ def append_bounded(path, data, bound):
         try:
             import fcntl
         except ImportError:  # pragma: no cover
-            fcntl = None
+            fcntl = None  # type: ignore[assignment]
         if fcntl is not None:
             until = time.monotonic() + bound
             pause = 0.001
