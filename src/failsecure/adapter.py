@@ -544,7 +544,10 @@ class Adapter(abc.ABC):
         tool = tool if isinstance(tool, str) else None
         call_id = call_id if isinstance(call_id, str) and call_id else None
         outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=type_name(exc))
-        internal(exc, f"failsecure: {hook} raised {{type}} while gating a {self.name} tool call; denied")
+        if hook == "failsecure:internal":  # failsecure's own failure
+            internal(exc, f"failsecure: {hook} raised {{type}} while gating a {self.name} tool call; denied")
+        else:  # the framework's own code at that gating point raised: judged like a gate's exception, said as before
+            problem(f"failsecure: {hook} raised {type_name(exc)} while gating a {self.name} tool call; denied")
         try:
             return self._finish(policy.current(), [outcome], tool, call_id)
         except Exception:  # noqa: BLE001 - the audit of a failure already reported: the deny stands without it
