@@ -27,9 +27,9 @@ import sys
 import tempfile
 import time
 
-
 import interleave  # noqa: E402  (benchmarks/ is on sys.path)
 from common import Run, read_small, small_file, trust_environment, versions  # noqa: E402
+
 
 def setup() -> str:
     home = tempfile.mkdtemp(prefix="failsecure-bench-crewai-")

@@ -32,6 +32,7 @@ os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 from common import Run, read_small, small_file, trust_environment, versions  # noqa: E402
 from interleave import arounds, row  # noqa: E402  (benchmarks/ is on sys.path)
 
+
 def setup() -> None:
     os.environ.pop("FAILSECURE_CONFIG", None)
     os.chdir(tempfile.mkdtemp(prefix="failsecure-bench-oa-"))

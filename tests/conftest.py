@@ -72,3 +72,34 @@ class _Absent(pytest.File):  # not a pytest.Directory: those load the folder's c
 from pathlib import Path  # noqa: E402
 
 _TESTS = Path(__file__).resolve().parent
+
+
+# ---------------------------------------------------------------- internal errors
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "internal_errors: the test provokes failsecure's own failure on purpose "
+        "(failsecure.report.internal_error), so a reported internal error does not fail it",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_unexpected_internal_errors(request):
+    """Fail a test in which failsecure reported an internal error it did not expect
+    (sentry-python's conftest does the same for ``capture_internal_exceptions``): such a
+    report means a deny came from failsecure's own bug, which a passing deny test would
+    otherwise hide. A test that provokes one on purpose says so with
+    ``@pytest.mark.internal_errors``."""
+    from failsecure import report
+
+    report.INTERNAL_ERRORS.clear()
+    yield
+    seen = list(report.INTERNAL_ERRORS)
+    report.INTERNAL_ERRORS.clear()
+    if seen and request.node.get_closest_marker("internal_errors") is None:
+        pytest.fail(
+            "failsecure reported internal errors (mark the test @pytest.mark.internal_errors if on purpose): "
+            + "; ".join(error.message for error in seen),
+            pytrace=False,
+        )

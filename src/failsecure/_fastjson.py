@@ -116,6 +116,6 @@ def dumps(value):
         import json
 
         return json.dumps(value, separators=(",", ":"), allow_nan=False)
-    out = []
+    out: list[str] = []
     _encode(value, out)
     return "".join(out)

@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from .adapter import Adapter
-from .report import problem, type_name
+from .report import internal_error, problem, type_name
 
 _lock = threading.RLock()
 _here = threading.local()  # the adapters this thread is patching now
@@ -89,7 +89,7 @@ def _build(name: str) -> Adapter:
 
     try:
         return make()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - an adapter module that cannot import: recorded as Unloadable, which denies its calls
         return Unloadable(name, distribution, trigger, type_name(exc))
 
 
@@ -135,8 +135,8 @@ def activate(name: str) -> str:
 
 
 def _load_plugin_adapters() -> dict[str, str]:
-    triggers = {}
-    try:
+    triggers: dict[str, str] = {}
+    with internal_error("failsecure: adapter plugins could not be loaded ({type})"):
         from . import plugins
 
         for cls in plugins.adapter_classes():
@@ -148,8 +148,6 @@ def _load_plugin_adapters() -> dict[str, str]:
                 problem(f"failsecure: adapter {cls.name} does not implement {missing}; {cls.name} is refused")
             _extra.setdefault(cls.name, cls)
             triggers[cls.modules[0]] = cls.name
-    except Exception as exc:
-        problem(f"failsecure: adapter plugins could not be loaded ({type_name(exc)})")
     return triggers
 
 

@@ -22,8 +22,9 @@ import types
 import weakref
 from typing import Any, Callable, ClassVar, Iterable, Optional
 
-from . import audit, guard, hookid, policy, reduce as _reduce
-from .report import problem, type_name
+from . import audit, guard, hookid, policy
+from . import reduce as _reduce
+from .report import internal, internal_error, problem, type_name
 from .verdict import Action, Decision, Failure, Outcome, Verdict
 
 _DENY = Verdict(action=Action.DENY)
@@ -93,7 +94,7 @@ def _superseded(owner: Any) -> bool:
             # only a class defined again under the same name: a proxy or an alias put
             # there on purpose is not a new definition (it would be patched twice)
             return isinstance(found, type) and found is not owner and type.__dict__["__qualname__"].__get__(found) == qualname
-    except Exception:
+    except Exception:  # noqa: BLE001 - reading a hostile or half-built module: not superseded
         return False
     return False
 
@@ -204,7 +205,7 @@ class Adapter(abc.ABC):
                 from importlib.metadata import version
 
                 self._version = version(self.distribution)
-            except Exception:
+            except Exception:  # noqa: BLE001 - broken distribution metadata: the version is unknown (None), not an error
                 return None
         return self._version
 
@@ -248,7 +249,7 @@ class Adapter(abc.ABC):
                     problem(f"failsecure: {self.name} {self.version} is an untested release (supported {self.supported})", level=30)
                 self._patch()
                 self.state = "patched"
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure to patch refuses the adapter (loud, and every call denies)
                 self.refuse(f"{type(exc).__name__}: {exc}" if type(exc) is PatchError else type_name(exc))
             return self.state
 
@@ -260,7 +261,7 @@ class Adapter(abc.ABC):
             try:
                 if vars(owner).get(attr, _ABSENT) is not new or _superseded(owner):
                     return False
-            except Exception:
+            except Exception:  # noqa: BLE001 - a hostile owner: the patch counts as lost, and is applied again
                 return False
         return True
 
@@ -280,15 +281,14 @@ class Adapter(abc.ABC):
                         setattr(owner, attr, original)
                     else:
                         delattr(owner, attr)
-            except Exception:
+            except Exception:  # noqa: BLE001 - best-effort undo of one lost patch; the clean-up below is reported
                 pass
         self._replaced.clear()
         held = (self._kept + kept[::-1], self._kept_everywhere + self._everywhere)
         self._kept, self._kept_everywhere, self._everywhere = [], [], []
         try:
-            self._unpatch()
-        except Exception as exc:
-            problem(f"failsecure: {self.name} clean-up after a lost patch raised {type_name(exc)}")
+            with internal_error(f"failsecure: {self.name} clean-up after a lost patch raised {{type}}"):
+                self._unpatch()
         finally:
             self._kept, self._kept_everywhere = held[0] + self._kept, held[1] + self._kept_everywhere
 
@@ -297,13 +297,11 @@ class Adapter(abc.ABC):
         self.state = "refused"
         self.refused_reason = reason
         problem(f"failsecure: cannot patch {self.name} {self.version} ({reason}); its gated tool calls are denied")
-        try:
+        with internal_error(
+            f"failsecure: the {self.name} lockdown failed ({{type}}); its tools may run unguarded: "
+            f"uninstall {self.distribution} or fix the failsecure installation"
+        ):
             self._lockdown()
-        except Exception as exc:
-            problem(
-                f"failsecure: the {self.name} lockdown failed ({type_name(exc)}); its tools may run unguarded: "
-                f"uninstall {self.distribution} or fix the failsecure installation"
-            )
 
     def unpatch(self) -> None:
         """Undo the patch, or a refused adapter's lockdown. Idempotent."""
@@ -348,7 +346,7 @@ class Adapter(abc.ABC):
             try:
                 if vars(module).get(name) is original:
                     found.append(module)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a module whose namespace cannot be read binds nothing of ours
                 continue
         return found
 
@@ -371,7 +369,7 @@ class Adapter(abc.ABC):
             for module in self.bindings(new, package):
                 try:
                     setattr(module, attr, original)
-                except Exception:
+                except Exception:  # noqa: BLE001 - best-effort undo of one binding; the rest are still undone
                     pass
         self._replaced[:0], self._kept = self._kept, []
         while self._replaced:
@@ -429,7 +427,7 @@ class Adapter(abc.ABC):
                 _capture.decisions = seen
                 try:
                     denied = self._probe(gate)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - a probe's failure is the self-test's failed check, not an internal error
                     checks.append(Check(label, False, f"the probe raised {type(exc).__name__}"))
                     continue
                 finally:
@@ -535,8 +533,8 @@ class Adapter(abc.ABC):
             if audit.listening(config.audit_path, failed, getattr(config, "audit_otel", False)):
                 event = audit.decision_event(decision, framework=self.name, framework_version=self.version, tool=tool, call_id=call_id)
                 audit.emit(event, config.audit_path)
-        except Exception as exc:  # audit must never flip or lose a decision
-            problem(f"failsecure: audit failed ({type_name(exc)})")
+        except Exception as exc:  # noqa: BLE001 - audit must never flip or lose a decision
+            internal(exc, "failsecure: audit failed ({type})")
         return decision
 
     def failed(self, exc: BaseException, tool=None, call_id=None, hook: str = "failsecure:internal") -> Decision:
@@ -546,10 +544,13 @@ class Adapter(abc.ABC):
         tool = tool if isinstance(tool, str) else None
         call_id = call_id if isinstance(call_id, str) and call_id else None
         outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=type_name(exc))
-        problem(f"failsecure: {hook} raised {type_name(exc)} while gating a {self.name} tool call; denied")
+        if hook == "failsecure:internal":  # failsecure's own failure
+            internal(exc, f"failsecure: {hook} raised {{type}} while gating a {self.name} tool call; denied")
+        else:  # the framework's own code at that gating point raised: judged like a gate's exception, said as before
+            problem(f"failsecure: {hook} raised {type_name(exc)} while gating a {self.name} tool call; denied")
         try:
             return self._finish(policy.current(), [outcome], tool, call_id)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the audit of a failure already reported: the deny stands without it
             return _reduce.reduce([outcome])
 
     def _start(self, tool, outcomes, arguments, call_id) -> tuple[policy.Config, list[Outcome], Any]:
@@ -592,7 +593,7 @@ class Adapter(abc.ABC):
             if gates:
                 found += guard.call_each(gates)
             return self._finish(config, found, tool, call_id, fail_closed, required=self._required(config, later))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - failsecure's own failure while deciding: reported by failed(), which denies
             return self.failed(exc, tool, call_id)
 
     async def adecide(
@@ -605,7 +606,7 @@ class Adapter(abc.ABC):
             for hook_id, fn, args, kwargs, validate, timeout in gates:
                 found.append(await guard.acall(hook_id, fn, args, kwargs, validate=validate, timeout=timeout))
             return self._finish(config, found, tool, call_id, fail_closed, required=self._required(config, later))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - failsecure's own failure while deciding: reported by failed(), which denies
             return self.failed(exc, tool, call_id)
 
     def _required(self, config, later) -> Optional[list]:
@@ -635,7 +636,7 @@ class Adapter(abc.ABC):
             if config.error or self.state == "refused":
                 found = self._fixed(config) + found
             return self._finish(config, found, tool, call_id, fail_closed, required=())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - failsecure's own failure while deciding: reported by failed(), which denies
             return self.failed(exc, tool, call_id)
 
     async def adecide_stage(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, fail_closed=()) -> Decision:

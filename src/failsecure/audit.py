@@ -236,7 +236,7 @@ def failed(sink: str, why: str, message: str | None = None) -> None:
                 + "; decisions are unaffected, further failures are only counted (failsecure.audit.failures)",
                 level=30,
             )
-    except Exception:
+    except Exception:  # noqa: BLE001 - the failure report itself must never raise: audit never flips a decision
         pass
 
 
@@ -308,7 +308,7 @@ class _Lane:
                     self.cond, self.done = threading.Condition(lock), threading.Condition(lock)
                 self.alive = True
                 threading.Thread(target=self._run, name=f"failsecure-audit-{self.name}", daemon=True).start()
-            except Exception:  # no thread now (interpreter shutdown): the caller decides
+            except Exception:  # noqa: BLE001 - no thread now (interpreter shutdown): the caller decides
                 self.alive = False
                 return None
             _at_exit()
@@ -330,7 +330,7 @@ class _Lane:
                 batch = [items.popleft() for _ in range(len(items))]
                 try:
                     self.handle(batch)
-                except BaseException as exc:  # a sink's SystemExit too: the lane keeps going
+                except BaseException as exc:  # noqa: BLE001 - a sink's SystemExit too: counted by failed(), the lane keeps going
                     failed(self.name, type(exc).__name__)
                 finally:
                     self.busy = False
@@ -371,7 +371,7 @@ def _write_batch(batch: list, wait: float = LOCK_WAIT, block: bool = True) -> No
             i += 1
         try:
             _append(path, b"".join(lines), wait, block)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any write failure drops the lines, counted and said once (_drop)
             why = _why(exc)
             _drop("file", len(lines), why, f"failsecure: cannot write the audit file {path} ({why})")
 
@@ -390,7 +390,7 @@ def _sink_batch(batch: list) -> None:
                 context.run(plugins.audit, event)
             else:
                 plugins.audit(event)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a plugin sink's own exception: counted by failed(), never flips a decision
             failed("plugins", type(exc).__name__)
 
 
@@ -427,7 +427,7 @@ def flush(timeout: float = 5.0) -> bool:
     if otel is not None:
         try:
             done = otel.flush_all(max(0.0, deadline - time.monotonic())) and done
-        except Exception:
+        except Exception:  # noqa: BLE001 - an OpenTelemetry flush failure: reported as not flushed
             done = False
     return done
 
@@ -452,7 +452,7 @@ def _otel_enabled() -> bool:
     if _otel_state is None:
         with _otel_lock:
             if _otel_state is None:
-                from .report import problem, type_name
+                from .report import internal, problem
 
                 try:
                     from . import otel
@@ -468,9 +468,9 @@ def _otel_enabled() -> bool:
                         f"(missing module {getattr(exc, 'name', None) or '?'}): decisions are not sent to OpenTelemetry; "
                         "install it with: pip install 'failsecure[otel]'"
                     )
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - any failure to start the sink: reported, the sink stays off
                     _otel_state = False
-                    problem(f"failsecure: the OpenTelemetry audit sink could not start ({type_name(exc)})")
+                    internal(exc, "failsecure: the OpenTelemetry audit sink could not start ({type})")
     return _otel_state
 
 
@@ -484,7 +484,7 @@ def emit(event: dict, audit_path: str | None = None) -> None:
         level = _level(bool(event.get("failure")))
         if logger.isEnabledFor(level):
             logger.log(level, "failsecure decision %s", event.get("outcome"), extra={"failsecure": event})
-    except Exception:
+    except Exception:  # noqa: BLE001 - a raising log handler of the application: audit never flips a decision
         pass
     plugins = sys.modules.get("failsecure.plugins")
     if plugins is not None:
@@ -499,14 +499,14 @@ def emit(event: dict, audit_path: str | None = None) -> None:
 
                     if not _plugins_lane.put((event, copy_context())):
                         _drop("plugins", 1, "no writer thread")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a plugin sink's failure: counted by failed(), never flips a decision
             failed("plugins", type(exc).__name__)
     if audit_path:
         try:
             item = (audit_path, (_dumps(event) + "\n").encode("utf-8"))  # the line as it is now
             if not _file_lane.put(item):
                 _write_batch([item], SYNC_LOCK_WAIT, False)  # no thread to be had (interpreter exit): bounded, here
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a file sink's failure: counted by failed(), never flips a decision
             failed("file", type(exc).__name__)
 
 

@@ -16,7 +16,7 @@ def _gate_rows(adapter, config) -> list[dict]:
     rows = []
     try:
         hook_ids = adapter.inventory()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
         return [{"error": type_name(exc)}]
     for hook_id in hook_ids:
         own = config.hook(hook_id)
@@ -80,7 +80,7 @@ def _probe(frameworks: dict) -> dict:
             raise ValueError("not a report")
     except subprocess.TimeoutExpired:
         return {"error": "the fresh interpreter did not finish in 600 s"}
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
         return {"error": f"the fresh interpreter gave no report ({type_name(exc)})"}
     report["python"] = cmd[0]
     report["flags"] = flags
@@ -115,7 +115,7 @@ def _doctor(args) -> int:
         if adapter.version is not None:
             try:
                 importlib.import_module(adapter.modules[0])  # activates through the drop-in path
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
                 row["import_error"] = type_name(exc)
             if adapter.state == "unpatched" and args.activate:
                 adapter.patch()
@@ -124,7 +124,7 @@ def _doctor(args) -> int:
             if not args.no_self_test:
                 try:
                     row["self_test"] = [c.as_dict() for c in adapter.self_test()]
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
                     row["self_test"] = [{"name": "self-test", "ok": False, "detail": type_name(exc)}]
         rows.append(row)
     if plugins._pm is None and plugins._has_entry_points():
@@ -233,7 +233,7 @@ def _codex_hook_trust() -> list[dict]:
         return []
     try:
         _home, hooks = settings.codex_hook_states(binary, os.getcwd())
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
         return [{"key": "-", "trusted": False, "status": "unknown", "error": str(exc)[:200] if isinstance(exc, settings.InstallError) else type_name(exc)}]
     rows = []
     for key, hook in sorted(hooks.items()):
@@ -302,7 +302,7 @@ def _host_settings() -> list[dict]:
                     row["wrapped" if settings._is_wrapped(handler) else "bare"] += 1
                 if host == "claude" and document.get("disableAllHooks") is True:
                     row["disable_all_hooks"] = True  # Claude Code then runs no hook, wrapped guards included
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
                 row["error"] = str(exc)[:200] if type(exc).__name__ == "InstallError" else type_name(exc)
             rows.append(row)
     return rows

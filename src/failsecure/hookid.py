@@ -27,7 +27,7 @@ def _plain_str(value) -> "str | None":
 def _attr(obj, name):
     try:
         return _plain_str(getattr(obj, name, None))
-    except BaseException:  # a hostile __getattr__
+    except BaseException:  # noqa: BLE001 - a hostile __getattr__: the name is unknown, not an error
         return None
 
 
@@ -43,7 +43,7 @@ def callable_name(fn) -> str:
         if qualname is None:
             return "<unnamed>"
         return _clean(f"{module}.{qualname}" if module else qualname, 200)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a hostile callable: its id is '<unnamed>', not an error
         return "<unnamed>"
 
 

@@ -168,7 +168,7 @@ class Sink:
             ctx = _context.get_current()
             outcome = event.get("outcome")
             item = (attrs, bool(event.get("failure")), ts, ctx, outcome if outcome in _OUTCOMES else None)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - an OpenTelemetry sink failure: counted by audit.failed(), never flips a decision
             audit.failed(NAME, type_name(exc))
             return
         if self.span_events:
@@ -176,7 +176,7 @@ class Sink:
                 span = _trace.get_current_span(ctx)
                 if span.is_recording():
                     span.add_event(EVENT_NAME, attrs, ts)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - an OpenTelemetry sink failure: counted by audit.failed(), never flips a decision
                 audit.failed(NAME, f"span event: {type_name(exc)}")
         try:
             provider = self._provider if self._provider is not None else get_logger_provider()
@@ -185,7 +185,7 @@ class Sink:
             if not self._queue and not self._busy and self._emits_directly(provider):
                 self._emit(*item, provider=provider)  # an in-memory append: part of any flush from now on
                 return
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - an OpenTelemetry sink failure: counted by audit.failed(), never flips a decision
             audit.failed(NAME, type_name(exc))
             return
         self._put(item)
@@ -211,7 +211,7 @@ class Sink:
                 and type(processors) is tuple
                 and all(type(p) is BatchLogRecordProcessor for p in processors)
             )
-        except Exception:
+        except Exception:  # noqa: BLE001 - an unknown provider: take the queued path, which is always correct
             ok = False
         self._direct = (provider, processors, ok)
         return ok
@@ -228,7 +228,7 @@ class Sink:
                 continue
             try:
                 setattr(provider, name, _draining(ref, original, name == "force_flush"))
-            except Exception:
+            except Exception:  # noqa: BLE001 - a provider we cannot wrap keeps its own flush; the queue still drains at exit
                 pass
 
     def _put(self, item: tuple) -> None:
@@ -258,7 +258,7 @@ class Sink:
                 self._busy = True
             try:
                 self._emit(*item)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - an OpenTelemetry sink failure: counted by audit.failed(), the writer keeps going
                 audit.failed(NAME, type_name(exc))
             finally:
                 with self._cond:
@@ -342,7 +342,7 @@ def _draining(ref: Any, original: Any, takes_timeout: bool) -> Any:
             start = time.monotonic()
             try:
                 sink.flush(bound)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the application's own flush failure: not ours to report, the exporter's is next
                 pass
             if type(timeout) in (int, float):
                 left = max(0, int(timeout - (time.monotonic() - start) * 1000.0))
@@ -400,7 +400,7 @@ def _version() -> Optional[str]:
             from importlib.metadata import version
 
             _version_cache = version("failsecure")
-        except Exception:
+        except Exception:  # noqa: BLE001 - broken distribution metadata: the version attribute is left out
             _version_cache = ""
     return _version_cache or None
 

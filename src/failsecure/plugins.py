@@ -124,13 +124,13 @@ def _load_entry_points() -> tuple[pluggy.PluginManager, list[tuple[str, str]], d
             problem(f"failsecure: loading plugin '{name}' was interrupted (KeyboardInterrupt); "
                     "plugins load again at the next gated call")
             raise KeyboardInterrupt from None
-        except BaseException as exc:  # SystemExit, GeneratorExit, a BaseException of its own: a failed load
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, GeneratorExit, a BaseException of its own: a failed load
             why = type_name(exc)
         if why is not None:
             if registered is not None:
                 try:
                     pm.unregister(registered)
-                except BaseException:
+                except BaseException:  # noqa: BLE001 - undoing a failed load: the load is reported failed either way
                     pass
             failed(name, why)
         else:
@@ -284,7 +284,7 @@ def audit(event: dict) -> None:
     for hook_id, sink in _callers(_pm, "failsecure_audit"):
         try:
             sink(event=dict(event))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a plugin sink's own exception: reported by name, not an internal error
             problem(f"failsecure: audit sink '{hook_id[7:]}' raised {type_name(exc)}")
 
 

@@ -86,7 +86,7 @@ def _hashable(value) -> bool:
     try:
         hash(value)
         return True
-    except Exception:
+    except Exception:  # noqa: BLE001 - a hostile __hash__: not hashable, not an error
         return False
 
 

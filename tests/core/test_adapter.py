@@ -217,6 +217,7 @@ def test_audit_plugin_sink_receives_events_and_cannot_flip(gate):
     assert [e["outcome"] for e in events] == ["allow", "deny"]
 
 
+@pytest.mark.internal_errors
 def test_an_internal_failure_while_deciding_denies_instead_of_raising(monkeypatch):
     def broken():
         raise RuntimeError("entry points unreadable")

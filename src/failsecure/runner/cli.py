@@ -129,7 +129,7 @@ def _usage_deny(args, message):
             protocol = arg.partition("=")[2]
         elif arg == "--protocol" and index + 1 < len(args):
             protocol = args[index + 1]
-    proto = PROTOCOLS.get(protocol)
+    proto = PROTOCOLS.get(protocol) if protocol is not None else None
     out, err, code = proto.deny(reason, None) if proto is not None else universal_deny(reason)
     from failsecure.runner.process import emit
 
@@ -192,7 +192,7 @@ def _cmd_install(args):
 def _cmd_uninstall(args):
     from failsecure.runner import settings as settings
 
-    notes = []
+    notes: list[str] = []
     try:
         restored = settings.unwrap_settings(args.file, codex_bin=args.codex_bin, codex_trust=args.codex_trust, notes=notes)
     except settings.InstallError as exc:
@@ -299,7 +299,7 @@ def script_main(args=None):
         code = _usage_deny(args[1:], "internal error")  # never a silent exit on the hot path
     try:
         sys.stdout.flush()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a closed stdout at exit: the answer is in the exit code
         pass
     os._exit(code)
 

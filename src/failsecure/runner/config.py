@@ -143,20 +143,20 @@ def load(trusted=None):
             path = _cache_path(key, trusted)
         except Unsafe as exc:
             return policy.Config(error="failsecure: %s" % (exc,), source=None)
-        except Exception:
+        except Exception:  # noqa: BLE001 - no safe cache path: the config is read without the cache
             return policy.load_light()
         if path is not None:
             cached = _read(path, key)
             if cached is not None:
                 try:
                     return policy.Config.from_dict(cached)
-                except Exception:
+                except Exception:  # noqa: BLE001 - a cache entry that does not load is read again from the config
                     pass
         config = policy.load_light()
         if path is not None and key is not None:
             try:
                 _write(path, key, config.to_dict())
-            except Exception:
+            except Exception:  # noqa: BLE001 - a cache that cannot be written: the next run reads the config again
                 pass
         return config
 

@@ -51,7 +51,7 @@ def load_config(trusted=None):
         from failsecure.runner.config import load
 
         config = load(trusted)
-    except Exception as exc:  # a broken install or config: deny
+    except Exception as exc:  # noqa: BLE001 - a broken install or config: deny
         return None, type(exc).__name__
     if getattr(config, "error", None):
         return config, "ConfigError"
@@ -68,7 +68,7 @@ def _deadline_policy(config, hook_id):
         if own:
             explicit = float(own)
         default = config.timeout_for(hook_id)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a per-hook timeout that cannot be read: the runner's own deadline stands
         pass
     return explicit, default
 
@@ -94,7 +94,7 @@ def _with_declared_on_error(config, hid, on_error):
         )
         config.hooks = hooks
         config._resolved.pop(hid, None)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the config's own policy stands
         pass  # the config's own policy stands
     return config
 
@@ -120,7 +120,7 @@ def run(protocol, argv, timeout=None, hook_id=None, *, stdin_fd=0, stdout_fd=1, 
     state = process.arm_last_words(lambda: deny_plainly(CRASHED)) if last_words else None
     try:
         return _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state, trusted, on_error, record)
-    except BaseException:  # the runner itself failed: deny, never say why
+    except BaseException:  # noqa: BLE001 - the runner itself failed: deny, never say why
         if state is not None and state.done is not None:
             return state.done  # the answer is out already
         return deny_plainly(RAISED)
@@ -171,7 +171,7 @@ class _Call:
                 from failsecure._fastjson import dumps
 
                 append_bounded(audit_path, (dumps(event) + "\n").encode("utf-8"), AUDIT_BOUND)
-            except Exception:
+            except Exception:  # noqa: BLE001 - audit must never flip or lose the answer
                 pass  # audit must never flip or lose the answer
         return code
 
@@ -207,7 +207,7 @@ def append_bounded(path, data, bound):
         try:
             import fcntl
         except ImportError:  # pragma: no cover
-            fcntl = None
+            fcntl = None  # type: ignore[assignment]
         if fcntl is not None:
             until = time.monotonic() + bound
             pause = 0.001

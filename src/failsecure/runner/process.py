@@ -12,6 +12,10 @@ Imports only ``os``, ``time`` and, when used, ``select`` / ``_signal`` (hot path
 import os
 import time
 
+TYPE_CHECKING = False  # not typing's: importing typing costs every hook run
+if TYPE_CHECKING:
+    from typing import Any
+
 PAYLOAD_CAP = 32 * 1024 * 1024  # bytes read from the host's stdin
 STDOUT_CAP = 1024 * 1024  # a hook answer larger than this is INVALID
 STDERR_CAP = 64 * 1024  # stderr kept (the rest is drained and dropped)
@@ -54,7 +58,7 @@ def read_payload(fd, deadline):
     """Read the host's stdin up to PAYLOAD_CAP -> (bytes, ok)."""
     import select
 
-    chunks = []
+    chunks: list[bytes] = []
     size = 0
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
@@ -105,6 +109,7 @@ class _LastWords:
     """What the runner says if it is terminated before it answered."""
 
     __slots__ = ("pgid", "done", "dying", "say", "signals")
+    say: "Any"  # () -> exit code, once armed
 
     def __init__(self):
         self.pgid = None  # the hook's process group, once spawned
@@ -128,7 +133,7 @@ def _terminated(signum, frame):
     if code is None:
         try:
             code = state.say()
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the last words could not be said: exit 2, which every host reads as a deny
             code = 2
     os._exit(code)
 
@@ -222,7 +227,7 @@ def execute(argv, payload, timeout, env=None):
     os.close(err_w)
 
     poller = select.poll()
-    readers = {out_r: [], err_r: []}
+    readers: dict[int, Any] = {out_r: [], err_r: []}  # a fd's chunks, then their join
     sizes = {out_r: 0, err_r: 0}
     poller.register(out_r, select.POLLIN | select.POLLHUP | select.POLLERR)
     poller.register(err_r, select.POLLIN | select.POLLHUP | select.POLLERR)

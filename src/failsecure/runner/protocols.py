@@ -8,6 +8,10 @@ beyond ``failsecure._fastjson`` (the hot path).
 from failsecure._fastjson import dumps as _dumps
 from failsecure._fastjson import loads as _loads
 
+TYPE_CHECKING = False  # not typing's: importing typing costs every hook run
+if TYPE_CHECKING:
+    from typing import Any
+
 ALLOW, DENY, ASK, ABSTAIN = "allow", "deny", "ask", "abstain"
 _JSON_WS = " \t\n\r"
 
@@ -352,7 +356,7 @@ def _find_handler(node, token, depth=0):
         args = node.get("args")
         if (isinstance(command, str) and token in command) or (isinstance(args, list) and token in args):
             return node
-        children = node.values()
+        children: Any = node.values()
     elif isinstance(node, list):
         children = node
     else:
@@ -390,7 +394,7 @@ def host_timeout(token):
         if isinstance(unit, bool) or not isinstance(unit, (int, float)) or not unit > 0:
             return None
         return float(value) / unit
-    except Exception:
+    except Exception:  # noqa: BLE001 - a host field that is not a number: no deadline from it
         return None
 
 

@@ -13,6 +13,10 @@ from failsecure.failures import CRASHED, MISSING, failure_reason
 from failsecure.runner.decision import hook_id_for, sanitize_id
 from failsecure.runner.protocols import GATING_EVENTS, PROTOCOLS, gating_events
 
+TYPE_CHECKING = False  # not typing's: the annotations below are for mypy only
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = (
     "HOSTS", "InstallError", "WrapReport", "UnwrapReport", "wrap_settings", "unwrap_settings", "launch_argv",
     "runner_path", "prelude", "host_shell", "trusted_options",
@@ -137,7 +141,7 @@ def _precompile(runner):
             source = os.path.join(package, name)
             if os.path.exists(source) and not os.path.exists(importlib.util.cache_from_source(source)):
                 py_compile.compile(source, doraise=False, quiet=2)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a byte-compile that fails only costs the first run's start-up time
         pass
 
 
@@ -302,6 +306,17 @@ class _Launch:
     """failsecure's own launch line in a handler, parsed."""
 
     __slots__ = ("token", "legacy", "exec_form", "python", "runner", "protocol", "timeout", "hook_id", "options", "shell", "original")
+    token: "Any"
+    legacy: "Any"
+    exec_form: "Any"
+    python: "Any"
+    runner: "Any"
+    protocol: "Any"
+    timeout: "Any"
+    hook_id: "Any"
+    options: "Any"
+    shell: "Any"
+    original: "Any"
 
     def __init__(self, **fields):
         for name in self.__slots__:
@@ -438,7 +453,7 @@ def _as_installed(handler, launch, record):
     wrote = dict(record.get("wrote") or {})
     try:
         wrote.update(launch.regenerate(original) if original is not None else {})
-    except Exception:
+    except Exception:  # noqa: BLE001 - a launch line that cannot be regenerated: the recorded keys are restored as written
         pass
     for key in keys:
         if key in ("command", "args"):
@@ -928,16 +943,16 @@ def codex_hook_states(codex_bin, cwd, env=None):
     ]
     replies = {}
     try:
-        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
-        proc.stdin.flush()
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())  # type: ignore[union-attr]  # stdin=PIPE
+        proc.stdin.flush()  # type: ignore[union-attr]
         selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ)
+        selector.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]  # stdout=PIPE
         deadline = time.monotonic() + _APP_SERVER_TIMEOUT
         buffer = b""
         while 2 not in replies and time.monotonic() < deadline:
             if not selector.select(max(deadline - time.monotonic(), 0.01)):
                 continue
-            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)  # type: ignore[union-attr]
             if not chunk:
                 break
             buffer += chunk

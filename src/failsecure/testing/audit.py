@@ -23,7 +23,7 @@ class AuditFile(type(pathlib.Path())):  # type: ignore[misc]
     (``failsecure.audit.flush``: the file is written off the tool call's thread)."""
 
     def _flushed(self) -> "AuditFile":
-        from .. import audit
+        from failsecure import audit
 
         audit.flush(FLUSH)
         return self
@@ -69,7 +69,7 @@ class AuditRig:
         """Write and load a trusted config (``$FAILSECURE_CONFIG``, chosen in-process as
         the trusted environment until the monkeypatch is undone): the deadline, the
         audit file, ``top`` (top-level keys) and ``tables`` (``[hooks."..."]`` ...)."""
-        from .. import policy
+        from failsecure import policy
 
         path = self.dir / self.config_file
         timeout = self.deadline if timeout is None else timeout

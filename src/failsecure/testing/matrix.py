@@ -229,7 +229,7 @@ class _Plugin:
         self.kind = kind
 
     def failsecure_pre_tool_call(self, call):  # marked as a hookimpl below
-        from ..verdict import Action, Verdict
+        from failsecure.verdict import Action, Verdict
 
         if self.kind == "raise":
             raise RuntimeError(f"plugin failed on {SECRET}")
@@ -242,7 +242,7 @@ class _Plugin:
 
 
 def _mark_plugin() -> None:
-    from ..plugins import hookimpl
+    from failsecure.plugins import hookimpl
 
     if not hasattr(_Plugin.failsecure_pre_tool_call, "failsecure_impl"):
         _Plugin.failsecure_pre_tool_call = hookimpl(_Plugin.failsecure_pre_tool_call)  # type: ignore[method-assign]
@@ -274,7 +274,7 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
     import os
     import threading
 
-    from .. import plugins, policy
+    from failsecure import plugins, policy
 
     needs = set(case.needs)
     if "ask" in needs and not harness.has_ask:
@@ -329,8 +329,8 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
             return "n/a", str(exc)
         except KeyboardInterrupt:
             raise
-        except BaseException as exc:  # the framework itself died on the gate's failure
-            from ..report import type_name
+        except BaseException as exc:  # noqa: BLE001 - the framework itself died on the gate's failure: judged, not reported
+            from failsecure.report import type_name
 
             return ("crash" if column == "upstream" else "error"), f"the run raised {type_name(exc)}"
     finally:
@@ -345,7 +345,7 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
         if trust_set:
             policy.set_trusted_environment(saved_trust)
         policy.reload()
-    from .. import audit
+    from failsecure import audit
 
     audit.flush(10.0)  # the audit file is written off the tool call's thread
     audit_text = audit_path.read_text() if audit_path.exists() else ""
