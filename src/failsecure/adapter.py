@@ -654,7 +654,7 @@ class Adapter(abc.ABC):
             config = policy.current()
             return bool(config.error or self.state == "refused" or config.required_for(self.name)
                         or plugins.gates() or plugins.load_failures)
-        except Exception:  # cannot tell: decide (fail closed)
+        except Exception:  # noqa: BLE001 - cannot tell (a broken config or plugin): decide, fail closed
             return True
 
     def inventory(self) -> list[str]:

@@ -52,7 +52,8 @@ from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, Adapter, PatchError, adapter as registered, auntil_stable, current_config, same, snapshot
+from failsecure.adapter import CHANGED, Adapter, PatchError, auntil_stable, current_config, same, snapshot
+from failsecure.adapter import adapter as registered
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 QUERY = "claude_agent_sdk._internal.query"

@@ -815,10 +815,11 @@ class PydanticAIAdapter(Adapter):
         """``gate`` as the only ``before_tool_execute`` hook of a real agent run
         (``FunctionModel`` calling one tool): True when the tool did not run. A gate
         answering ``None`` lets the arguments through unchanged."""
-        from pydantic_ai import Agent
         from pydantic_ai.capabilities import Hooks
         from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
         from pydantic_ai.models.function import FunctionModel
+
+        from pydantic_ai import Agent
 
         ran: list = []
 

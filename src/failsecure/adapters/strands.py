@@ -58,7 +58,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, Adapter, PatchError, ask_unsupported, asettle, callable_name, fingerprint, settle, snapshot
+from failsecure.adapter import CHANGED, Adapter, PatchError, asettle, ask_unsupported, callable_name, fingerprint, settle, snapshot
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 REGISTRY = "strands.hooks.registry"
