@@ -180,7 +180,15 @@ class Decision(_Frozen):
 
     @property
     def reason(self) -> Optional[str]:
-        return self.verdict.reason
+        """The text the framework or host is told. Never empty for a deny or an ask: a
+        hook that denied without a reason is named by its hook id (the core words it, so
+        no adapter needs a fallback); None only for an allow or no opinion."""
+        said = self.verdict.reason
+        if (said is None or said == "") and self.verdict.action in (Action.DENY, Action.ASK):
+            verb = "denied the call" if self.verdict.action is Action.DENY else "asked about the call"
+            primary = self.primary
+            return f"failsecure: hook '{primary.hook}' {verb}" if primary is not None else f"failsecure: {verb}"
+        return said
 
     @property
     def primary(self) -> Optional[Outcome]:

@@ -413,7 +413,7 @@ class CrewAIAdapter(Adapter):
             return ctx
         primary = decision.primary
         source = primary.hook if primary is not None else self.hook_id("pre_tool_call")
-        reason = decision.reason or f"failsecure: hook '{source}' denied the call"
+        reason = decision.reason
         _denied.set((original[0], reason))
         self._telemetry(hooks, start, reason, source)
         raise _HookAborted.cls(reason, source)

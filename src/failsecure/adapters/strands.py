@@ -720,9 +720,8 @@ class StrandsAdapter(Adapter):
         self._judged.pop(self._call_id(event), None)
         if text is None:
             text = decision.reason if decision is not None else None
-            if type(text) is not str or not text:
-                primary = decision.primary if decision is not None else None
-                text = f"failsecure: hook '{primary.hook if primary else self.name}' denied the call"
+            if type(text) is not str or not text:  # a hook's own reason that is not text
+                text = f"failsecure: hook '{decision.primary.hook if decision is not None and decision.primary else self.name}' denied the call"
         try:
             event.cancel_tool = text
         except Exception:
