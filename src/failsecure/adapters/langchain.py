@@ -408,7 +408,10 @@ class LangChainAdapter(Adapter):
         async def guarded(request, handler):
             if adapter.state != "patched":
                 return await wrapper(request, handler)
-            return await adapter._arun_middleware(hook_id, wrapper, request, handler)
+            try:
+                return await adapter._arun_middleware(hook_id, wrapper, request, handler)
+            except _Exited as carried:  # not the middleware's own (the tool's): as upstream
+                raise carried.exc from None
 
         guarded._failsecure_guarded = True  # type: ignore[attr-defined]
         guarded.__wrapped__ = wrapper  # type: ignore[attr-defined]
@@ -514,6 +517,8 @@ class LangChainAdapter(Adapter):
         and denies: -> the deny ``ToolMessage`` the model is told (never the exception's
         text), or None when the exception is not the middleware's own (it propagates, as
         upstream) or the trusted config tolerates this middleware's failures."""
+        if isinstance(exc, _Exited):
+            exc = exc.exc
         if any(exc is e for e in from_handler) or _bubbles_up(exc):
             return None
         if isinstance(exc, (ToolCallDenied, KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)):
@@ -719,6 +724,24 @@ def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
 
     adapter.wrap(module, "_chain_tool_call_wrappers", chain)
     adapter.wrap(module, "_chain_async_tool_call_wrappers", achain)
+    if callable(vars(module).get("traceable")):
+        # langsmith's ``traceable`` runs an async middleware in a task of its own: a
+        # SystemExit escaping that task is re-raised by asyncio out of the event loop
+        # (with its text), past the guard around the traced wrapper. The middleware is
+        # contained inside that task instead.
+        def traceable(wrapped, instance, args, kwargs):
+            decorate = wrapped(*args, **kwargs)
+            if not callable(decorate):
+                return decorate
+
+            def decorator(fn):
+                if getattr(fn, "__name__", None) == "awrap_tool_call" and inspect.iscoroutinefunction(fn):
+                    fn = _contained(adapter, fn)
+                return decorate(fn)
+
+            return decorator
+
+        adapter.wrap(module, "traceable", traceable)
 
 
 _LATE = {TOOL_NODE: _patch_tool_node, HITL: _patch_hitl, FACTORY: _patch_factory}
@@ -732,6 +755,31 @@ def _late_hook(adapter: LangChainAdapter, module: str) -> Any:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+class _Exited(Exception):
+    """A middleware's ``SystemExit`` carried out of the task it ran in (``exc``); no text."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__()
+        self.exc = exc
+
+
+def _contained(adapter: LangChainAdapter, fn: Any) -> Any:
+    """``fn`` (an ``awrap_tool_call``) with its ``SystemExit`` carried as ``_Exited``
+    while failsecure is active (``_arun_middleware`` takes the original back out)."""
+    import functools
+
+    @functools.wraps(fn)
+    async def contained(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except SystemExit as exc:
+            if adapter.state != "patched":
+                raise
+            raise _Exited(exc) from None
+
+    return contained
 
 
 class _GuardedWhen:
