@@ -43,9 +43,15 @@ What is patched (``wrapt``; ``unpatch`` restores every attribute):
   meaning, anything else (``None``, junk, a raise, a hang) means "ask the human".
 - ``langchain.agents.factory._chain_tool_call_wrappers`` /
   ``_chain_async_tool_call_wrappers``: each middleware's wrapper gets the deadline while
-  it holds the call (not while the tool it handed on runs); a wrapper that raises is
-  audited as a deny (``raised``) and its exception propagates as upstream; one that
-  misses its deadline is denied with the ``ToolMessage``.
+  it holds the call (not while the tool it handed on runs); a wrapper that raises, misses
+  its deadline or answers junk is denied with the ``ToolMessage``. Each one that hands the
+  call on is recorded (``_HANDED``, with a picture of the call); where the call reaches
+  the tool, one that handed on another call than the final one judges the final call
+  again with a handler that does not run the tool (``_settle_middleware``).
+- ``langchain.agents.factory.traceable`` (for ``awrap_tool_call`` only): langsmith runs
+  a traced async middleware in a task of its own, and asyncio re-raises a ``SystemExit``
+  escaping a task out of the loop; the middleware's ``SystemExit`` is carried out of
+  that task as ``_Exited`` (no text) and taken back by the guard.
 
 ``langchain`` and ``langgraph`` may be imported after ``langchain_core``: their patches
 are applied by post-import hooks as soon as they are imported.
@@ -83,6 +89,14 @@ _ABSTAIN = Verdict(action=Action.ABSTAIN)
 #: that handed it on (outermost first), the HITL ``when`` predicate that judged it
 _TOOK_PART: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed_on", default=())
 _REVIEW = Verdict(action=Action.ASK)
+_DENY = Verdict(action=Action.DENY)
+#: the ``wrap_tool_call`` middleware that handed this call on, outermost first: (hook id,
+#: the middleware's wrapper, async or not, the picture of the call it handed on, that
+#: request): at the tool, a middleware that handed on another call than the one that
+#: runs judges the final call again (``_settle_middleware``)
+_HANDED: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed", default=())
+#: while a middleware judges the final call again: the decisions of its failures
+_FAILED: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("failsecure_langchain_failed", default=None)
 
 
 class ToolCallDenied(Exception):
@@ -408,7 +422,10 @@ class LangChainAdapter(Adapter):
         async def guarded(request, handler):
             if adapter.state != "patched":
                 return await wrapper(request, handler)
-            return await adapter._arun_middleware(hook_id, wrapper, request, handler)
+            try:
+                return await adapter._arun_middleware(hook_id, wrapper, request, handler)
+            except _Exited as carried:  # not the middleware's own (the tool's): as upstream
+                raise carried.exc from None
 
         guarded._failsecure_guarded = True  # type: ignore[attr-defined]
         guarded.__wrapped__ = wrapper  # type: ignore[attr-defined]
@@ -422,7 +439,11 @@ class LangChainAdapter(Adapter):
             elapsed_ms=(perf_counter() - start) * 1000.0,
         )
         tool, call_id = _request_ids(request)
-        return self.decide_stage(tool, [outcome], call_id=call_id)
+        decision = self.decide_stage(tool, [outcome], call_id=call_id)
+        failed = _FAILED.get()
+        if failed is not None:
+            failed.append(decision)
+        return decision
 
     def _run_middleware(self, hook_id: str, wrapper: Any, request: Any, handler: Any) -> Any:
         """One sync middleware under its deadline: it runs on its own thread (with this
@@ -442,12 +463,14 @@ class LangChainAdapter(Adapter):
                     raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
                 state["inside"] += 1
             token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
+            handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, False, _call_picture(req), req),))
             try:
                 return handler(req)
             except BaseException as exc:
                 from_handler.append(exc)
                 raise
             finally:
+                _HANDED.reset(handed)
                 _TOOK_PART.reset(token)
                 with cond:
                     state["inside"] -= 1
@@ -514,6 +537,8 @@ class LangChainAdapter(Adapter):
         and denies: -> the deny ``ToolMessage`` the model is told (never the exception's
         text), or None when the exception is not the middleware's own (it propagates, as
         upstream) or the trusted config tolerates this middleware's failures."""
+        if isinstance(exc, _Exited):
+            exc = exc.exc
         if any(exc is e for e in from_handler) or _bubbles_up(exc):
             return None
         if isinstance(exc, (ToolCallDenied, KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)):
@@ -531,12 +556,14 @@ class LangChainAdapter(Adapter):
 
             async def handing_on(req):
                 token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
+                handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, True, _call_picture(req), req),))
                 try:
                     return await handler(req)
                 except BaseException as exc:
                     from_handler.append(exc)
                     raise
                 finally:
+                    _HANDED.reset(handed)
                     _TOOK_PART.reset(token)
 
             try:
@@ -564,12 +591,14 @@ class LangChainAdapter(Adapter):
             inside[0] += 1
             deadline.reschedule(None)
             token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
+            handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, True, _call_picture(req), req),))
             try:
                 return await handler(req)
             except BaseException as exc:
                 from_handler.append(exc)
                 raise
             finally:
+                _HANDED.reset(handed)
                 _TOOK_PART.reset(token)
                 inside[0] -= 1
                 if not inside[0]:
@@ -596,6 +625,96 @@ class LangChainAdapter(Adapter):
         if decision.denied:
             return _tool_message(request, decision.reason)
         return await handler(request)
+
+    # ------------------------------------------------------------ the call that runs
+
+    def _stale(self, request: Any) -> list:
+        """The middleware that handed this call on as another call than the one reaching
+        the tool now (an inner middleware rewrote it, or changed it in place, after it
+        handed it on), outermost first. The innermost handed on this very request, and
+        nothing ran since: with one middleware no picture is compared."""
+        records = _HANDED.get()
+        if records and records[-1][4] is request:
+            records = records[:-1]
+        if not records:
+            return []
+        final = _call_picture(request)
+        return [r for r in records if not _same_picture(r[3], final)]
+
+    def _settle_middleware(self, request: Any) -> Any:
+        """Every middleware judges the call that really runs: one that judged (handed on)
+        an older call judges the final one again, in order, under its deadline, with a
+        handler that does not run the tool. Returns None (the tool runs) or the answer the
+        ToolNode gives instead (a deny)."""
+        for hook_id, wrapper, is_async, _, _ in self._stale(request):
+            answer = self._unsettled(request) if is_async else self._rerun(hook_id, wrapper, request)
+            if answer is not None:
+                return answer
+        return None
+
+    async def _asettle_middleware(self, request: Any) -> Any:
+        for hook_id, wrapper, is_async, _, _ in self._stale(request):
+            answer = await self._arerun(hook_id, wrapper, request) if is_async else self._rerun(hook_id, wrapper, request)
+            if answer is not None:
+                return answer
+        return None
+
+    def _rerun(self, hook_id: str, wrapper: Any, request: Any) -> Any:
+        final, handed, placeholder = _call_picture(request), [], _tool_message(request, "")
+
+        def probe(req):
+            handed.append(_call_picture(req))
+            return placeholder
+
+        failed: list = []
+        token = _FAILED.set(failed)
+        try:
+            result = self._run_middleware(hook_id, wrapper, request, probe)
+        except ToolCallDenied as denied:
+            return _tool_message(request, denied.reason)
+        finally:
+            _FAILED.reset(token)
+        return self._settled(hook_id, request, final, handed, result, failed)
+
+    async def _arerun(self, hook_id: str, wrapper: Any, request: Any) -> Any:
+        final, handed, placeholder = _call_picture(request), [], _tool_message(request, "")
+
+        async def probe(req):
+            handed.append(_call_picture(req))
+            return placeholder
+
+        failed: list = []
+        token = _FAILED.set(failed)
+        try:
+            result = await self._arun_middleware(hook_id, wrapper, request, probe)
+        except ToolCallDenied as denied:
+            return _tool_message(request, denied.reason)
+        except _Exited as carried:
+            raise carried.exc from None
+        finally:
+            _FAILED.reset(token)
+        return self._settled(hook_id, request, final, handed, result, failed)
+
+    def _settled(self, hook_id: str, request: Any, final: Any, handed: list, result: Any, failed: list) -> Any:
+        """A middleware's second look at the final call: it raised, hung or answered junk
+        (audited and denied as on its first look), it handed on yet another call (the
+        call never settles: denied, ``invalid``), it handed the call on as it is (None:
+        allowed), or it answered itself (its answer is the deny)."""
+        if any(d.denied for d in failed):
+            return result
+        if any(not _same_picture(p, final) for p in handed):
+            return self._unsettled(request)
+        if handed:
+            return None
+        tool, call_id = _request_ids(request)
+        self.decide_stage(tool, [Outcome(hook=hook_id, verdict=_DENY)], call_id=call_id)
+        return result
+
+    def _unsettled(self, request: Any) -> Any:
+        hook = self.hook_id("wrap_tool_call")
+        tool, call_id = _request_ids(request)
+        decision = self.decide_stage(tool, [integrity.unsettled(hook)], call_id=call_id, fail_closed=(hook,))
+        return _tool_message(request, decision.reason or _failure_text(hook, Failure.INVALID))
 
     # ------------------------------------------------------------ doctor
 
@@ -649,6 +768,9 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         reason = adapter._at_tool(request)
         if reason is not None:
             return _tool_message(request, reason)
+        answer = adapter._settle_middleware(request)
+        if answer is not None:
+            return answer
         token = _TOOK_PART.set(_TOOK_PART.get() + judged)
         try:
             return wrapped(*args, **kwargs)
@@ -663,6 +785,9 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         reason = adapter._at_tool(request)
         if reason is not None:
             return _tool_message(request, reason)
+        answer = await adapter._asettle_middleware(request)
+        if answer is not None:
+            return answer
         token = _TOOK_PART.set(_TOOK_PART.get() + judged)
         try:
             return await wrapped(*args, **kwargs)
@@ -719,6 +844,24 @@ def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
 
     adapter.wrap(module, "_chain_tool_call_wrappers", chain)
     adapter.wrap(module, "_chain_async_tool_call_wrappers", achain)
+    if callable(vars(module).get("traceable")):
+        # langsmith's ``traceable`` runs an async middleware in a task of its own: a
+        # SystemExit escaping that task is re-raised by asyncio out of the event loop
+        # (with its text), past the guard around the traced wrapper. The middleware is
+        # contained inside that task instead.
+        def traceable(wrapped, instance, args, kwargs):
+            decorate = wrapped(*args, **kwargs)
+            if not callable(decorate):
+                return decorate
+
+            def decorator(fn):
+                if getattr(fn, "__name__", None) == "awrap_tool_call" and inspect.iscoroutinefunction(fn):
+                    fn = _contained(adapter, fn)
+                return decorate(fn)
+
+            return decorator
+
+        adapter.wrap(module, "traceable", traceable)
 
 
 _LATE = {TOOL_NODE: _patch_tool_node, HITL: _patch_hitl, FACTORY: _patch_factory}
@@ -732,6 +875,31 @@ def _late_hook(adapter: LangChainAdapter, module: str) -> Any:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+class _Exited(Exception):
+    """A middleware's ``SystemExit`` carried out of the task it ran in (``exc``); no text."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__()
+        self.exc = exc
+
+
+def _contained(adapter: LangChainAdapter, fn: Any) -> Any:
+    """``fn`` (an ``awrap_tool_call``) with its ``SystemExit`` carried as ``_Exited``
+    while failsecure is active (``_arun_middleware`` takes the original back out)."""
+    import functools
+
+    @functools.wraps(fn)
+    async def contained(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except SystemExit as exc:
+            if adapter.state != "patched":
+                raise
+            raise _Exited(exc) from None
+
+    return contained
 
 
 class _GuardedWhen:
