@@ -384,6 +384,15 @@ class ToolNodeHarness(MiddlewareHarness):
     async_gates = False
     method = "wrap_tool_call"
 
+    def rewrite(self, seen, arguments):
+        # A ToolNode takes one wrapper: gates composed into it are ONE hook to the framework
+        # and to failsecure, and a rewrite inside it is that hook's own answer. A policy
+        # judged before a rewriter can only be told apart as two create_agent middleware
+        # (the wrap_tool_call / awrap_tool_call kinds, where the rewrite is re-judged).
+        if len(self.middleware) > 1:
+            raise NotSupported("a ToolNode takes one wrap_tool_call: composed gates are one hook")
+        return super().rewrite(seen, arguments)
+
     def add_gate(self, name, behave, *, is_async=False):
         harness = self
         clean = "kit_node_" + "".join(c if c.isalnum() else "_" for c in name)
