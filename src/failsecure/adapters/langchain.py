@@ -94,6 +94,8 @@ _DENY = Verdict(action=Action.DENY)
 #: the middleware's wrapper, async or not, the picture of the call it handed on, that
 #: request): at the tool, a middleware that handed on another call than the one that
 #: runs judges the final call again (``_settle_middleware``)
+#: what a proxy puts in ``from_handler`` when the middleware hands the call on
+_ENTERED = object()
 _HANDED: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed", default=())
 #: while a middleware judges the final call again: the decisions of its failures
 _FAILED: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("failsecure_langchain_failed", default=None)
@@ -464,6 +466,7 @@ class LangChainAdapter(Adapter):
                 state["inside"] += 1
             token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
             handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, False, _call_picture(req), req),))
+            from_handler.append(_ENTERED)  # the tool may run from here on
             try:
                 return handler(req)
             except BaseException as exc:
@@ -539,7 +542,9 @@ class LangChainAdapter(Adapter):
         upstream) or the trusted config tolerates this middleware's failures."""
         if isinstance(exc, _Exited):
             exc = exc.exc
-        if any(exc is e for e in from_handler) or _bubbles_up(exc):
+        if from_handler or _bubbles_up(exc):
+            # the middleware had handed the call on: the tool may have run, or this is the
+            # tool's error (as raised, or re-raised with it as its cause): upstream's
             return None
         if isinstance(exc, (ToolCallDenied, KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)):
             return None
@@ -557,6 +562,7 @@ class LangChainAdapter(Adapter):
             async def handing_on(req):
                 token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
                 handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, True, _call_picture(req), req),))
+                from_handler.append(_ENTERED)  # the tool may run from here on
                 try:
                     return await handler(req)
                 except BaseException as exc:
@@ -592,6 +598,7 @@ class LangChainAdapter(Adapter):
             deadline.reschedule(None)
             token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
             handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, True, _call_picture(req), req),))
+            from_handler.append(_ENTERED)  # the tool may run from here on
             try:
                 return await handler(req)
             except BaseException as exc:

@@ -304,3 +304,65 @@ def test_middleware_hang_has_no_deadline_upstream(rig, upstream):
         timer.start()
         result = rig.run_agent(middleware=[Hangs(rig.release)])
         assert rig.marker.ran and tool_messages(result)[0].status == "success"
+
+
+# ---------------------------------------------------------------- after the handler: upstream's
+
+
+class ToolBroke(Exception):
+    pass
+
+
+class AfterTheTool(AgentMiddleware):
+    """Hands the call on (the tool runs), then fails in its own post-processing."""
+
+    def wrap_tool_call(self, request, handler):
+        handler(request)
+        raise KeyError("post-processing")
+
+
+def test_a_tool_error_a_middleware_re_raises_stays_upstreams(rig, upstream):
+    # upstream's own ToolErrorMiddleware (only aon_error set) re-raises the tool's error on
+    # the sync path as `RuntimeError from <error>`: the tool ran; it is no gate's failure
+    from langchain.agents import create_agent
+    from langchain.agents.middleware.tool_error import ToolErrorMiddleware
+    from langchain_core.tools import StructuredTool
+
+    from failsecure_langchain_rig import script
+
+    ran = []
+
+    def write_marker(command: str) -> str:
+        """Fails after its side effect."""
+        ran.append(command)
+        raise ToolBroke("tool-internal-detail")
+
+    async def aon_error(exc, request):
+        return "the tool failed"
+
+    def run():
+        agent = create_agent(script({"command": "rm"}), tools=[StructuredTool.from_function(write_marker, name=TOOL)],
+                             middleware=[ToolErrorMiddleware(aon_error=aon_error)])
+        return agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config={"configurable": {"thread_id": "t"}})
+
+    with upstream:
+        with pytest.raises(RuntimeError) as was:
+            run()
+    assert isinstance(was.value.__cause__, ToolBroke) and ran == ["rm"]
+    ran.clear()
+    before = len(rig.events())
+    with pytest.raises(RuntimeError) as got:
+        run()
+    assert isinstance(got.value.__cause__, ToolBroke) and ran == ["rm"]  # as upstream
+    assert not any(e.get("outcome") == "deny" for e in rig.events()[before:])
+
+
+def test_a_middleware_failing_after_the_tool_ran_stays_upstreams(rig, upstream):
+    with upstream:
+        with pytest.raises(KeyError):
+            rig.run_agent(middleware=[AfterTheTool()])
+    assert rig.marker.ran
+    rig.marker.reset()
+    with pytest.raises(KeyError):  # the tool ran: not a deny, and not told as one
+        rig.run_agent(middleware=[AfterTheTool()])
+    assert rig.marker.ran
