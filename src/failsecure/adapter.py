@@ -692,6 +692,7 @@ from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
     same,
     settle,
     snapshot,
+    unsettled,
     until_stable,
 )
 from .reduce import ask_unsupported  # noqa: E402  (the deny text of an ASK a framework cannot render)
@@ -700,7 +701,7 @@ __all__ = (
     "Adapter", "Check", "PatchError",
     "CHANGED", "INVALID", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "callable_name",
     "command_name", "current_config", "fingerprint", "plugin_gates", "process_failure", "run_command", "same",
-    "settle", "snapshot", "type_name", "until_stable", "when_imported",
+    "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )
 
 

@@ -72,9 +72,18 @@ import threading
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure import guard, integrity, policy
-from failsecure.adapter import Adapter, PatchError
-from failsecure.report import type_name
+from failsecure.adapter import (
+    CHANGED,
+    Adapter,
+    PatchError,
+    asettle,
+    current_config,
+    fingerprint,
+    settle,
+    type_name,
+    unsettled,
+    when_imported,
+)
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 log = logging.getLogger("failsecure")
@@ -166,12 +175,11 @@ class LangChainAdapter(Adapter):
                 self._late_done.add(module)
                 _LATE[module](self, sys.modules[module])
         if not self._hooks_registered:
-            from failsecure import _bootstrap
 
             self._hooks_registered = True
             for module in _LATE:
                 if module not in sys.modules:
-                    _bootstrap.when_imported(module, _late_hook(adapter, module))
+                    when_imported(module, _late_hook(adapter, module))
 
     def _late(self, module: str) -> None:
         """Patch a module imported after ``langchain_core`` (post-import hook)."""
@@ -220,7 +228,7 @@ class LangChainAdapter(Adapter):
 
     def _split(self, handlers: Any, ignore: Any) -> tuple[list, list]:
         """(gates as [(hook id, handler)], observers) in upstream order."""
-        config = policy.current()
+        config = current_config()
         gates, observers = [], []
         for handler in list(handlers):
             hook_id = self.handler_id(handler)
@@ -282,7 +290,7 @@ class LangChainAdapter(Adapter):
                     return lambda: self.hook_calls([(h, _drive, (m,) + rest, kwargs, None)])
 
                 # gate by gate: a stamping gate settles, a gate after the last rewrite runs once
-                outcomes += integrity.settle([step(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
+                outcomes += settle([step(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
@@ -304,15 +312,13 @@ class LangChainAdapter(Adapter):
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
             outcomes = _took_part() + fixed
             if calls:
-                config = policy.current()
-
                 def astep(h: str, m: Any) -> Any:
                     async def run() -> Outcome:
-                        return await guard.acall(h, m, rest, kwargs, validate=self.to_verdict, timeout=config.timeout_for(h))
+                        return await self.ahook_call(h, m, *rest, **kwargs)
 
                     return run
 
-                outcomes += await integrity.asettle([astep(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
+                outcomes += await asettle([astep(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
@@ -452,7 +458,7 @@ class LangChainAdapter(Adapter):
         thread's context); the deadline counts only while it holds the call, not while
         the handler it called (the tool) runs. A handler called after the deadline
         denies instead of running the tool."""
-        limit = policy.current().timeout_for(hook_id)
+        limit = current_config().timeout_for(hook_id)
         start = perf_counter()
         from_handler: list = []
         cond = threading.Condition()
@@ -554,7 +560,7 @@ class LangChainAdapter(Adapter):
         return _tool_message(request, decision.reason or _failure_text(hook_id, Failure.RAISED))
 
     async def _arun_middleware(self, hook_id: str, wrapper: Any, request: Any, handler: Any) -> Any:
-        limit = policy.current().timeout_for(hook_id)
+        limit = current_config().timeout_for(hook_id)
         start = perf_counter()
         from_handler: list = []
         if not limit:
@@ -720,7 +726,7 @@ class LangChainAdapter(Adapter):
     def _unsettled(self, request: Any) -> Any:
         hook = self.hook_id("wrap_tool_call")
         tool, call_id = _request_ids(request)
-        decision = self.decide_stage(tool, [integrity.unsettled(hook)], call_id=call_id, fail_closed=(hook,))
+        decision = self.decide_stage(tool, [unsettled(hook)], call_id=call_id, fail_closed=(hook,))
         return _tool_message(request, decision.reason or _failure_text(hook, Failure.INVALID))
 
     # ------------------------------------------------------------ doctor
@@ -1039,7 +1045,7 @@ def _model_call(request: Any, call_id: str) -> tuple:
 
 
 def _picture(name: Any, args: Any, tool: Any = None) -> Any:
-    return integrity.fingerprint((name, args, tool))
+    return fingerprint((name, args, tool))
 
 
 def _call_picture(request: Any) -> Any:
@@ -1049,7 +1055,7 @@ def _call_picture(request: Any) -> Any:
         tool = getattr(request, "tool", None)
         return _picture(call.get("name"), call.get("args"), getattr(tool, "name", None) if tool is not None else call.get("name"))
     except Exception:
-        return integrity.CHANGED
+        return CHANGED
 
 
 def _state_picture(request: Any) -> Any:
@@ -1079,7 +1085,7 @@ def _edited_picture(request: Any) -> Any:
 
 
 def _same_picture(a: Any, b: Any) -> bool:
-    if a is integrity.CHANGED or b is integrity.CHANGED:
+    if a is CHANGED or b is CHANGED:
         return False
     try:
         return bool(a == b)
