@@ -36,7 +36,9 @@ The patch:
 Deny shape: ADK's own function response for a skipped tool. A gate's own dict is passed
 through untouched (it is the result ADK would have used); every other deny answers
 ``{"error": "failsecure: hook '<id>' failed closed (<category>)"}`` (the shape of ADK's
-own "tool not found" response).
+own "tool not found" response). A failed ``require_confirmation`` predicate denies in the
+same shape, answered where ADK turns the predicate's answer into the call's response
+(``apply_confirmation_gate`` from 2.8, the tool's ``run_async`` in every release).
 
 Hook ids: ``google-adk:plugin:<plugin name>`` for a plugin, ``google-adk:<module>.<qualname>``
 for an agent callback.
@@ -70,6 +72,10 @@ CALLBACK = "before_tool_callback"
 #: from the tool's own ``run_async`` before, and again when a confirmation comes back)
 CONFIRMING = (("google.adk.tools.function_tool", "FunctionTool"), ("google.adk.tools.mcp_tool.mcp_tool", "McpTool"))
 CONFIRM = "check_require_confirmation"
+#: where ADK turns the predicate's answer into the call's response: the tool's own
+#: ``run_async`` (every release) and, from 2.8, ``apply_confirmation_gate`` before it
+RUN = "run_async"
+GATE_MODULE, GATE = "google.adk.tools._confirmation_utils", "apply_confirmation_gate"
 #: the order ADK binds callback parameters positionally when the names do not match
 _POSITIONAL = ("tool", "args", "tool_context")
 
@@ -77,6 +83,9 @@ _ABSTAIN = Verdict(action=Action.ABSTAIN)
 
 #: the tool context whose agent callbacks the plugin stage already ran (this task only)
 _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_judged", default=None)
+#: (tool context, answer): the confirmation predicate already judged this call (this task
+#: only), so ADK's later asks of it in the same call get that answer, not a second run
+_asked: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_asked", default=None)
 
 
 class ADKAdapter(Adapter):
@@ -96,6 +105,7 @@ class ADKAdapter(Adapter):
         self._shapes: dict[int, tuple[Any, tuple]] = {}  # id(function) -> (function, shape)
         self._confirming: set = set()  # tool classes whose confirmation predicate is guarded
         self._confirm_watch: set = set()  # their modules watched for import
+        self._gate_wrapped = False  # apply_confirmation_gate (2.8 and later)
 
     # ------------------------------------------------------------ patching
 
@@ -195,8 +205,40 @@ class ADKAdapter(Adapter):
             async def check_require_confirmation(wrapped, instance, args, kwargs):
                 return await adapter._confirmation(wrapped, instance, args, kwargs)
 
+            async def run_async(wrapped, instance, args, kwargs):
+                return await adapter._confirm_gate(wrapped, instance, kwargs.get("args"), kwargs.get("tool_context"), args, kwargs)
+
             self.wrap(tool_class, CONFIRM, check_require_confirmation)
+            if inspect.iscoroutinefunction(vars(tool_class).get(RUN)):
+                self.wrap(tool_class, RUN, run_async)
             self._confirming.add(tool_class)
+        self._ensure_gate_patch()
+
+    def _ensure_gate_patch(self) -> None:
+        """Guard ADK's ``apply_confirmation_gate`` (2.8 and later) where it is called: it
+        asks the predicate and answers the call before the tool's ``run_async``."""
+        module = sys.modules.get(GATE_MODULE)
+        if module is None:
+            if GATE_MODULE not in self._confirm_watch:
+                from failsecure import _bootstrap
+
+                self._confirm_watch.add(GATE_MODULE)
+                _bootstrap.when_imported(GATE_MODULE, lambda _m: self._ensure_gate_patch())
+            return
+        with self._agent_lock:
+            if not self._active or self._gate_wrapped or not inspect.iscoroutinefunction(vars(module).get(GATE)):
+                return
+            adapter = self
+
+            async def apply_confirmation_gate(wrapped, instance, args, kwargs):
+                tool, call_args, tool_context = (list(args) + [None] * 3)[:3]
+                tool = kwargs.get("tool", tool)
+                call_args = kwargs.get("function_args", call_args)
+                tool_context = kwargs.get("tool_context", tool_context)
+                return await adapter._confirm_gate(wrapped, tool, call_args, tool_context, args, kwargs)
+
+            self.wrap_everywhere(module, GATE, apply_confirmation_gate, "google.adk")
+            self._gate_wrapped = True
 
     def _unpatch(self) -> None:
         self._active = False
@@ -205,6 +247,7 @@ class ADKAdapter(Adapter):
         self._agent_class = self._agent_property = self._original_property = None
         self._shapes.clear()
         self._confirming.clear()
+        self._gate_wrapped = False
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the plugin stage denies every tool call
@@ -287,30 +330,72 @@ class ADKAdapter(Adapter):
         return (self.callable_id(predicate),)
 
     async def _confirmation(self, wrapped: Any, tool: Any, args: tuple, kwargs: dict) -> bool:
-        """A tool's ``require_confirmation`` predicate as a gate -> ADK's answer (True:
-        confirmation required). The predicate runs under the guard (deadline, any
-        exception, an answer that is not a bool); its failure denies the call in ADK's
-        own shape, a rejected confirmation (ADK answers "This tool call is rejected.").
-        A human's rejection of this call stands whatever the predicate says on resume.
-        A static ``require_confirmation`` (a bool, no user code) is left to upstream."""
+        """``check_require_confirmation`` -> ADK's answer (True: confirmation required).
+        Asked where ``_confirm_gate`` does not stand before it (ADK's check of a
+        confirmation that comes back), a failed predicate reads as a rejected
+        confirmation; in the same call after ``_confirm_gate`` it is that gate's answer."""
+        tool_context = kwargs.get("tool_context", args[1] if len(args) > 1 else None)
+        known = _asked.get()
+        if known is not None and tool_context is not None and known[0] is tool_context:
+            return known[1]
+        decision, answer = await self._judge_confirmation(wrapped, tool, args, kwargs, tool_context)
+        if decision is not None and decision.denied:
+            _reject(tool_context, decision.reason or "failsecure: denied")
+            return True
+        return answer
+
+    async def _confirm_gate(self, wrapped: Any, tool: Any, call_args: Any, tool_context: Any, args: tuple, kwargs: dict) -> Any:
+        """Where ADK answers a call from its confirmation predicate (``apply_confirmation_gate``,
+        the tool's ``run_async``): the predicate is asked here, once per call, under the
+        guard. Its failure denies the call in the adapter's deny shape, ``{"error":
+        "failsecure: hook '<id>' failed closed (<category>)"}``, the deny the audit
+        records (the context also holds a rejected confirmation, so ADK reads the call
+        as answered, not paused); any other answer is ADK's to act on as upstream does
+        (True asks a human, False runs the tool)."""
+        owner = next((c for c in type(tool).__mro__ if CONFIRM in c.__dict__), None)
+        predicate = getattr(tool, "_require_confirmation", None)
+        known = _asked.get()
+        if (
+            not callable(predicate)
+            or owner not in self._confirming
+            or tool_context is None
+            or (known is not None and known[0] is tool_context)
+        ):
+            return await wrapped(*args, **kwargs)
+        check = getattr(vars(owner)[CONFIRM], "__wrapped__", None)
+        if check is None:
+            return await wrapped(*args, **kwargs)
+        decision, answer = await self._judge_confirmation(check, tool, (tool, call_args, tool_context), {}, tool_context)
+        if decision is not None and decision.denied:
+            reason = decision.reason or f"failsecure: hook '{self.callable_id(predicate)}' denied the call"
+            _reject(tool_context, reason)
+            return {"error": reason}
+        _asked.set((tool_context, answer))
+        return await wrapped(*args, **kwargs)
+
+    async def _judge_confirmation(self, check: Any, tool: Any, args: tuple, kwargs: dict, tool_context: Any) -> tuple:
+        """The predicate of ``tool`` under the guard -> (decision or None, ADK's answer).
+        The predicate runs with its deadline, any exception and an answer that is not a
+        bool are failures. A human's rejection of this call stands whatever the predicate
+        says on resume. A static ``require_confirmation`` (a bool, no user code) is left
+        to upstream (decision None)."""
         predicate = getattr(tool, "_require_confirmation", None)
         if not callable(predicate):
-            return await wrapped(*args, **kwargs)
-        tool_context = kwargs.get("tool_context", args[1] if len(args) > 1 else None)
+            return None, await check(*args, **kwargs)
         hook = self.callable_id(predicate)
+        outcome = None
         try:
-            outcome = await self.ahook_call(hook, wrapped, *args, _validate=_confirmation_verdict, **kwargs)
+            outcome = await self.ahook_call(hook, check, *args, _validate=_confirmation_verdict, **kwargs)
             decision = await self.adecide_stage(_tool_name(tool), [outcome], call_id=_call_id(tool_context))
         except Exception as exc:
             decision = self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=hook)
-        confirmation = getattr(tool_context, "tool_confirmation", None)
         if decision.denied:
-            _reject(tool_context, decision.reason or f"failsecure: hook '{hook}' denied the call")
-            return True
+            return decision, True
+        confirmation = getattr(tool_context, "tool_confirmation", None)
         if confirmation is not None and getattr(confirmation, "confirmed", None) is not True:
-            return True  # a human rejected this call: ADK answers it rejected
-        verdict = outcome.verdict
-        return bool(verdict is not None and verdict.data is True)
+            return decision, True  # a human rejected this call: ADK answers it rejected
+        verdict = outcome.verdict if outcome is not None else None
+        return decision, bool(verdict is not None and verdict.data is True)
 
     def _plugin_calls_of(self, manager: Any, tool: Any, tool_args: Any, tool_context: Any) -> list:
         calls = []

@@ -68,6 +68,8 @@ ENTRY_POINT_NAME = "failsecure"  # [project.entry-points."code_puppy.plugins"]
 PRE_TOOL = "pre_tool_call"
 SHELL = "run_shell_command"
 FILE = "file_permission"
+#: where the rejection response of a file tool reads what to tell the model
+STATE, FEEDBACK = "code_puppy.tools.file_permission_state", "get_last_user_feedback"
 GATING = frozenset({PRE_TOOL, SHELL, FILE})
 
 #: the parameters each gating phase is dispatched with (callbacks.on_* signatures)
@@ -189,6 +191,9 @@ def _run_sync_callback(callback: Any, loop_running: bool, args: tuple, kwargs: d
 
 #: set while a rewritten command is re-checked (a rewrite of a rewrite is not chased)
 _recheck: "contextvars.ContextVar[bool]" = contextvars.ContextVar("failsecure_code_puppy_recheck", default=False)
+#: failsecure's own deny of the last ``file_permission`` dispatch in this context (None: no
+#: deny, or a callback's own ``False``): what code-puppy's rejection response tells the model
+_file_denied: "contextvars.ContextVar[Optional[str]]" = contextvars.ContextVar("failsecure_code_puppy_file_denied", default=None)
 #: command-hook processes judged while one gating round runs (their outcomes join it)
 _processes: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_code_puppy_processes", default=None)
 
@@ -213,6 +218,7 @@ class CodePuppyAdapter(Adapter):
         self._pretool_missing = False
         self._watching = False
         self._active = False  # between _patch and _unpatch (the import hook checks it)
+        self._feedback_wrapped = False  # file_permission_state.get_last_user_feedback
         self._said = threading.Lock()
 
     # ------------------------------------------------------------ patching
@@ -244,6 +250,30 @@ class CodePuppyAdapter(Adapter):
         self._active = True
         self._watch_pre_tool_patch()
         self._patch_command_hooks()
+        from failsecure import _bootstrap
+
+        _bootstrap.when_imported(STATE, self._patch_feedback)
+
+    def _patch_feedback(self, state: Any) -> None:
+        """A ``file_permission`` deny is ``[False]`` (the phase has no reason), and
+        ``file_modifications._create_rejection_response`` tells the model the feedback
+        ``file_permission_state.get_last_user_feedback`` gives. For failsecure's own deny
+        that feedback is the deny the audit records (the hook id and the failure
+        category), as ``PermissionNotDecided`` where the release has it (nobody rejected
+        the change); a callback's own ``False`` keeps upstream's feedback."""
+        if not self._active or self._feedback_wrapped or not callable(vars(state).get(FEEDBACK)):
+            return
+        not_decided = vars(state).get("PermissionNotDecided")
+
+        def get_last_user_feedback(wrapped, instance, args, kwargs):
+            reason = _file_denied.get()
+            if reason is None:
+                return wrapped(*args, **kwargs)
+            _file_denied.set(None)
+            return not_decided(reason) if isinstance(not_decided, type) and issubclass(not_decided, str) else reason
+
+        self.wrap_everywhere(state, FEEDBACK, get_last_user_feedback, "code_puppy")
+        self._feedback_wrapped = True
 
     def _patch_command_hooks(self) -> None:
         """code-puppy runs Claude-style command hooks itself (``code_puppy.hook_engine``,
@@ -303,6 +333,9 @@ class CodePuppyAdapter(Adapter):
             return result_type(blocked=True, hook_command=hook_id, error=decision.reason or "failsecure: denied", exit_code=-1, hook_id=getattr(hook, "id", None))
         code = ran.status if ran.status is not None else -1
         if category is None and blocked_by is None:
+            found = _processes.get()
+            if found is not None:  # it ran and had no objection: there, for `required`
+                found.append(Outcome(hook=hook_id, verdict=_ABSTAIN, elapsed_ms=ran.elapsed_ms))
             return result_type(
                 blocked=False, hook_command=hook_id, stdout=stdout, stderr=ran.stderr.decode("utf-8", "replace"),
                 exit_code=code, duration_ms=ran.elapsed_ms, hook_id=getattr(hook, "id", None),
@@ -327,6 +360,7 @@ class CodePuppyAdapter(Adapter):
         self._active = False
         self.restore()
         self._pretool_missing = False
+        self._feedback_wrapped = False
 
     def _lockdown(self) -> None:
         """The loops are not where expected: every gating dispatcher the consumers import
@@ -475,7 +509,7 @@ class CodePuppyAdapter(Adapter):
                         outcomes = await self.ahook_calls([call], interactive)
                     finally:
                         _processes.reset(token)
-                    return outcomes + processes
+                    return processes + outcomes  # the command hooks first: the cause of its answer
 
                 return run
 
@@ -550,11 +584,16 @@ class CodePuppyAdapter(Adapter):
             text = self.failed(exc, hook=hook).reason or failure_reason(hook, Failure.RAISED)
         except Exception:
             text = failure_reason(hook, Failure.RAISED)
-        return [False] if phase == FILE else [_blocked(text)]
+        if phase == FILE:
+            _file_denied.set(text)
+            return [False]
+        return [_blocked(text)]
 
     def _native(self, phase: str, decision: Any, outcomes: list) -> list:
         """A Decision in the result-list shape the phase's consumers read."""
         action = decision.action
+        if phase == FILE:
+            _file_denied.set(self._file_reason(decision) if action is Action.DENY or action is Action.ASK else None)
         if action is Action.DENY or action is Action.ASK:
             if phase == FILE:
                 return [False]
@@ -571,6 +610,14 @@ class CodePuppyAdapter(Adapter):
                 data = outcome.verdict.data
                 results.append(dict(data) if isinstance(data, dict) else None)
         return results
+
+    @staticmethod
+    def _file_reason(decision: Any) -> Optional[str]:
+        """failsecure's deny text for a ``file_permission`` deny; None when a callback's
+        own ``False`` decided it (upstream's rejection and feedback stand)."""
+        if any(o.failure is None and o.verdict is _DENY for o in decision.deciding):
+            return None
+        return decision.reason or _GENERIC_BLOCK
 
     def _native_block(self, outcome: Outcome, decision: Any) -> dict:
         if outcome.failure is not None or outcome.verdict is None:

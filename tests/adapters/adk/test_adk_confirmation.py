@@ -2,8 +2,9 @@
 human is asked before the tool runs. Upstream runs it with no deadline, reads falsy junk
 (``None``, ``0``, ``""``) as "run it" and crashes the run when it raises. Under failsecure
 it runs under the guard: a raise, a hang past the deadline or an answer that is not a
-bool denies the call in ADK's own shape (a rejected confirmation); ``True`` still asks a
-human and ``False`` still runs the tool.
+bool denies the call in the adapter's deny shape (the model is told the hook and the
+failure the audit records, not ADK's fixed "rejected" text); ``True`` still asks a human
+and ``False`` still runs the tool.
 
 Every deny asserts the audited failure category and has an allow twin; ``mode`` runs each
 through ``Runner.run`` and ``Runner.run_async``."""
@@ -15,12 +16,16 @@ import asyncio
 import pytest
 
 SECRET = "sk-adk-confirm-4711"
-REJECTED = {"error": "This tool call is rejected."}
 ASKED = {"error": "This tool call requires confirmation, please approve or reject."}
 
 
 def hook_of(fn) -> str:
     return f"google-adk:{fn.__module__}.{fn.__qualname__}"
+
+
+def told_deny(fn, category: str) -> dict:
+    """The deny the model is told: the hook and the failure category the audit records."""
+    return {"error": f"failsecure: hook '{hook_of(fn)}' failed closed ({category})"}
 
 
 def denied_as(rig, fn, category: str, exception_type=None) -> None:
@@ -82,7 +87,7 @@ def test_a_raising_predicate_denies(rig, mode, exc_type):
 
     out = rig.run({"command": "harmless"}, mode, confirm=needs_confirmation)
     assert not rig.ran and out.error is None  # upstream: the run crashes with the text
-    assert out.response == REJECTED
+    assert out.response == told_deny(needs_confirmation, "raised")
     denied_as(rig, needs_confirmation, "raised", exc_type.__name__)
     assert SECRET not in out.told()
 
@@ -94,7 +99,7 @@ def test_a_predicate_answering_junk_denies(rig, mode, answer):
 
     out = rig.run({"command": "harmless"}, mode, confirm=needs_confirmation)
     assert not rig.ran  # upstream runs the tool for the falsy ones
-    assert out.response == REJECTED
+    assert out.response == told_deny(needs_confirmation, "invalid")
     denied_as(rig, needs_confirmation, "invalid")
 
 
@@ -105,7 +110,7 @@ def test_an_async_predicate_past_its_deadline_denies(rig, mode):
 
     out = rig.run({"command": "harmless"}, mode, confirm=needs_confirmation)
     assert not rig.ran  # upstream waits, then runs the tool
-    assert out.response == REJECTED
+    assert out.response == told_deny(needs_confirmation, "timeout")
     denied_as(rig, needs_confirmation, "timeout")
 
 

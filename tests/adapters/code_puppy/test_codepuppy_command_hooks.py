@@ -160,3 +160,39 @@ def test_a_background_child_holding_the_pipes_is_not_a_timeout(cb, rig, run, com
     command_hook("cat >/dev/null; sleep 30", timeout_ms=300)
     assert blocked(dispatch(cb, run))
     assert process_outcome(rig)["failure"] == "timeout"
+
+
+def test_a_command_hooks_junk_answer_is_the_audited_failure(cb, rig, run, command_hook):
+    """The claude_code_hooks callback wraps the judged process's deny in its own block;
+    the audit's deciding failure is the process's (``invalid``), not the wrapper's."""
+    command_hook("echo '{ broken'")
+    blocks = blocked(dispatch(cb, run))
+    assert blocks and all("failed closed (invalid)" in b["error_message"] for b in blocks)
+    event = rig.last()
+    assert (event["outcome"], event["failure"]) == ("deny", "invalid")
+    assert event["hook"].startswith("code-puppy:command:")
+
+
+def test_a_command_hooks_own_block_is_audited_as_its_block(cb, rig, run, command_hook):
+    command_hook("""echo '{"decision": "block", "reason": "policy says no"}'""")
+    blocks = blocked(dispatch(cb, run))
+    assert any("policy says no" in b["error_message"] for b in blocks)
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", None)
+
+
+def test_a_required_command_hook_that_ran_and_allowed_is_there(cb, rig, run, command_hook):
+    from failsecure.hookid import command_name
+
+    rig.config(top=f'required = ["code-puppy:command:{command_name("exit 0")}"]')
+    command_hook("exit 0")
+    assert not blocked(dispatch(cb, run))
+    assert rig.last()["outcome"] != "deny"
+
+
+def test_a_required_command_hook_that_is_not_configured_denies(cb, rig, run, command_hook):
+    from failsecure.hookid import command_name
+
+    rig.config(top=f'required = ["code-puppy:command:{command_name("exit 0")}"]')
+    command_hook("true")  # another hook runs; the required one is not there
+    assert blocked(dispatch(cb, run))
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "missing")

@@ -340,3 +340,36 @@ def test_shell_tool_harmless_rewrite_still_runs(cb, rig, run, tmp_path):
     cb.register_callback("run_shell_command", no_touch)
     out = run_shell(run, "echo hello", tmp_path)
     assert marker.exists() and out.success is True  # upstream applied the rewrite, gates allowed it
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_file_tool_failed_permission_tells_the_model_the_audited_deny(cb, rig, run, tmp_path, mode):
+    """A file_permission deny is [False]; the rejection response the model is told names
+    failsecure's deny (hook and category), not a user's rejection, and no exception text."""
+
+    def guard(*args, **kwargs):
+        raise PermissionError("boom-secret-77")
+
+    cb.register_callback("file_permission", guard)
+    target = tmp_path / "out.txt"
+    result = write_async(run, target) if mode == "async" else write_sync(target)
+    assert not target.exists() and result.get("success") is False
+    hook = rig.last()["hook"]
+    assert f"failsecure: hook '{hook}' failed closed (raised)" in result["message"]
+    assert "boom-secret-77" not in str(result)
+    assert rig.last()["failure"] == "raised"
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_file_tool_callbacks_own_false_keeps_upstreams_rejection(cb, rig, run, tmp_path, mode):
+    """The twin: a callback's own False is the rejection upstream tells, unchanged."""
+
+    def guard(*args, **kwargs):
+        return False
+
+    cb.register_callback("file_permission", guard)
+    target = tmp_path / "out.txt"
+    result = write_async(run, target) if mode == "async" else write_sync(target)
+    assert not target.exists() and result.get("success") is False
+    assert "failsecure" not in result["message"] and result.get("user_rejection") is True
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", None)

@@ -92,7 +92,7 @@ def run_fresh(tmp_path):
 
 # ---------------------------------------------------------------- the conformance kit
 
-from failsecure.testing import HostileAnswer, HostileDict, Harness, Ran, Seen  # noqa: E402
+from failsecure.testing import HostileAnswer, HostileDict, Harness, NotSupported, Ran, Seen  # noqa: E402
 
 _KIT_GATES: dict = {}
 
@@ -173,3 +173,63 @@ class HermesHarness(Harness):
 @pytest.fixture
 def failsecure_harness(rig):
     return HermesHarness(rig)
+
+
+from failsecure.testing.command import CommandBridge  # noqa: E402
+
+
+class ShellHookHarness(HermesHarness):
+    """Every gate a shell hook (``hooks: pre_tool_call: [{command, timeout}]`` in
+    config.yaml, accepted), a real process hermes spawns with its own payload on stdin;
+    the process answers what the kit's gate returns (``failsecure.testing.command``).
+    Native answers: nothing (no opinion), ``{"action": "block", "message": ...}`` on
+    stdout (deny). A shell hook has no approve, cannot rewrite the arguments, cannot
+    raise a Python exception (those rows n/a; its crash, signal and missing-binary
+    failures are test_hermes_shell_hooks.py)."""
+
+    kind = "shell"
+
+    def __init__(self, rig, workdir):
+        super().__init__(rig)
+        self.has_ask = False
+        self.bridge = CommandBridge(workdir, self._seen)
+
+    @staticmethod
+    def _seen(payload):
+        payload = payload if isinstance(payload, dict) else {}
+        args = payload.get("tool_input")
+        return Seen(tool=payload.get("tool_name"), arguments=dict(args) if isinstance(args, dict) else {}, native=payload)
+
+    def add_gate(self, name, behave, *, is_async=False):
+        return self.rig.shell_hook(self.bridge.command(f"{name}_{len(self.bridge.behaviours)}", behave), timeout=5)
+
+    def reset(self):
+        self.bridge.reset()
+        super().reset()
+
+    def allow(self, seen):
+        return None
+
+    def junk(self):
+        return [
+            ("invalid JSON", "not json {"),
+            ("a JSON array", ["block"]),
+            ("an empty object", {}),
+            ("unknown action", {"action": "deny", "message": "no"}),
+            ("approve (no shell form)", {"action": "approve", "message": "asks"}),
+        ]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("a shell hook cannot rewrite the arguments")
+
+    def run(self, arguments, mode):
+        ran = super().run(arguments, mode)
+        self.bridge.check()
+        return ran
+
+
+@pytest.fixture
+def failsecure_harness_shell(rig, tmp_path):
+    harness = ShellHookHarness(rig, tmp_path)
+    yield harness
+    harness.bridge.close()
