@@ -55,8 +55,7 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from failsecure import integrity
-from failsecure.adapter import Adapter, PatchError
+from failsecure.adapter import Adapter, PatchError, asettle, when_imported
 from failsecure.verdict import Action, Invalid, Outcome, Verdict
 
 PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
@@ -133,10 +132,8 @@ class ADKAdapter(Adapter):
         for module_name, class_name in CONFIRMING:
             self._ensure_confirmation_patch(module_name, class_name)
         if self._agent_class is None and not self._watching and LLM_AGENT not in sys.modules:
-            from failsecure import _bootstrap
-
             self._watching = True
-            _bootstrap.when_imported(LLM_AGENT, lambda module: self._ensure_agent_patch())
+            when_imported(LLM_AGENT, lambda module: self._ensure_agent_patch())
 
     def _check_agent(self, agent_module: Any) -> tuple[Any, Any]:
         agent_class = getattr(agent_module, "LlmAgent", None)
@@ -189,10 +186,8 @@ class ADKAdapter(Adapter):
         tool_class = getattr(module, class_name, None) if module is not None else None
         if not isinstance(tool_class, type):
             if module_name not in self._confirm_watch:
-                from failsecure import _bootstrap
-
                 self._confirm_watch.add(module_name)
-                _bootstrap.when_imported(module_name, lambda _m: self._ensure_confirmation_patch(module_name, class_name))
+                when_imported(module_name, lambda _m: self._ensure_confirmation_patch(module_name, class_name))
             return
         with self._agent_lock:
             if tool_class in self._confirming or not self._active:
@@ -220,10 +215,8 @@ class ADKAdapter(Adapter):
         module = sys.modules.get(GATE_MODULE)
         if module is None:
             if GATE_MODULE not in self._confirm_watch:
-                from failsecure import _bootstrap
-
                 self._confirm_watch.add(GATE_MODULE)
-                _bootstrap.when_imported(GATE_MODULE, lambda _m: self._ensure_gate_patch())
+                when_imported(GATE_MODULE, lambda _m: self._ensure_gate_patch())
             return
         with self._agent_lock:
             if not self._active or self._gate_wrapped or not inspect.iscoroutinefunction(vars(module).get(GATE)):
@@ -310,7 +303,7 @@ class ADKAdapter(Adapter):
         if calls:
             # callback by callback: a stamping callback settles, one after the last
             # rewrite runs once, a deny in any pass stands
-            outcomes = await integrity.asettle([step(*c) for c in calls], lambda: tool_args, self.hook_id("arguments"), finish_pass=True)
+            outcomes = await asettle([step(*c) for c in calls], lambda: tool_args, self.hook_id("arguments"), finish_pass=True)
         else:
             outcomes = []
         call_id = _call_id(tool_context)

@@ -51,10 +51,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, PatchError
-from failsecure.failures import process_failure
-from failsecure.hookid import command_name
-from failsecure.integrity import asettle
+from failsecure.adapter import INVALID, Adapter, PatchError, activate, asettle, command_name, process_failure, run_command, when_imported
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 log = logging.getLogger("failsecure")
@@ -250,9 +247,8 @@ class CodePuppyAdapter(Adapter):
         self._active = True
         self._watch_pre_tool_patch()
         self._patch_command_hooks()
-        from failsecure import _bootstrap
 
-        _bootstrap.when_imported(STATE, self._patch_feedback)
+        when_imported(STATE, self._patch_feedback)
 
     def _patch_feedback(self, state: Any) -> None:
         """A ``file_permission`` deny is ``[False]`` (the phase has no reason), and
@@ -316,8 +312,6 @@ class CodePuppyAdapter(Adapter):
         self.wrap(executor, "execute_hook", execute_hook)
 
     async def _run_command_hook(self, executor: Any, hook: Any, event_data: Any, env_vars: Any) -> Any:
-        from failsecure.runner import process as runner_process
-
         command = getattr(hook, "command", None)
         hook_id = self.hook_id(f"command:{command_name(command if isinstance(command, str) else '?')}")
         result_type = executor.ExecutionResult
@@ -326,7 +320,7 @@ class CodePuppyAdapter(Adapter):
             payload = executor._build_stdin_payload(event_data)
             env = executor._build_environment(event_data, env_vars)
             timeout = max(float(hook.timeout) / 1000.0, 0.001)
-            ran = await asyncio.to_thread(runner_process.execute, ["/bin/sh", "-c", line], payload, timeout, env)
+            ran = await asyncio.to_thread(run_command, ["/bin/sh", "-c", line], payload, timeout, env)
             category, blocked_by, reason, stdout = _judge_command(executor, ran)
         except Exception as exc:  # judging must not reopen what it judges
             decision = self.failed(exc, hook=self.hook_id("command"))
@@ -391,10 +385,9 @@ class CodePuppyAdapter(Adapter):
         """Notice when ``pydantic_patches.patch_tool_call_callbacks`` fails (or failed
         before activation: the CLI applies its patches before importing callbacks)."""
         if not self._watching:  # once per process: the callback checks whether it is active
-            from failsecure import _bootstrap
 
             self._watching = True
-            _bootstrap.when_imported(PATCHES, self._patch_pre_tool_watch)
+            when_imported(PATCHES, self._patch_pre_tool_watch)
         elif sys.modules.get(PATCHES) is not None:
             self._patch_pre_tool_watch(sys.modules[PATCHES])
 
@@ -673,7 +666,6 @@ def _judge_command(executor: Any, ran: Any) -> tuple:
     must be exactly one JSON object code-puppy honours as a decision, else INVALID:
     trailing text or a second document, an unknown or wrong-case value (``Block``),
     ``permissionDecision: "ask"`` or ``"defer"`` (nobody is asked) are all denies."""
-    from failsecure.failures import INVALID
 
     own_block = ran.status in (1, 2) and not ran.timed_out and ran.spawn_errno is None
     category = None if own_block else process_failure(ran.spawn_errno is not None, ran.timed_out, ran.status)
@@ -757,9 +749,8 @@ def _activate_as_code_puppy_plugin() -> None:
     try:
         if callbacks.get_loading_context() != ENTRY_POINT_NAME:
             return
-        from failsecure import activation
 
-        activation.activate(CodePuppyAdapter.name)
+        activate(CodePuppyAdapter.name)
     except Exception as exc:  # never break code-puppy's plugin loading
         print(f"failsecure: could not activate code-puppy ({type(exc).__name__})", file=sys.stderr)
 

@@ -34,20 +34,28 @@ from __future__ import annotations
 
 import contextvars
 import copy
-import os
 import importlib
 import json
+import os
 import sys
 from typing import Any, Optional
 
-from failsecure import policy
-from failsecure.adapter import Adapter, Check, PatchError
-from failsecure.report import type_name
-from failsecure.failures import process_failure
-from failsecure.hookid import callable_name, command_name
-from failsecure.integrity import fingerprint, same, settle
+from failsecure.adapter import (
+    Adapter,
+    Check,
+    PatchError,
+    activate,
+    callable_name,
+    command_name,
+    current_config,
+    fingerprint,
+    process_failure,
+    run_command,
+    same,
+    settle,
+    type_name,
+)
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
-
 
 EVENT = "pre_tool_call"
 PLUGINS = "hermes_cli.plugins"
@@ -246,7 +254,6 @@ class HermesAdapter(Adapter):
             self.replace(plugins, attr, refused)
         manager = getattr(plugins, "PluginManager", None)
         if callable(getattr(manager, "invoke_hook", None)):
-
             def locked(wrapped, instance, args, kwargs):
                 if (args[0] if args else kwargs.get("hook_name")) != EVENT:
                     return wrapped(*args, **kwargs)
@@ -321,7 +328,7 @@ class HermesAdapter(Adapter):
             elif spec is _UNREADABLE:
                 unreadable.append((len(calls) + len(unreadable), Outcome(hook=hook_id, failure=Failure.MISSING)))
             else:
-                calls.append((hook_id, _run_shell, (spec, kwargs, policy.current().timeout_for(hook_id)), None, _shell_verdict))
+                calls.append((hook_id, _run_shell, (spec, kwargs, current_config().timeout_for(hook_id)), None, _shell_verdict))
         outcomes = self.hook_calls(calls)
         for index, outcome in unreadable:  # in registration order
             outcomes.insert(index, outcome)
@@ -503,7 +510,6 @@ def _spawn(spec: Any, stdin_json: str) -> dict:
     import errno
     import shlex
 
-    from failsecure.runner import process as runner_process
 
     result: dict = {"returncode": None, "stdout": "", "stderr": "", "timed_out": False, "elapsed_seconds": 0.0, "error": None}
     try:
@@ -514,7 +520,7 @@ def _spawn(spec: Any, stdin_json: str) -> dict:
     if not argv:
         result["error"] = "empty command"
         return result
-    ran = runner_process.execute(argv, stdin_json.encode("utf-8"), max(float(spec.timeout), 0.001))
+    ran = run_command(argv, stdin_json.encode("utf-8"), max(float(spec.timeout), 0.001))
     result["elapsed_seconds"] = round(ran.elapsed_ms / 1000.0, 3)
     if ran.spawn_errno is not None:
         result["error"] = "command not executable" if ran.spawn_errno == errno.EACCES else "command not found"
@@ -578,9 +584,8 @@ def _shell_directive(stdout: Any) -> tuple[str, Optional[str]]:
 def register(ctx: Any) -> None:
     """hermes plugin entry point (``hermes_agent.plugins``, enabled with
     ``plugins.enabled: [failsecure]``): activate the adapter from inside hermes."""
-    from failsecure import activation
 
-    activation.activate("hermes-agent")
+    activate("hermes-agent")
 
 
 __all__ = ["HermesAdapter", "register"]

@@ -137,7 +137,7 @@ class CommandBridge:
         except NotSupported as exc:  # an answer the harness says this kind has not
             self.unsupported = str(exc)
             return 1, "", ""
-        except BaseException:  # a raise (SystemExit, a hostile exception): no command form
+        except BaseException:  # noqa: BLE001 - a gate that raises (SystemExit, a hostile exception) has no command form
             self.unsupported = "a command hook cannot raise (its failures are exit statuses)"
             return 1, "", ""
         if answer is None:

@@ -78,6 +78,10 @@ class Harness:
     #: upstream): the kit bounds each gate as a user does, with the kit's deadline as the
     #: gate's own ``[hooks."<id>"] timeout``, so the hang cases test that it holds
     interactive: bool = False
+    #: the deadline (seconds) each gate of this kind gets in the kit's config; None: the
+    #: kit's ``DEADLINE``. A kind whose gates are processes (command hooks) needs room for
+    #: a process to start; it must stay below the kit's ``HANG`` (1 s)
+    deadline: Optional[float] = None
 
     # ---------------------------------------------------------------- gates
 

@@ -210,17 +210,19 @@ class _Gates:
         return gate
 
 
-def _write_config(path, audit_path, case: Case, required_id: Optional[str], bounded: tuple = ()) -> None:
+def _write_config(path, audit_path, case: Case, required_id: Optional[str], bounded: tuple = (),
+                  deadline: float = DEADLINE) -> None:
     import json
 
-    lines = [f"timeout = {DEADLINE}"]
+    deadline = min(deadline, HANG * 0.8)  # a hanging gate must outlast it
+    lines = [f"timeout = {deadline}"]
     if case.config == "invalid":
         lines.append('on_error = "maybe"')
     if case.config in ("required", "required-present") and required_id:
         lines.append(f"required = [{required_id!r}]".replace("'", '"'))
     lines += ["[audit]", f'path = "{audit_path}"']
     for hook in dict.fromkeys(bounded):  # gates that wait for a person: their own deadline
-        lines += [f"[hooks.{json.dumps(hook)}]", f"timeout = {DEADLINE}"]
+        lines += [f"[hooks.{json.dumps(hook)}]", f"timeout = {deadline}"]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -312,7 +314,7 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
                 required_id = hook
             if harness.interactive and isinstance(hook, str):
                 bounded.append(hook)
-        _write_config(config_path, audit_path, case, required_id, tuple(bounded))
+        _write_config(config_path, audit_path, case, required_id, tuple(bounded), harness.deadline or DEADLINE)
         # the case's config is trusted: chosen in-process (the trust model does not read
         # later os.environ changes), and in os.environ for the processes a harness starts
         os.environ["FAILSECURE_CONFIG"] = str(config_path)

@@ -418,6 +418,7 @@ class CommandHookHarness(CodePuppyHarness):
     the exit-status failures are test_codepuppy_command_hooks.py."""
 
     kind = "command_hook"
+    deadline = 0.7  # each gate is a process: room for it to start on a busy machine
     async_gates = False
 
     def __init__(self, callbacks, workdir, monkeypatch):
