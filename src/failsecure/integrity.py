@@ -15,8 +15,8 @@ to read the current call; the core runs them under the settling rule
   an older version are run again, in order (the gates that ran before the last change);
   a gate that judged the current version is never run again (no side effect twice);
 - in a re-run, a change confined to paths (dict keys, list indexes of the picture) that
-  this same gate alone wrote in its earlier runs, that were not in the call as it
-  arrived, is a stamp (an idempotency key, a timestamp, a counter): it is taken back
+  this same gate alone wrote in its earlier runs (added or refreshed: a field the call
+  arrived with too) is a stamp (an idempotency key, a timestamp, a counter): it is taken back
   (the call keeps the stamp value every other gate judged; a fresh value nobody judged
   could be anything) and makes no other gate judge again. Where the call cannot be put
   back in place (not a plain dict or list changed in place), such a change is a
@@ -40,7 +40,9 @@ and pass for it). Building and comparing pictures runs none of the hook's code (
 compares by fingerprint: neither runs the hook's code, neither ever raises.
 
 ``until_stable`` / ``auntil_stable`` (whole rounds until a round changes nothing) remain
-for a dispatcher that cannot be split per gate; a round that only stamps is taken back
+for a dispatcher whose gates run concurrently on one input and cannot be split per gate:
+each round is handed a copy of the call its gates judge, and a round that changed that
+copy in place (gates run in order) never settles. A round that only stamps is taken back
 there too (given ``origin``), or is a rewrite when it cannot be put back.
 """
 
@@ -334,7 +336,7 @@ class _Rule:
     """The settling rule's bookkeeping for one call (see the module docstring)."""
 
     __slots__ = ("n", "current", "take", "fail_closed", "stamp_root", "latest", "judged", "version",
-                 "written", "origin", "pic", "passes", "watch", "config", "saved", "save", "history", "ends")
+                 "written", "pic", "passes", "watch", "config", "saved", "save", "history", "ends")
 
     def __init__(self, n: int, current: Callable[[], Any], picture: Optional[Callable[[Any], Any]], fail_closed, stamp_root: tuple,
                  save: Optional[Callable[[Any], Any]] = None):
@@ -351,7 +353,7 @@ class _Rule:
         self.config: Any = None
         # one gate: nothing can have judged a stale call, nothing is re-run, no picture
         self.watch = n > 1
-        self.origin = self.pic = self.take(current()) if self.watch else None
+        self.pic = self.take(current()) if self.watch else None
         self.saved: Any = None  # before a re-run gate: how to put the call back as it is
         self.save = save or _put_back
         self.history: list = [[] for _ in range(n)]  # per gate: (picture in, picture out, pass) of its changes
@@ -422,16 +424,15 @@ class _Rule:
 
     def _stamp(self, i: int, paths: list) -> bool:
         """Every changed path lies under one this gate alone wrote before, inside the
-        stampable part of the call, not in the call as it arrived."""
+        stampable part of the call (whether or not the call arrived with it: taken back,
+        the value every other gate judged is what runs)."""
         root, depth = self.stamp_root, len(self.stamp_root)
-        if self.origin is _CHANGED:  # what arrived is unknown: nothing is provably added
-            return False
         for p in paths:
             if len(p) <= depth or p[:depth] != root:
                 return False
             owned = False
             for q in self.written[i]:
-                if len(q) > depth and p[:len(q)] == q and not _present(self.origin, q):
+                if len(q) > depth and p[:len(q)] == q:
                     if not any(_overlap(q, r) for g, mine in enumerate(self.written) if g != i for r in mine):
                         owned = True
                         break
@@ -555,15 +556,25 @@ async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callab
 # ---------------------------------------------------------------- whole rounds
 
 
-def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
-                 *, origin: Any = _NOTHING, restore: Optional[Callable[[Any], None]] = None) -> list[Outcome]:
-    """Run ``run_round`` (every hook once, in order, on the call as it is now; hooks may
-    rewrite it) until a round leaves ``current()`` unchanged. Returns the last round's
-    outcomes; a round with a deny or a failure ends it at once (nothing more to judge).
-    ``hook`` names the unsettled outcome added when rewriting never stops.
+def until_stable(run_round: Callable[[Any], list[Outcome]], current: Callable[[], Any], hook: str,
+                 picture: Optional[Callable[[Any], Any]] = None, *, origin: Any = _NOTHING,
+                 restore: Optional[Callable[[Any], None]] = None) -> list[Outcome]:
+    """Run ``run_round(call)`` until a round leaves the call unchanged. For a dispatcher
+    whose gates run **concurrently**, all on one input, and that cannot run them one by
+    one (``settle`` is the rule for gates that run in order): ``call`` is a copy of the
+    call as the round starts (the live call when it cannot be copied), and every gate of
+    the round is handed it (or its own copy of it); a gate's rewrite lands where
+    ``current()`` reads, never on ``call``. A round settles the call when it denies, or
+    when ``current()`` then reads as ``call`` did and ``call`` itself is unchanged: every
+    gate of the round was handed the call that runs. A round that changed ``call`` in
+    place ran its gates in order, each on the last one's output (a gate after the change
+    judged another call than the ones before it): that never settles, so such a
+    dispatcher's rounds are unsettled (denied, ``invalid``), never run on a call a gate
+    did not judge. Returns the last round's outcomes; a round with a deny or a failure
+    ends it at once (nothing more to judge). ``hook`` names the unsettled outcome added
+    when rewriting never stops.
     ``picture``: how to picture the call (default: the module's ``fingerprint``; it
-    must never raise; return ``CHANGED`` for what it cannot picture). For a dispatcher
-    that cannot run its gates one by one; ``settle`` is the rule to use.
+    must never raise; return ``CHANGED`` for what it cannot picture).
     ``origin``: the call as it arrived; given, a round whose change is confined to paths
     earlier rounds added (absent from ``origin``) is a stamp: it is taken back, so the
     call runs with the value every gate of that round judged, and settles the call.
@@ -572,31 +583,30 @@ def until_stable(run_round: Callable[[], list[Outcome]], current: Callable[[], A
     and a stamp that cannot be put back is a rewrite (rounds go on)."""
     rounds = _Rounds(current, picture, origin, restore)
     for _ in range(MAX_ROUNDS):
-        rounds.before()
-        outcomes = run_round()
+        outcomes = run_round(rounds.before())
         if rounds.settled(outcomes):
             return outcomes
     return outcomes + [unsettled(hook)]
 
 
-async def auntil_stable(run_round: Callable[[], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str,
+async def auntil_stable(run_round: Callable[[Any], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str,
                         picture: Optional[Callable[[Any], Any]] = None, *, origin: Any = _NOTHING,
                         restore: Optional[Callable[[Any], None]] = None) -> list[Outcome]:
     """``until_stable`` for async rounds."""
     rounds = _Rounds(current, picture, origin, restore)
     for _ in range(MAX_ROUNDS):
-        rounds.before()
-        outcomes = await run_round()
+        outcomes = await run_round(rounds.before())
         if rounds.settled(outcomes):
             return outcomes
     return outcomes + [unsettled(hook)]
 
 
 class _Rounds:
-    """Whole-round settling: a round settles the call when it denies, changes nothing,
-    or only stamps (and the stamp can be taken back)."""
+    """Whole-round settling: a round settles the call when it denies, or when neither
+    the call nor the input its gates were handed changed, or when it only stamps (and
+    the stamp can be taken back)."""
 
-    __slots__ = ("current", "take", "first", "restore", "pic", "saved")
+    __slots__ = ("current", "take", "first", "restore", "pic", "saved", "given")
 
     def __init__(self, current: Callable[[], Any], picture: Optional[Callable[[Any], Any]], origin: Any,
                  restore: Optional[Callable[[Any], None]]):
@@ -604,16 +614,25 @@ class _Rounds:
         self.first = origin is not _NOTHING and self.take(origin)
         self.pic: Any = None
         self.saved: Any = None
+        self.given: Any = None
 
-    def before(self) -> None:
+    def before(self) -> Any:
+        """Picture the call as the round starts; the copy of it the round's gates are handed."""
         live = self.current()
         self.pic = self.take(live)
-        if self.first is not False:
-            self.saved = (live, snapshot(live))
+        copy = snapshot(live)
+        self.saved = (live, copy)
+        self.given = live if copy is _CHANGED else copy
+        return self.given
 
     def settled(self, outcomes: list) -> bool:
-        before, after = self.pic, self.take(self.current())
-        if _denied(outcomes) or _unchanged(before, after):
+        if _denied(outcomes):
+            return True
+        before = self.pic
+        if not _unchanged(before, self.take(self.given)):  # the round's input changed under its gates
+            return False
+        after = self.take(self.current())
+        if _unchanged(before, after):
             return True
         return self.first is not False and _round_stamp(self.first, before, after) and self._take_back(before)
 

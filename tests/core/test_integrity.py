@@ -14,7 +14,7 @@ def allow(hook="t:h"):
 def test_a_round_that_changes_nothing_runs_once():
     args = {"command": "ls"}
     rounds = []
-    outcomes = integrity.until_stable(lambda: rounds.append(1) or [allow()], lambda: args, "t:args")
+    outcomes = integrity.until_stable(lambda call: rounds.append(1) or [allow()], lambda: args, "t:args")
     assert len(rounds) == 1 and [o.action for o in outcomes] == [Action.ALLOW]
 
 
@@ -22,7 +22,7 @@ def test_a_rewrite_is_judged_again_until_it_settles():
     args = {"command": "ls"}
     seen = []
 
-    def round_():
+    def round_(call):
         seen.append(dict(args))
         if args["command"] == "ls":
             args["command"] = "ls -la"  # a later hook rewrites in place
@@ -36,7 +36,7 @@ def test_a_rewrite_is_judged_again_until_it_settles():
 def test_a_call_that_never_settles_is_invalid():
     args = {"n": 0}
 
-    def round_():
+    def round_(call):
         args["n"] += 1
         return [allow()]
 
@@ -48,7 +48,7 @@ def test_a_call_that_never_settles_is_invalid():
 def test_a_deny_ends_the_rounds_at_once():
     args = {"n": 0}
 
-    def round_():
+    def round_(call):
         args["n"] += 1
         return [Outcome(hook="t:h", verdict=Verdict(Action.DENY, "no"))]
 
@@ -68,7 +68,7 @@ def test_objects_that_cannot_be_copied_or_compared_are_not_a_rewrite():
 
     args = {"client": Opaque(), "lock": threading.Lock(), "nan": float("nan")}
     rounds = []
-    outcomes = integrity.until_stable(lambda: rounds.append(1) or [allow()], lambda: args, "t:args")
+    outcomes = integrity.until_stable(lambda call: rounds.append(1) or [allow()], lambda: args, "t:args")
     assert len(rounds) == 1 and all(o.failure is None for o in outcomes)
 
 
@@ -82,7 +82,7 @@ def test_swapping_an_object_is_a_rewrite():
 def test_async_rounds():
     args = {"command": "a"}
 
-    async def round_():
+    async def round_(call):
         if args["command"] == "a":
             args["command"] = "b"
         return [allow()]

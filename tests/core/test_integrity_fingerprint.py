@@ -23,7 +23,7 @@ def rounds_until_stable(args, rewrite):
     return (rounds run, outcomes)."""
     count = [0]
 
-    def round_():
+    def round_(call):
         count[0] += 1
         rewrite(args, count[0])
         return [allow()]
@@ -280,7 +280,7 @@ def test_snapshot_runs_none_of_the_objects_code():
 def test_a_call_that_cannot_be_pictured_never_settles():
     rounds = []
     outcomes = integrity.until_stable(
-        lambda: rounds.append(1) or [allow("t:a"), allow("t:b")], lambda: {"x": 1}, "t:args",
+        lambda call: rounds.append(1) or [allow("t:a"), allow("t:b")], lambda: {"x": 1}, "t:args",
         picture=lambda value: integrity.CHANGED,
     )
     assert len(rounds) == integrity.MAX_ROUNDS == 3
@@ -288,7 +288,7 @@ def test_a_call_that_cannot_be_pictured_never_settles():
     assert outcomes[-1].failure is Failure.INVALID and outcomes[-1].verdict is None
     # twin: the default picture settles the same call at once
     rounds.clear()
-    outcomes = integrity.until_stable(lambda: rounds.append(1) or [allow()], lambda: {"x": 1}, "t:args")
+    outcomes = integrity.until_stable(lambda call: rounds.append(1) or [allow()], lambda: {"x": 1}, "t:args")
     assert len(rounds) == 1 and [o.failure for o in outcomes] == [None]
 
 
@@ -299,7 +299,7 @@ def test_the_last_rounds_outcomes_are_returned():
     args = {"cmd": "ls"}
     n = [0]
 
-    def round_():
+    def round_(call):
         n[0] += 1
         if n[0] == 1:
             args["cmd"] = "rewritten"
@@ -312,7 +312,7 @@ def test_the_last_rounds_outcomes_are_returned():
 def test_a_failure_ends_the_rounds_at_once_even_while_rewriting():
     args = {"n": 0}
 
-    def round_():
+    def round_(call):
         args["n"] += 1
         return [allow(), Outcome(hook="t:slow", failure=Failure.TIMEOUT)]
 
@@ -323,7 +323,7 @@ def test_a_failure_ends_the_rounds_at_once_even_while_rewriting():
 def test_async_a_gate_that_rewrites_every_time_is_unsettled():
     args = {"n": 0}
 
-    async def round_():
+    async def round_(call):
         args["n"] += 1
         return [allow("t:a")]
 
@@ -336,7 +336,7 @@ def test_async_a_gate_that_rewrites_every_time_is_unsettled():
 def test_async_a_rewrite_settles_and_a_deny_or_failure_ends_at_once():
     args = {"argv": ["ls"]}
 
-    async def rewrite_once():
+    async def rewrite_once(call):
         if args["argv"] == ["ls"]:
             args["argv"].append("-la")
         return [allow()]
@@ -347,7 +347,7 @@ def test_async_a_rewrite_settles_and_a_deny_or_failure_ends_at_once():
     for ending in (Outcome(hook="t:no", verdict=Verdict(Action.DENY, "no")), Outcome(hook="t:no", failure=Failure.RAISED)):
         calls = []
 
-        async def rewrite_and_end(ending=ending):
+        async def rewrite_and_end(call, ending=ending):
             calls.append(1)
             args["argv"].append("x")
             return [ending]
@@ -359,7 +359,7 @@ def test_async_a_rewrite_settles_and_a_deny_or_failure_ends_at_once():
 def test_async_a_call_that_cannot_be_pictured_never_settles():
     rounds = []
 
-    async def round_():
+    async def round_(call):
         rounds.append(1)
         return [allow()]
 

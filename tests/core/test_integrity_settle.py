@@ -178,9 +178,10 @@ def test_a_gate_that_stamps_a_field_another_gate_also_writes_is_a_rewrite():
     assert all(o.failure is None for o in out)
 
 
-def test_a_field_the_model_sent_is_never_a_stamp():
-    """A gate that rewrites a field of the call as it arrived, differently on each run,
-    is a rewriter (the gates after it judged another value), not a stamper."""
+def test_a_field_the_model_sent_rewritten_on_each_run_is_taken_back_or_judged():
+    """A gate that rewrites a field of the call as it arrived, differently on each run:
+    its re-run's value is taken back, so the call runs with the value the policy judged
+    (as upstream, which runs each gate once, runs it)."""
     g = Gates({"command": "ls"})
     values = iter(["ls -1", "rm -rf /", "ls -2", "ls -3"])
     once = {"done": False}
@@ -191,12 +192,46 @@ def test_a_field_the_model_sent_is_never_a_stamp():
             a["note"] = "x"
 
     out = g.settle(g.gate("swapper", lambda a: a.__setitem__("command", next(values))), g.gate("p", answer=policy_no_rm), g.gate("later", later))
-    assert ("t:p", Action.DENY) in actions(out) and g.runs["p"] == 2
-    # twin: a key the gate added itself is a stamp
-    g = Gates({"command": "ls"})
+    assert all(o.failure is None for o in out) and {o.action for o in out} == {Action.ALLOW}
+    assert g.args == {"command": "ls -1", "note": "x"} and g.runs == {"swapper": 2, "p": 2, "later": 1}
+    # twin: where the call is replaced (it cannot be put back) the re-run's value is a
+    # rewrite, and the policy judges it
+    holder = {"args": {"command": "ls"}}
+    values = iter(["ls -1", "rm -rf /", "ls -2", "ls -3"])
     once["done"] = False
-    out = g.settle(g.gate("stamper", stamp("added")), g.gate("p", answer=policy_no_rm), g.gate("later", later))
-    assert all(o.failure is None for o in out) and g.runs["stamper"] == 2
+
+    def swapper():
+        holder["args"] = dict(holder["args"], command=next(values))
+        return Outcome(hook="t:swapper", verdict=Verdict(Action.ALLOW))
+
+    def p():
+        return Outcome(hook="t:p", verdict=Verdict(Action(policy_no_rm(holder["args"]))))
+
+    def later_step():
+        later(holder["args"])
+        return Outcome(hook="t:later", verdict=Verdict(Action.ALLOW))
+
+    out = integrity.settle([swapper, p, later_step], lambda: holder["args"], "t:args")
+    assert ("t:p", Action.DENY) in actions(out)
+
+
+def test_gates_refreshing_fields_the_call_arrived_with_settle_on_the_values_judged():
+    """Two gates that each refresh a field the model sent (a timestamp, a request id) on
+    every run settle, as upstream runs them: each re-run's fresh value is taken back, and
+    the call runs with the values the policy judged."""
+    arrived = {"command": "ls", "timestamp": 0, "request_id": "model"}
+    g = Gates(dict(arrived))
+    clock = g.gate("clock", lambda a: a.__setitem__("timestamp", next(_fresh)))
+    ids = g.gate("ids", lambda a: a.__setitem__("request_id", f"id-{next(_fresh)}"))
+    out = g.settle(clock, ids, g.gate("p", answer=policy_no_rm))
+    assert all(o.failure is None for o in out) and {o.action for o in out} == {Action.ALLOW}
+    assert g.seen["p"][-1] == repr(g.args) and g.args["request_id"] != "model"
+    # twin: the values the policy judged are still the policy's to deny
+    g = Gates(dict(arrived))
+    clock = g.gate("clock", lambda a: a.__setitem__("timestamp", next(_fresh)))
+    ids = g.gate("ids", lambda a: a.__setitem__("request_id", f"id-{next(_fresh)}"))
+    out = g.settle(clock, ids, g.gate("p", answer=lambda a: "deny" if a["request_id"].startswith("id-") else "allow"))
+    assert ("t:p", Action.DENY) in actions(out) and all(o.failure is None for o in out)
 
 
 def test_a_rewrite_in_a_later_pass_makes_the_gates_after_the_first_change_judge_again():
@@ -284,7 +319,7 @@ def test_whole_rounds_with_an_origin_accept_a_stamp_in_a_key_an_earlier_round_ad
     args = dict(arrived, key="k-0")  # the first round (run by the adapter) added the key
     rounds = []
 
-    def round_():
+    def round_(call):
         rounds.append(1)
         args["key"] = f"k-{next(_fresh)}"
         return [Outcome(hook="t:a", verdict=Verdict(Action.ALLOW))]
@@ -294,7 +329,7 @@ def test_whole_rounds_with_an_origin_accept_a_stamp_in_a_key_an_earlier_round_ad
     # twin: a round that keeps changing a key the model sent never settles
     rounds.clear()
 
-    def rewriting_round():
+    def rewriting_round(call):
         rounds.append(1)
         args["command"] = f"ls {len(rounds)}"
         return [Outcome(hook="t:a", verdict=Verdict(Action.ALLOW))]
@@ -308,8 +343,8 @@ def test_whole_rounds_with_an_origin_accept_a_stamp_in_a_key_an_earlier_round_ad
 
 
 async def _arounds(round_, args, arrived):
-    async def run():
-        return round_()
+    async def run(call):
+        return round_(call)
 
     return await integrity.auntil_stable(run, lambda: args, "t:args", origin=arrived)
 
@@ -337,7 +372,7 @@ def _stamping_round(holder, seen, fresh):
     """A round whose one gate judges the call as it is now, then stamps the key with a
     value nobody judged (``fresh``: in place, or as a new call object)."""
 
-    def round_():
+    def round_(call):
         args = holder["args"]
         seen.append(args["key"])
         if fresh == "in place":
@@ -358,8 +393,8 @@ def test_whole_rounds_take_a_stamp_back_so_the_judged_value_runs(run):
     if run == "sync":
         out = integrity.until_stable(round_, lambda: holder["args"], "t:args", origin=arrived)
     else:
-        async def one():
-            return round_()
+        async def one(call):
+            return round_(call)
 
         out = asyncio.run(integrity.auntil_stable(one, lambda: holder["args"], "t:args", origin=arrived))
     assert [o.failure for o in out] == [None]  # the stamping hook is not denied
@@ -418,3 +453,60 @@ def test_a_repeat_needs_the_call_its_earlier_pass_ended_with():
 
     out = g.settle(g.gate("undo", undo), g.gate("sanitize", sanitize), g.gate("policy", answer=policy_no_rm))
     assert out[-1].hook == "t:args" and out[-1].failure is Failure.INVALID
+
+
+def _policy(hook, call):
+    return Outcome(hook=hook, verdict=Verdict(Action.DENY if call["v"] == "evil" else Action.ALLOW))
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_whole_rounds_whose_gates_run_in_order_never_settle(run):
+    """Whole rounds are for gates run concurrently on one input. A round that runs A
+    (sets good), P (judges), B (sets evil) in order on its input starts and ends with
+    evil from round 2 on, yet P only ever judged good: the round changed the input its
+    gates were handed, so it never settles, and the call is denied (``invalid``), never
+    run with evil. (Written to run against the earlier API too, whose rounds were handed
+    nothing and used the live call: there it settled on evil.)"""
+    live = {"v": "good"}
+    judged = []
+
+    def one_round(*handed):
+        call = handed[0] if handed else live
+        call["v"] = "good"  # A
+        judged.append(call["v"])
+        p = _policy("t:P", call)  # P judges A's output
+        call["v"] = "evil"  # B, after P
+        return [Outcome(hook="t:A", verdict=Verdict(Action.ALLOW)), p, Outcome(hook="t:B", verdict=Verdict(Action.ALLOW))]
+
+    if run == "sync":
+        out = integrity.until_stable(one_round, lambda: live, "t:args", origin={"v": "good"})
+    else:
+        async def one(*handed):
+            return one_round(*handed)
+
+        out = asyncio.run(integrity.auntil_stable(one, lambda: live, "t:args", origin={"v": "good"}))
+    assert out[-1].hook == "t:args" and out[-1].failure is Failure.INVALID
+    assert judged == ["good"] * integrity.MAX_ROUNDS and live == {"v": "good"}
+
+
+@pytest.mark.parametrize("rewrite", ["better", "evil"])
+def test_whole_rounds_of_concurrent_gates_run_what_every_gate_was_handed(rewrite):
+    """The twins: gates run concurrently, each on its own copy of the round's input; B's
+    rewrite lands on the live call. A harmless rewrite settles in round 2 on the value
+    P judged there (allow); an evil one is judged by P in round 2 and denied."""
+    holder = {"args": {"v": "good"}}
+    judged = []
+
+    def one_round(call):
+        p_in, b_in = integrity.snapshot(call), integrity.snapshot(call)
+        judged.append(p_in["v"])
+        p = _policy("t:P", p_in)
+        holder["args"] = dict(b_in, v=rewrite)  # B's rewrite, applied after the round
+        return [p, Outcome(hook="t:B", verdict=Verdict(Action.ALLOW))]
+
+    out = integrity.until_stable(one_round, lambda: holder["args"], "t:args", origin={"v": "good"})
+    if rewrite == "better":
+        assert [o.failure for o in out] == [None, None] and {o.action for o in out} == {Action.ALLOW}
+        assert judged == ["good", "better"] and holder["args"] == {"v": "better"}
+    else:
+        assert ("t:P", Action.DENY) in actions(out) and judged == ["good", "evil"]

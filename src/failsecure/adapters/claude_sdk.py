@@ -284,12 +284,9 @@ class _Session:
         last: dict = {}
         rounds: list = []
 
-        async def one_round() -> list:
-            args = state["args"]
-            if args is not original:  # a rewrite: judge a copy nobody else holds
-                args = snapshot(args)
-                if args is CHANGED:
-                    args = state["args"]
+        async def one_round(args: Any) -> list:
+            # ``args``: the input every callback of the round is handed (its own copy of
+            # it); after a rewrite, the copy ``auntil_stable`` made, which nobody else holds
             state["judged"] = args
             payloads = []
             round_gates = state["gates"]
@@ -318,11 +315,12 @@ class _Session:
             rounds.append(outcomes)
             return outcomes
 
-        outcomes = await one_round()
+        outcomes = await one_round(original)
         if state["args"] is not original:  # rewritten: every gate judges the new input, until it settles
             # (callbacks run concurrently on one input, as the CLI runs them: whole rounds,
-            # not gate by gate; a round that only changes keys earlier rounds added is a
-            # stamp, and the input every gate of that round judged is what runs)
+            # not gate by gate, each handed the round's input; a round that only changes
+            # keys earlier rounds added is a stamp, and the input every gate of that round
+            # judged is what runs)
             outcomes = await auntil_stable(one_round, lambda: state["args"], adapter.hook_id("updatedInput"), origin=original,
                                                      restore=lambda args: state.__setitem__("args", args))
         outcomes = list(outcomes)
