@@ -447,8 +447,12 @@ def set_trusted_environment(mapping=None):
     ``mapping``: the variables to use (only ``TRUST_VARIABLES`` are read; absent or empty
     = unset; a relative ``FAILSECURE_CONFIG`` is made absolute now), copied; ``os.environ``
     itself: follow the live environment (what a test suite, which is trusted code, may
-    want); None: back to the environment the process started with. The process's config
-    is re-read at the next gated call. Returns the previous choice, to restore it::
+    want), also in the children: nothing is handed down, they start with the live
+    environment as their own; None: back to the environment the process started with.
+    With a mapping or None, children are handed the start environment (``TRUSTED_ENV``:
+    a child can check it against this process's exec-time environment, not a mapping), so
+    a ``.env`` loaded after the choice does not reach them. The process's config is
+    re-read at the next gated call. Returns the previous choice, to restore it::
 
         previous = policy.set_trusted_environment({"FAILSECURE_CONFIG": path})
         try: ...
@@ -460,10 +464,10 @@ def set_trusted_environment(mapping=None):
         _chosen = mapping
     else:
         _chosen = _normal(mapping)
-    if _chosen is None:
-        _bootstrap.export(_start)
-    else:  # trusted code decides, for the children too: they get the environment it gives them
+    if _chosen is os.environ:  # the live environment is trusted, in this process and its children
         os.environ.pop(TRUSTED_ENV, None)
+    else:  # children get what this process started with: what a child can check (a mapping cannot be)
+        _bootstrap.export(_start)
     _current = None
     return previous
 
