@@ -889,16 +889,16 @@ def load() -> Config:
         if data is not None:
             _apply(config, layer(data, path), path, trusted=True)
         config.sources.append(path)
-    path, is_pyproject, raw = _project()
-    if path is not None and not any(_same_file(path, t) for t in config.sources):
+    project, is_pyproject, raw = _project()
+    if project is not None and not any(_same_file(project, t) for t in config.sources):
         if not isinstance(raw, bytes):  # read from the descriptor whose owner was checked
-            raise ConfigError(f"{path}: cannot read the file ({raw})")
-        data = _parse(raw, path, is_pyproject)
+            raise ConfigError(f"{project}: cannot read the file ({raw})")
+        data = _parse(raw, project, is_pyproject)
         if data is not None:
-            settings = layer(data, path)
-            full = is_trusted(path, raw) if _loosens(config, settings, path) else False
-            _apply(config, settings, path, trusted=full)
-            config.sources.append(path)
+            settings = layer(data, project)
+            full = is_trusted(project, raw) if _loosens(config, settings, project) else False
+            _apply(config, settings, project, trusted=full)
+            config.sources.append(project)
     config.source = config.sources[-1] if config.sources else None
     return config
 
