@@ -186,8 +186,9 @@ TRUST_VARIABLES = ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME", "USERPROFILE"
 #: its start and then starts a child (a sub-agent, ``failsecure hook run``) would
 #: otherwise hand the child the project's values as the child's *start* environment.
 #: Set at start, it cannot be replaced by ``load_dotenv()`` (override=False); a value a
-#: ``.env`` forges (override=True) must name a live ancestor whose exec-time environment
-#: says the same (Linux, ``inherited``).
+#: ``.env`` forges (override=True) must name a live proper ancestor whose exec-time
+#: environment holds the same values, checked back to the process that started with them
+#: as its own variables (Linux, ``_verified``).
 TRUSTED_ENV = "FAILSECURE_TRUSTED_ENV"
 _reported: list = []
 
@@ -196,26 +197,34 @@ def encode(pid, env):
     return str(pid) + "".join(f";{k}={len(env[k])}:{env[k]}" for k in TRUST_VARIABLES if env.get(k))
 
 
+def _number(text):
+    """The int of a short run of ASCII digits, else None (``str.isdigit`` is true for
+    ``'²'``, which ``int`` refuses; a very long run is no pid or length either)."""
+    return int(text) if 0 < len(text) <= 19 and text.isascii() and text.isdigit() else None
+
+
 def decode(text):
     """(pid, {name: value}) from ``encode``'s text; None for anything else."""
     if type(text) is not str:
         return None
     head, sep, rest = text.partition(";")
-    if not head.isdigit() or (sep and not rest):
+    pid = _number(head)
+    if pid is None or (sep and not rest):
         return None
     out, i = {}, 0
     while i < len(rest):
         eq = rest.find("=", i)
         colon = rest.find(":", eq + 1) if eq > 0 else -1
-        name, size = rest[i:eq], rest[eq + 1:colon]
-        if colon < 0 or name not in TRUST_VARIABLES or name in out or not size.isdigit():
+        name = rest[i:eq]
+        size = _number(rest[eq + 1:colon]) if colon >= 0 else None
+        if size is None or name not in TRUST_VARIABLES or name in out:
             return None
-        i = colon + 1 + int(size)
+        i = colon + 1 + size
         out[name] = rest[colon + 1:i]
-        if len(out[name]) != int(size) or not out[name] or (i < len(rest) and rest[i] != ";") or i == len(rest) - 1:
+        if len(out[name]) != size or not out[name] or (i < len(rest) and rest[i] != ";") or i == len(rest) - 1:
             return None
         i += 1
-    return int(head), out
+    return pid, out
 
 
 def read_block(path):
@@ -242,54 +251,58 @@ def read_block(path):
     return found
 
 
-def _ancestor(pid):
-    """``pid`` is this process (an exec without a fork) or one of its ancestors."""
-    here = os.getpid()
-    for _ in range(256):
-        if here == pid:
-            return True
-        if here <= 1:
-            return False
+def _ancestors(pid):
+    """The proper ancestors of ``pid``, nearest first (never ``pid`` itself)."""
+    out = []
+    while len(out) < 256 and pid > 1:
         try:
-            with open(f"/proc/{here}/stat", "rb") as fh:
-                here = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                pid = int(fh.read().rsplit(b")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
-            return False
-    return False
+            break
+        if pid <= 0:
+            break
+        out.append(pid)
+    return out
 
 
-def _claims(values, block):
-    """``values`` are what the exec-time ``block`` of their exporter trusted: its own
-    inherited ``TRUSTED_ENV``, else its trust variables (a relative FAILSECURE_CONFIG was
-    made absolute by the exporter)."""
+def _verified(text, below, depth=0):
+    """The values ``text`` (a ``TRUSTED_ENV``) hands down, when it names a proper
+    ancestor of process ``below`` whose exec-time environment holds them: as its own
+    trust variables, exactly (a relative FAILSECURE_CONFIG is not the absolute path its
+    exporter made of it), or as a ``TRUSTED_ENV`` of its own that is verified the same way
+    against *its* ancestors. Else None. A value naming ``below`` itself is circular: a
+    ``.env`` loaded before ``below`` started put it into ``below``'s own block."""
+    parsed = decode(text)
+    if parsed is None or depth > 64:
+        return None
+    pid, values = parsed
+    if pid not in _ancestors(below):
+        return None
+    block = read_block(f"/proc/{pid}/environ")
+    if block is None:
+        return None
     if TRUSTED_ENV in block:
-        parsed = decode(block[TRUSTED_ENV])
-        return parsed is not None and parsed[1] == values
-    for name in TRUST_VARIABLES:
-        mine, raw = values.get(name), block.get(name) or None
-        if mine == raw:
-            continue
-        if name != "FAILSECURE_CONFIG" or not raw or os.path.isabs(raw) or not mine or not mine.endswith(os.sep + raw):
-            return False
-    return True
+        theirs = _verified(block[TRUSTED_ENV], pid, depth + 1)
+        return values if theirs == values else None
+    own = {name: block[name] for name in TRUST_VARIABLES if block.get(name)}
+    return values if own == values else None
 
 
 def inherited(text):
     """(the trusted values, where they came from) for a ``TRUSTED_ENV`` found in this
-    process's start environment. On Linux the value must name this process or a live
-    ancestor whose exec-time environment says the same, else nothing is inherited and
-    nothing of this environment is trusted either (``{}``: the system file and the
-    password database's home only), said once on stderr. Without ``/proc`` the value
-    cannot be checked and is taken as it is."""
+    process's start environment. On Linux the value must name a live proper ancestor
+    whose exec-time environment holds the same values (``_verified``), else nothing is
+    inherited and nothing of this environment is trusted either (``{}``: the system file
+    and the password database's home only), said once on stderr. Without ``/proc`` the
+    value cannot be checked and is taken as it is."""
     parsed = decode(text)
     if parsed is not None:
         pid, values = parsed
         if not os.path.isdir("/proc/self"):
             return values, f"inherited from process {pid} (not verifiable here)"
-        if _ancestor(pid):
-            block = read_block(f"/proc/{pid}/environ")
-            if block is not None and _claims(values, block):
-                return values, f"inherited from process {pid}"
+        if _verified(text, os.getpid()) is not None:
+            return values, f"inherited from process {pid}"
     if not _reported:
         _reported.append(True)
         _say(f"failsecure: {TRUSTED_ENV} does not name a failsecure process this one descends from; "

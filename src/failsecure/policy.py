@@ -447,8 +447,12 @@ def set_trusted_environment(mapping=None):
     ``mapping``: the variables to use (only ``TRUST_VARIABLES`` are read; absent or empty
     = unset; a relative ``FAILSECURE_CONFIG`` is made absolute now), copied; ``os.environ``
     itself: follow the live environment (what a test suite, which is trusted code, may
-    want); None: back to the environment the process started with. The process's config
-    is re-read at the next gated call. Returns the previous choice, to restore it::
+    want), also in the children: nothing is handed down, they start with the live
+    environment as their own; None: back to the environment the process started with.
+    With a mapping or None, children are handed the start environment (``TRUSTED_ENV``:
+    a child can check it against this process's exec-time environment, not a mapping), so
+    a ``.env`` loaded after the choice does not reach them. The process's config is
+    re-read at the next gated call. Returns the previous choice, to restore it::
 
         previous = policy.set_trusted_environment({"FAILSECURE_CONFIG": path})
         try: ...
@@ -460,10 +464,10 @@ def set_trusted_environment(mapping=None):
         _chosen = mapping
     else:
         _chosen = _normal(mapping)
-    if _chosen is None:
-        _bootstrap.export(_start)
-    else:  # trusted code decides, for the children too: they get the environment it gives them
+    if _chosen is os.environ:  # the live environment is trusted, in this process and its children
         os.environ.pop(TRUSTED_ENV, None)
+    else:  # children get what this process started with: what a child can check (a mapping cannot be)
+        _bootstrap.export(_start)
     _current = None
     return previous
 
@@ -519,59 +523,130 @@ def project_path() -> tuple[str | None, bool]:
     upward; (None, False) when there is none. A ``pyproject.toml`` counts only when it
     has a ``[tool.failsecure]`` table; one that cannot be read or parsed counts too (its
     load is an error: every gated call denies, as for any invalid config). A file
-    another user can write is passed over (``_ours``)."""
+    another user can write is passed over (``_candidate``)."""
+    return _project()[:2]
+
+
+def _project() -> "tuple[str | None, bool, bytes | str | None]":
+    """``project_path()`` and the file's bytes as they were checked (``_candidate``), or
+    the name of the error that kept it from being read."""
     try:
         here = os.getcwd()
     except OSError:
-        return None, False
+        return None, False, None
     while True:
-        candidate = os.path.join(here, PROJECT_FILE)
-        if os.path.isfile(candidate) and _ours(candidate):
-            return candidate, False
-        candidate = os.path.join(here, "pyproject.toml")
-        if os.path.isfile(candidate) and _has_table(candidate) and _ours(candidate):
-            return candidate, True
+        for name, is_pyproject in ((PROJECT_FILE, False), ("pyproject.toml", True)):
+            candidate = os.path.join(here, name)
+            state, raw = _candidate(candidate)
+            if state == _ABSENT or (is_pyproject and isinstance(raw, bytes) and not _bytes_have_table(raw, candidate)):
+                continue
+            if state == _FOREIGN:
+                if not is_pyproject or _has_table(candidate):
+                    _report_foreign(candidate)
+                continue
+            return candidate, is_pyproject, raw
         parent = os.path.dirname(here)
         if parent == here:
-            return None, False
+            return None, False, None
         here = parent
 
 
 #: foreign project files already reported on stderr (once per path and process)
 _foreign_reported: set = set()
+#: what a candidate of the project search is (``_candidate``)
+_ABSENT, _FOREIGN, _OURS = 0, 1, 2
+_OPEN_EXTRA = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)  # never wait on a FIFO, never take a tty
 
 
-def _ours(path: str) -> bool:
-    """A project file counts only when no other user can have written it: the file (and,
-    for a symlink, the link itself) is owned by this user or root, and not writable by
-    everyone. A ``pyproject.toml`` another user left in a shared parent directory (``/tmp``)
-    could otherwise make every gated call of this user deny (an invalid file) or hold its
-    tools to that user's rules. Such a file is skipped (the search goes on upward) and
-    named once on stderr, without its content. No ownership on this platform: every file
-    counts."""
+def _candidate(path: str) -> "tuple[int, bytes | str | None]":
+    """(what ``path`` is, its bytes) for the project search. A project file counts only
+    when no other user can have written it: every symlink on the way to it (each hop of a
+    chain: whoever owns a link can repoint it) and the file itself are owned by this user
+    or root, and the file is not writable by everyone. A ``pyproject.toml`` another user
+    left in a shared parent directory (``/tmp``) could otherwise make every gated call of
+    this user deny (an invalid file) or hold its tools to that user's rules.
+
+    The file is opened once, after its chain was checked, without following a link
+    (``O_NOFOLLOW``), its owner is checked on that descriptor (``fstat``) and its bytes
+    are read from it: whoever owns the directory cannot swap another file in between the
+    check and the read. ``(_ABSENT, None)``: not there, or no regular file;
+    ``(_FOREIGN, None)``; ``(_OURS, bytes)``; ``(_OURS, error name)`` when it cannot be
+    read (its load reports the error: fail closed). No ownership on this platform: every
+    file counts."""
+    if not os.path.isfile(path):
+        return _ABSENT, None
     getuid = getattr(os, "getuid", None)
-    if getuid is None:
-        return True
-    me = getuid()
     try:
-        entries = (os.lstat(path), os.stat(path))
-    except OSError:
-        return True  # vanished or unreadable: loading it reports the error
-    for st in entries:
-        if st.st_uid not in (me, 0) or (st.st_mode & 0o002 and not _is_link(st)):
-            break
-    else:
-        return True
-    if path not in _foreign_reported:
-        _foreign_reported.add(path)
-        err = sys.stderr
-        if err is not None:
-            try:
-                err.write(f"failsecure: ignoring the project config {path}: another user can write it "
-                          "(it is not owned by you or root, or it is writable by everyone)\n")
-            except Exception:
-                pass
-    return False
+        if getuid is None:
+            st, raw = _read_regular(path, follow=True)
+            return (_OURS, raw) if raw is not None else (_ABSENT, None)
+        me = getuid()
+        real = _resolve(path, me)
+        if real is None:
+            return _FOREIGN, None
+        st, raw = _read_regular(real, follow=False)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and getuid is not None:
+            return _FOREIGN, None  # the checked file became a link since: not the one checked
+        return _OURS, type(exc).__name__
+    if raw is None:
+        return _ABSENT, None
+    if st.st_uid not in (me, 0) or st.st_mode & 0o002:
+        return _FOREIGN, None
+    return _OURS, raw
+
+
+def _resolve(path: str, me: int) -> "str | None":
+    """The absolute ``path`` with every symlink on the way followed by hand; None when a
+    link is owned by neither this user nor root. Raises OSError (a vanished entry, a loop)."""
+    done, todo, hops = os.sep, path.split(os.sep)[::-1], 0
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            done = os.path.dirname(done)
+            continue
+        here = os.path.join(done, name)
+        st = os.lstat(here)
+        if not _is_link(st):
+            done = here
+            continue
+        if st.st_uid not in (me, 0):
+            return None
+        hops += 1
+        if hops > 40:
+            raise OSError(errno.ELOOP, "too many levels of symbolic links")
+        target = os.readlink(here)
+        if target.startswith(os.sep):
+            done = os.sep
+        todo.extend(target.split(os.sep)[::-1])
+    return done
+
+
+def _read_regular(path: str, follow: bool):
+    """(fstat, bytes) of the file at ``path``, both from one descriptor; (fstat, None)
+    when it is no regular file (nothing read). Raises OSError."""
+    extra = _OPEN_EXTRA | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    with open(path, "rb", opener=lambda name, flags: os.open(name, flags | extra)) as fh:
+        st = os.fstat(fh.fileno())
+        if (st.st_mode & 0o170000) != 0o100000:
+            return st, None
+        return st, fh.read()
+
+
+def _report_foreign(path: str) -> None:
+    """Name a passed-over project file once on stderr, without its content."""
+    if path in _foreign_reported:
+        return
+    _foreign_reported.add(path)
+    err = sys.stderr
+    if err is not None:
+        try:
+            err.write(f"failsecure: ignoring the project config {path}: another user can write it "
+                      "(it is not owned by you or root, or it is writable by everyone)\n")
+        except Exception:
+            pass
 
 
 def _is_link(st) -> bool:
@@ -690,10 +765,13 @@ def _has_table(path: str) -> bool:
     """The pyproject has a ``tool.failsecure`` key, or cannot be read or parsed (fail
     closed: its load reports the error and every gated call denies)."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = _read_regular(path, follow=True)[1]
     except OSError:
         return True  # unreadable: loading it reports the error
+    return raw is not None and _bytes_have_table(raw, path)
+
+
+def _bytes_have_table(raw: bytes, path: str) -> bool:
     try:
         said = _table_in_bytes(raw)
         if said != MAYBE:
@@ -722,15 +800,18 @@ def _read(path: str, is_pyproject: bool) -> tuple[bytes, dict | None]:
             raw = fh.read()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the file ({type(exc).__name__})") from None
+    return raw, _parse(raw, path, is_pyproject)
+
+
+def _parse(raw: bytes, path: str, is_pyproject: bool) -> "dict | None":
     if is_pyproject:
-        return raw, _pyproject_table(raw, path)
+        return _pyproject_table(raw, path)
     import tomllib
 
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    return raw, data
 
 
 # ---------------------------------------------------------------- trust of project files
@@ -808,15 +889,16 @@ def load() -> Config:
         if data is not None:
             _apply(config, layer(data, path), path, trusted=True)
         config.sources.append(path)
-    project, is_pyproject = project_path()
+    project, is_pyproject, raw = _project()
     if project is not None and not any(_same_file(project, t) for t in config.sources):
-        path = project
-        raw, data = _read(path, is_pyproject)
+        if not isinstance(raw, bytes):  # read from the descriptor whose owner was checked
+            raise ConfigError(f"{project}: cannot read the file ({raw})")
+        data = _parse(raw, project, is_pyproject)
         if data is not None:
-            settings = layer(data, path)
-            full = is_trusted(path, raw) if _loosens(config, settings, path) else False
-            _apply(config, settings, path, trusted=full)
-            config.sources.append(path)
+            settings = layer(data, project)
+            full = is_trusted(project, raw) if _loosens(config, settings, project) else False
+            _apply(config, settings, project, trusted=full)
+            config.sources.append(project)
     config.source = config.sources[-1] if config.sources else None
     return config
 

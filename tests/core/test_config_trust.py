@@ -2,6 +2,7 @@
 only make things stricter; trusted sources have full effect; `config trust` binds a
 project file's trust to its content."""
 
+import json
 import os
 import subprocess
 import sys
@@ -562,3 +563,98 @@ def toy_decision(config):
 
     with policy.using(config):
         return Toy().decide("t", [Outcome(hook="toy:g", verdict=Verdict(_Action.ALLOW))])
+
+
+@needs_chown
+def test_a_foreign_link_anywhere_in_a_symlink_chain_is_not_the_users(tmp_path, monkeypatch, capsys):
+    # repo/failsecure.toml (the user's link) -> shared/hop (another user's link) -> a root
+    # file: the owner of the hop can repoint it at any file root or the user owns (here an
+    # invalid one: every call would deny)
+    real = tmp_path / "root_owned.txt"
+    real.write_text(INVALID)
+    (tmp_path / "shared").mkdir()
+    hop = tmp_path / "shared" / "hop"
+    hop.symlink_to(real)
+    os.lchown(hop, FOREIGN, FOREIGN)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "failsecure.toml").symlink_to(hop)
+    monkeypatch.chdir(repo)
+    assert policy.project_path() == (None, False)
+    config = policy.reload()
+    assert config.error is None and toy_decision(config).action is _Action.ALLOW
+    assert f"ignoring the project config {repo / 'failsecure.toml'}" in capsys.readouterr().err
+    # a foreign directory link on the way is a hop too
+    (repo / "failsecure.toml").unlink()
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "real.toml").write_text(INVALID)
+    (tmp_path / "shared" / "dirlink").symlink_to(tmp_path / "dir")
+    os.lchown(tmp_path / "shared" / "dirlink", FOREIGN, FOREIGN)
+    (repo / "failsecure.toml").symlink_to(tmp_path / "shared" / "dirlink" / "real.toml")
+    assert policy.project_path() == (None, False)
+
+
+@needs_chown
+def test_the_users_own_symlink_chain_is_followed(tmp_path, monkeypatch):
+    # the twin: the same chain of the user's (and root's) own links is the project config
+    real = tmp_path / "root_owned.txt"
+    real.write_text(INVALID)
+    (tmp_path / "shared").mkdir()
+    hop = tmp_path / "shared" / "hop"
+    hop.symlink_to(os.path.relpath(real, hop.parent))  # relative targets resolve from the link
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "failsecure.toml").symlink_to(hop)
+    monkeypatch.chdir(repo)
+    assert policy.project_path() == (str(repo / "failsecure.toml"), False)
+    config = policy.reload()
+    assert config.error and config.error.startswith(str(repo / "failsecure.toml"))
+    assert toy_decision(config).primary.failure is Failure.INVALID
+
+
+SWAP = """
+import json, os, sys
+from failsecure import policy
+mine, theirs, home = sys.argv[1:4]
+policy.set_trusted_environment({"HOME": home})
+swapped = []
+
+def window(event, args):
+    # the directory's owner renames his file over the user's right before it is opened,
+    # after every check made by path (what he may do at any time, made deterministic)
+    if event == "open" and args and args[0] == mine and not swapped and sys.argv[4] == "swap":
+        swapped.append(True)
+        os.rename(theirs, mine)
+
+sys.addaudithook(window)
+config = policy.reload()
+print(json.dumps({"error": config.error, "sources": config.sources, "swapped": bool(swapped),
+                  "owner": os.stat(mine).st_uid}))
+"""
+
+
+@needs_chown
+@pytest.mark.parametrize("swap", ["swap", "no-swap"])
+def test_a_file_swapped_in_after_the_check_is_not_read(tmp_path, swap):
+    # shared/ belongs to another user; the user's own shared/failsecure.toml is checked,
+    # then its owner swaps his (invalid) file in: what is read is what was checked
+    shared = tmp_path / "shared"
+    repo = shared / "repo"
+    repo.mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    os.chown(shared, FOREIGN, FOREIGN)
+    mine = shared / "failsecure.toml"
+    mine.write_text("timeout = 5\n")
+    theirs = shared / ".x"
+    theirs.write_text(INVALID)
+    os.chown(theirs, FOREIGN, FOREIGN)
+    done = subprocess.run([sys.executable, "-c", SWAP, str(mine), str(theirs), str(tmp_path / "home"), swap],
+                          cwd=repo, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["error"] is None, got  # a file another user wrote never decides this user's calls
+    if swap == "swap":
+        assert got["swapped"] and got["owner"] == FOREIGN and str(mine) not in got["sources"], got
+        assert "secret-content" not in done.stderr
+    else:  # the twin: the user's own file in that directory is read
+        assert not got["swapped"] and str(mine) in got["sources"], got

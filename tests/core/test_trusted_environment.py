@@ -13,6 +13,7 @@ denies), and a config the repository forged must not get that effect.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -76,6 +77,7 @@ CHILD = textwrap.dedent(
         "failure": primary.failure.value if primary and primary.failure else None,
         "origin": getattr(policy, "trusted_environment_origin", lambda: None)(),
         "environ_config": os.environ.get("FAILSECURE_CONFIG"),
+        "pid": os.getpid(),
     }))
     """
 )
@@ -299,6 +301,12 @@ def test_the_bootstrap_and_the_policy_name_the_same_variables():
 PARENT = textwrap.dedent(
     """
     import os, subprocess, sys
+    if os.environ.get("PARENT_CHOOSES"):
+        # trusted launcher code choosing its own config in-process (the documented API)
+        from failsecure import policy
+        policy.set_trusted_environment({"FAILSECURE_CONFIG": os.environ["PARENT_CHOOSES"]})
+    if os.environ.get("PARENT_CHDIR"):  # started elsewhere, it works in the repository
+        os.chdir(os.environ["PARENT_CHDIR"])
     # an agent application: loads the project's .env after its start, then starts a
     # child Python process (a sub-agent, `failsecure hook run`) with its os.environ
     with open(".env") as fh:
@@ -309,7 +317,10 @@ PARENT = textwrap.dedent(
     if os.environ.get("PARENT_IMPORTS") == "1":
         from failsecure import policy
         policy.current()
-    done = subprocess.run([sys.executable, *sys.argv[1:]], capture_output=True, text=True)
+    command = [sys.executable, *sys.argv[1:]]
+    if os.environ.get("PARENT_VIA_SHELL") == "1":  # a shell tool: sh, started now, then the child
+        command = ["sh", "-c", '"$0" "$@"; exit $?', *command]
+    done = subprocess.run(command, capture_output=True, text=True)
     sys.stdout.write(done.stdout)
     sys.stderr.write(done.stderr)
     sys.exit(done.returncode)
@@ -317,12 +328,13 @@ PARENT = textwrap.dedent(
 )
 
 
-def parent(cwd, env, *flags):
+def parent(cwd, env, *flags, prefix=()):
     """CHILD started by PARENT (which loaded ./.env first); -> the child's report, stderr."""
     script, boss = cwd.parent / "child.py", cwd.parent / "parent.py"
     script.write_text(CHILD)
     boss.write_text(PARENT)
-    done = subprocess.run([sys.executable, *flags, str(boss), str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([*prefix, sys.executable, *flags, str(boss), str(script)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
@@ -410,6 +422,201 @@ def test_a_grandchild_inherits_through_a_verified_child(tmp_path, repo):
     assert_widened_by(got, user)
 
 
+def _pid_namespaces():
+    if not shutil.which("unshare") or not os.path.exists("/proc/self/environ"):
+        return False
+    done = subprocess.run([*PIDNS, "sh", "-c", "echo $$"], capture_output=True, text=True)
+    return done.returncode == 0 and done.stdout.strip() == "1"
+
+
+#: a container or sandbox (docker, podman, bwrap, unshare): a fresh pid namespace, where
+#: the agent is pid 1 and the processes it starts get pids a static .env can guess
+PIDNS = ("unshare", "--pid", "--fork", "--mount-proc")
+needs_pidns = pytest.mark.skipif(not _pid_namespaces(), reason="needs a new pid namespace (unshare --pid, root)")
+
+
+def field(name, value):
+    return f";{name}={len(value)}:{value}"
+
+
+@needs_pth
+@needs_pidns
+@pytest.mark.parametrize("via_shell", ["0", "1"], ids=["the-child-itself", "a-shell-started-after-the-load"])
+def test_a_dotenv_naming_a_process_started_after_it_was_loaded_is_refused(tmp_path, repo, via_shell):
+    # in a pid namespace the agent is pid 1 and the next process it starts pid 2: the
+    # child itself, or the shell the child runs under. That process's exec-time block
+    # holds the forged value itself (the .env was loaded before it started): checking the
+    # value against it is circular
+    (repo / "evil.toml").write_text(LOOSE)
+    evil = str(repo / "evil.toml")
+    dotenv(repo, FAILSECURE_TRUSTED_ENV="2" + field("FAILSECURE_CONFIG", evil))
+    got, err = parent(repo, base_env(tmp_path, PARENT_OVERRIDE="1", PARENT_VIA_SHELL=via_shell), prefix=PIDNS)
+    assert got["pid"] == (2 if via_shell == "0" else 3), got  # the guess named the child / its shell
+    assert evil not in got["sources"] and got["origin"].startswith("refused"), got
+    assert_not_widened(got)
+    assert "FAILSECURE_TRUSTED_ENV does not name a failsecure process" in err and evil not in err
+
+
+@needs_pth
+@needs_pidns
+@pytest.mark.parametrize("via_shell", ["0", "1"], ids=["direct", "through-a-shell"])
+def test_in_a_pid_namespace_the_users_config_is_inherited(tmp_path, repo, via_shell):
+    # the twin: what the agent (pid 1) started with reaches the child, also through a shell
+    user = tmp_path / "home" / "mine.toml"
+    user.write_text(LOOSE)
+    dotenv(repo, FAILSECURE_CONFIG=repo / "evil.toml")
+    got, _ = parent(repo, base_env(tmp_path, FAILSECURE_CONFIG=str(user), PARENT_OVERRIDE="1", PARENT_VIA_SHELL=via_shell),
+                    prefix=PIDNS)
+    assert got["origin"] == "inherited from process 1", got
+    assert_widened_by(got, user)
+
+
+@linux
+def test_a_value_naming_this_process_itself_is_refused():
+    # what this process's own exec-time block holds as its trust variables, named with
+    # its own pid: an exec without a fork, or a .env loaded by the parent before this
+    # process started; either way the block cannot vouch for itself
+    from failsecure import _bootstrap
+
+    block = _bootstrap.read_block("/proc/self/environ")
+    if block is None or _bootstrap.TRUSTED_ENV in block:
+        pytest.skip("this process's block holds no trust variables of its own")
+    own = {name: block[name] for name in _bootstrap.TRUST_VARIABLES if block.get(name)}
+    values, origin = _bootstrap.inherited(_bootstrap.encode(os.getpid(), own))
+    assert values == {} and origin.startswith("refused"), origin
+    # the twin: the same values named by a process whose block holds them are taken
+    # (os.getppid(): the suite's parent, when its block holds no FAILSECURE_TRUSTED_ENV)
+    parents = _bootstrap.read_block(f"/proc/{os.getppid()}/environ")
+    if parents is None or _bootstrap.TRUSTED_ENV in parents:
+        pytest.skip("the parent's block cannot be the twin here")
+    theirs = {name: parents[name] for name in _bootstrap.TRUST_VARIABLES if parents.get(name)}
+    values, origin = _bootstrap.inherited(_bootstrap.encode(os.getppid(), theirs))
+    assert values == theirs and origin == f"inherited from process {os.getppid()}"
+
+
+@needs_pth
+@needs_pidns
+def test_a_relative_failsecure_config_is_not_matched_by_its_ending(tmp_path, repo):
+    # the user starts the agent in their home with FAILSECURE_CONFIG=failsecure.toml
+    # (relative: ~/failsecure.toml); the agent works in the repository and loads its .env
+    # (override=True), which names the agent (pid 1) and the repository's failsecure.toml:
+    # it ends with the user's relative value, but it is not what the user started with
+    home = tmp_path / "home"
+    (home / "failsecure.toml").write_text('on_error = "deny"\n')
+    (repo / "failsecure.toml").write_text(LOOSE)
+    forged = "1" + field("FAILSECURE_CONFIG", str(repo / "failsecure.toml")) + field("HOME", str(home))
+    dotenv(repo, FAILSECURE_TRUSTED_ENV=forged)
+    script, boss = tmp_path / "child.py", tmp_path / "parent.py"
+    script.write_text(CHILD)
+    boss.write_text(PARENT)
+    done = subprocess.run([*PIDNS, sys.executable, str(boss), str(script)], cwd=home, capture_output=True, text=True,
+                          timeout=60, env=base_env(tmp_path, FAILSECURE_CONFIG="failsecure.toml", PARENT_OVERRIDE="1",
+                                                   PARENT_CHDIR=str(repo)))
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["origin"].startswith("refused"), got
+    assert str(repo / "failsecure.toml") in got["sources"]  # read as the project file: stricter only
+    assert_not_widened(got)
+    # the twin: the same user config named absolutely is inherited
+    dotenv(repo, FAILSECURE_CONFIG=repo / "failsecure.toml")
+    done = subprocess.run([*PIDNS, sys.executable, str(boss), str(script)], cwd=home, capture_output=True, text=True,
+                          timeout=60, env=base_env(tmp_path, FAILSECURE_CONFIG=str(home / "failsecure.toml"),
+                                                   PARENT_OVERRIDE="1", PARENT_CHDIR=str(repo)))
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["origin"] == "inherited from process 1" and str(home / "failsecure.toml") in got["sources"], got
+
+
+def test_a_relative_failsecure_config_is_not_a_match_for_an_absolute_one(monkeypatch):
+    from failsecure import _bootstrap
+
+    block = {"FAILSECURE_CONFIG": "failsecure.toml", "HOME": "/home/u"}
+    monkeypatch.setattr(_bootstrap, "read_block", lambda path: dict(block))
+    monkeypatch.setattr(_bootstrap, "_ancestors", lambda pid: [7])
+    for claimed in ("/srv/repo/failsecure.toml", "/home/u/failsecure.toml"):
+        assert _bootstrap._verified("7" + field("FAILSECURE_CONFIG", claimed) + field("HOME", "/home/u"), 99) is None
+    # the twins: exactly the block's values, and an absolute value that is the block's
+    assert _bootstrap._verified("7" + field("FAILSECURE_CONFIG", "failsecure.toml") + field("HOME", "/home/u"), 99)
+    block["FAILSECURE_CONFIG"] = "/home/u/failsecure.toml"
+    assert _bootstrap._verified("7" + field("FAILSECURE_CONFIG", "/home/u/failsecure.toml") + field("HOME", "/home/u"), 99)
+
+
+@needs_pth
+def test_after_an_in_process_choice_a_child_does_not_trust_a_later_dotenv(tmp_path, repo):
+    # trusted launcher code chooses its config in-process, then loads the project's .env
+    # (plain load_dotenv(): FAILSECURE_CONFIG was never set, so the .env sets it); the
+    # child keeps getting the start environment handed down, not the .env's value
+    chosen = tmp_path / "home" / "agent.toml"
+    chosen.write_text('on_error = "deny"\n')
+    (repo / "evil.toml").write_text(LOOSE)
+    dotenv(repo, FAILSECURE_CONFIG=repo / "evil.toml")
+    got, _ = parent(repo, base_env(tmp_path, PARENT_CHOOSES=str(chosen)))
+    assert got["environ_config"] == str(repo / "evil.toml")  # the child started with the project's value
+    assert str(repo / "evil.toml") not in got["sources"] and got["origin"].startswith("inherited from process "), got
+    assert_not_widened(got)
+    # the twin: what the user set before the launcher started still reaches the child
+    user = tmp_path / "home" / "mine.toml"
+    user.write_text(LOOSE)
+    got, _ = parent(repo, base_env(tmp_path, PARENT_CHOOSES=str(chosen), FAILSECURE_CONFIG=str(user)))
+    assert got["origin"].startswith("inherited from process "), got
+    assert_widened_by(got, user)
+
+
+@pytest.mark.parametrize("junk", ["\u00b2", "1;HOME=\u00b2:/", "\u0661;HOME=2:/h", "1" * 5000, "1;HOME=" + "1" * 5000 + ":/"])
+def test_junk_that_int_refuses_is_refused_not_raised(junk):
+    # str.isdigit() is true for '²' and Arabic-Indic digits, which int() refuses; int()
+    # also refuses more than 4300 digits
+    from failsecure import _bootstrap
+
+    assert _bootstrap.decode(junk) is None
+    assert _bootstrap.decode("1;HOME=2:/h") == (1, {"HOME": "/h"})  # the twin: ASCII digits
+
+
+def test_junk_in_a_childs_start_environment_is_refused_with_one_line(tmp_path, repo):
+    user = tmp_path / "home" / "mine.toml"
+    user.write_text(LOOSE)
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    done = subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True, text=True, timeout=60,
+                          env=base_env(tmp_path, FAILSECURE_CONFIG=str(user), FAILSECURE_TRUSTED_ENV="\u00b2"))
+    assert done.returncode == 0, done.stderr[-400:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["origin"].startswith("refused") and str(user) not in got["sources"], got
+    assert_not_widened(got)
+    assert done.stderr.count("FAILSECURE_TRUSTED_ENV does not name") == 1 and "Traceback" not in done.stderr
+    got = child(repo, base_env(tmp_path, FAILSECURE_CONFIG=str(user)))  # the twin: without the junk
+    assert_widened_by(got, user)
+
+
+@needs_pth
+@pytest.mark.parametrize("auto", ["1", "0"])
+def test_a_launcher_gives_a_child_its_own_config_by_removing_the_variable(tmp_path, repo, auto):
+    # any interpreter of the venv exports FAILSECURE_TRUSTED_ENV at start, also with
+    # FAILSECURE_AUTO=0: a task runner's FAILSECURE_CONFIG in env= alone is not what the
+    # child trusts (the documented rule); removing the variable for the child is the way
+    ci = tmp_path / "home" / "ci.toml"
+    ci.write_text(LOOSE)
+    script, runner = tmp_path / "child.py", tmp_path / "runner.py"
+    script.write_text(CHILD)
+    runner.write_text(
+        "import os, subprocess, sys\n"
+        f"env = dict(os.environ, FAILSECURE_CONFIG={str(ci)!r})\n"
+        "if sys.argv[2] == 'remove':\n"
+        "    env.pop('FAILSECURE_TRUSTED_ENV')\n"
+        "done = subprocess.run([sys.executable, sys.argv[1]], env=env, capture_output=True, text=True)\n"
+        "sys.stdout.write(done.stdout); sys.stderr.write(done.stderr); sys.exit(done.returncode)\n")
+    for how in ("keep", "remove"):
+        done = subprocess.run([sys.executable, str(runner), str(script), how], cwd=repo, capture_output=True, text=True,
+                              env=base_env(tmp_path, FAILSECURE_AUTO=auto), timeout=60)
+        assert done.returncode == 0, done.stderr
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        if how == "keep":
+            assert got["origin"].startswith("inherited from process ") and str(ci) not in got["sources"], got
+            assert_not_widened(got)
+        else:
+            assert got["origin"] == "interpreter start", got
+            assert_widened_by(got, ci)
+
+
 def test_the_inherited_environment_round_trips_and_junk_is_refused():
     from failsecure import _bootstrap
 
@@ -421,18 +628,23 @@ def test_the_inherited_environment_round_trips_and_junk_is_refused():
         assert _bootstrap.decode(junk) is None, junk
 
 
-def test_an_in_process_choice_stops_handing_the_start_environment_down(monkeypatch):
-    # trusted code that chooses the environment decides what its children get too
+def test_what_an_in_process_choice_hands_down(monkeypatch):
+    # a mapping is this process's choice, which no child can check: children keep getting
+    # the start environment; os.environ chosen (the live environment trusted) hands nothing
+    # down, so children start with the live environment as their own
     policy.set_trusted_environment(None)
     from failsecure import _bootstrap
 
-    assert _bootstrap.decode(os.environ[policy.TRUSTED_ENV]) == (os.getpid(), policy.trusted_environment())
+    start = (os.getpid(), policy.trusted_environment())
+    assert _bootstrap.decode(os.environ[policy.TRUSTED_ENV]) == start
+    policy.set_trusted_environment({"HOME": "/h"})
+    assert _bootstrap.decode(os.environ[policy.TRUSTED_ENV]) == start
     policy.set_trusted_environment(os.environ)
     assert policy.TRUSTED_ENV not in os.environ
-    policy.set_trusted_environment({"HOME": "/h"})
-    assert policy.TRUSTED_ENV not in os.environ
-    policy.set_trusted_environment(None)  # the twin: back to the start environment, handed down again
-    assert _bootstrap.decode(os.environ[policy.TRUSTED_ENV])[0] == os.getpid()
+    policy.set_trusted_environment({"HOME": "/h"})  # from os.environ back to a mapping: handed down again
+    assert _bootstrap.decode(os.environ[policy.TRUSTED_ENV]) == start
+    policy.set_trusted_environment(None)
+    assert _bootstrap.decode(os.environ[policy.TRUSTED_ENV]) == start
 
 
 # ---------------------------------------------------------------- /proc/self/environ, unit
