@@ -180,14 +180,14 @@ class Decision(_Frozen):
 
     @property
     def reason(self) -> Optional[str]:
-        """The text the framework or host is told. Never empty for a deny or an ask: a
-        hook that denied without a reason is named by its hook id (the core words it, so
-        no adapter needs a fallback); None only for an allow or no opinion."""
+        """The text the framework or host is told. Never empty for a deny: a hook that
+        denied without a reason is named by its hook id (the core words it, so no adapter
+        needs a fallback). An ask keeps the hook's own text (a framework may render an ask
+        without one); an allow or no opinion has none."""
         said = self.verdict.reason
-        if (said is None or said == "") and self.verdict.action in (Action.DENY, Action.ASK):
-            verb = "denied the call" if self.verdict.action is Action.DENY else "asked about the call"
+        if (said is None or said == "") and self.verdict.action is Action.DENY:
             primary = self.primary
-            return f"failsecure: hook '{primary.hook}' {verb}" if primary is not None else f"failsecure: {verb}"
+            return f"failsecure: hook '{primary.hook}' denied the call" if primary is not None else "failsecure: denied the call"
         return said
 
     @property

@@ -126,14 +126,14 @@ def test_an_outcome_built_without_a_time_took_none():
     assert Outcome(hook="a:h", failure=Failure.MISSING, elapsed_ms=2.5).elapsed_ms == 2.5
 
 
-def test_a_deny_or_ask_without_a_reason_is_worded_by_the_core_naming_the_hook():
+def test_a_deny_without_a_reason_is_worded_by_the_core_naming_the_hook():
     silent_deny = Outcome(hook="fw:quiet", verdict=Verdict(Action.DENY, reason=None))
     d = Decision(Verdict(Action.DENY, reason=None), (silent_deny,), (silent_deny,), (Action.DENY,))
     assert d.reason == "failsecure: hook 'fw:quiet' denied the call"
-    silent_ask = Outcome(hook="fw:quiet", verdict=Verdict(Action.ASK, reason=""))
-    a = Decision(Verdict(Action.ASK, reason=""), (silent_ask,), (silent_ask,), (Action.ASK,))
-    assert a.reason == "failsecure: hook 'fw:quiet' asked about the call"
-    # the twins: a hook's own reason is kept as it said it; an allow has none
+    # the twins: an ask keeps the hook's own (empty) text; a hook's own reason is kept as it
+    # said it; an allow has none
+    silent_ask = Outcome(hook="fw:quiet", verdict=Verdict(Action.ASK, reason=None))
+    assert Decision(silent_ask.verdict, (silent_ask,), (silent_ask,), (Action.ASK,)).reason is None
     said = Outcome(hook="fw:loud", verdict=Verdict(Action.DENY, reason="no: policy 7"))
     assert Decision(said.verdict, (said,), (said,), (Action.DENY,)).reason == "no: policy 7"
     allow = Outcome(hook="fw:ok", verdict=Verdict(Action.ALLOW))
