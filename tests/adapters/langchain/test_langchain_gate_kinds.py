@@ -211,14 +211,30 @@ def start(agent, mode: str, thread: str):
 
 @pytest.mark.parametrize("hitl_mode", _modes(), ids=lambda m: m.get("interrupt_mode", "default"))
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("first", [True, KeyError(SECRET), "junk"], ids=["true", "raises", "junk"])
-def test_a_rejected_review_stands_when_the_predicate_flips_on_resume(rig, mode, first, hitl_mode):
-    when = flipping(first)
+def test_a_rejected_review_stands_when_the_predicate_flips_on_resume(rig, mode, hitl_mode):
+    when = flipping(True)
     agent = hitl_agent(rig, when, **hitl_mode)
     result = start(agent, mode, f"reject-{mode}")
     assert "__interrupt__" in result and not rig.marker.ran
     resume(agent, mode, result, "reject", f"reject-{mode}")
     assert not rig.marker.ran  # upstream: the predicate says False on resume and the tool runs
+
+
+@pytest.mark.parametrize("hitl_mode", _modes(), ids=lambda m: m.get("interrupt_mode", "default"))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("first", [KeyError(SECRET), "junk"], ids=["raises", "junk"])
+def test_a_failed_predicate_denies_without_a_review(rig, mode, first, hitl_mode):
+    """A predicate that fails denies the call there and then: no review a person could
+    approve, no second asking of the predicate (its later ``False`` would let it run)."""
+    when = flipping(first)
+    agent = hitl_agent(rig, when, **hitl_mode)
+    result = start(agent, mode, f"failed-{mode}")
+    assert "__interrupt__" not in result and not rig.marker.ran
+    [message] = tool_messages(result)
+    failure = "raised" if isinstance(first, BaseException) else "invalid"
+    assert message.status == "error" and message.content.endswith(f"failed closed ({failure})")
+    assert rig.last()["outcome"] == "deny" and rig.last()["failure"] == failure
+    assert len(when.calls) == 1
 
 
 @pytest.mark.parametrize("hitl_mode", _modes(), ids=lambda m: m.get("interrupt_mode", "default"))
