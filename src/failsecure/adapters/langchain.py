@@ -40,7 +40,8 @@ What is patched (``wrapt``; ``unpatch`` restores every attribute):
   sees, instead of crashing the run.
 - ``langchain.agents.middleware.human_in_the_loop.HumanInTheLoopMiddleware.__init__``:
   each ``when`` predicate is put under the guard; only a real ``True``/``False`` keeps its
-  meaning, anything else (``None``, junk, a raise, a hang) means "ask the human".
+  meaning, anything else (``None``, junk, a raise, a hang) denies the call: nobody is
+  asked, and the call is denied (the audited reason) where it reaches its tool.
 - ``langchain.agents.factory._chain_tool_call_wrappers`` /
   ``_chain_async_tool_call_wrappers``: each middleware's wrapper gets the deadline while
   it holds the call (not while the tool it handed on runs); a wrapper that raises, misses
@@ -132,6 +133,9 @@ class LangChainAdapter(Adapter):
         #: (thread id, tool call id) of the HITL calls a ``when`` decided to review: on
         #: resume the predicate is asked again, and that first answer must stick
         self._reviewed: dict = {}
+        #: (thread id, model message id, tool call id) -> deny reason: the HITL calls whose
+        #: ``when`` failed (nobody is asked; the call is denied at its tool)
+        self._failed: dict = {}
         #: (thread id, model message id, tool call id) -> (guarded ``when``, pictures of
         #: the calls it judged): what a later rewrite is compared against
         self._judged: dict = {}
@@ -336,35 +340,49 @@ class LangChainAdapter(Adapter):
         return _GuardedWhen(self, when, tool if isinstance(tool, str) else None)
 
     def _judge_when(self, guarded: "_GuardedWhen", request: Any) -> Any:
+        """HITL's ``when`` for one call: ``True`` asks the human, ``False`` does not. A
+        predicate that failed (raised, hung, answered junk) denies the call: nobody is
+        asked (``False``) and the call is denied where it reaches its tool, with the reason
+        the audit recorded. A call without an id cannot be found there: the deny ends the
+        run (``ToolCallDenied``), as upstream's own raising predicate does."""
         call_key = _call_key(request)
+        if call_key is not None and call_key in self._failed:
+            return False  # the predicate failed for this call before: the deny stands
+        key = call_key if call_key is not None and call_key[0] is not None else None
+        if key is not None and key in self._reviewed:
+            return True  # asked for this call before: the review (and its answer) stands
+        review, denied = self._ask_when(guarded, request)
+        if denied is not None:
+            if call_key is None:
+                raise ToolCallDenied(denied)
+            self._judged.pop(call_key, None)  # it did not judge this call cleanly
+            _remember(self._failed, call_key, denied)
+            return False
         if call_key is not None:
             if len(self._judged) >= 4096 and call_key not in self._judged:
                 self._judged.pop(next(iter(self._judged)))
             seen = self._judged.setdefault(call_key, (guarded, []))[1]
             if len(seen) < 8:
                 seen.append(_call_picture(request))
-        key = call_key if call_key is not None and call_key[0] is not None else None
-        if key is not None and key in self._reviewed:
-            return True  # asked for this call before: the review (and its answer) stands
-        review = self._ask_when(guarded, request)
         if review and key is not None:
-            if len(self._reviewed) >= 4096:
-                self._reviewed.pop(next(iter(self._reviewed)))
-            self._reviewed[key] = True
+            _remember(self._reviewed, key, True)
         return review
 
-    def _ask_when(self, guarded: "_GuardedWhen", request: Any) -> bool:
+    def _ask_when(self, guarded: "_GuardedWhen", request: Any) -> tuple:
+        """(review?, deny reason): the predicate's answer, or the deny of a predicate that
+        failed (audited; None when the policy lets that failure pass)."""
         hook_id = self.callable_id(guarded.original)
         outcome = self.hook_call(hook_id, guarded.original, request, _validate=_when_verdict)
         if outcome.failure is None:
-            return outcome.verdict.action is Action.ASK  # type: ignore[union-attr]
-        # a failed predicate: audited; a deny (the default policy) means "ask the human"
+            return outcome.verdict.action is Action.ASK, None  # type: ignore[union-attr]
         _, call_id = _request_ids(request)
         try:
             decision = self.decide_stage(guarded.tool, [outcome], call_id=call_id)
-        except Exception:
-            return True
-        return decision.action is not Action.ABSTAIN and decision.action is not Action.ALLOW
+        except Exception as exc:
+            decision = self.failed(exc, guarded.tool, call_id)
+        if decision.action is Action.ABSTAIN or decision.action is Action.ALLOW:
+            return False, None
+        return False, decision.reason or _failure_text(hook_id, outcome.failure)
 
     def _predicates_of(self, request: Any) -> tuple:
         """The hook id of the HITL ``when`` predicate that judged this call, if any."""
@@ -385,7 +403,12 @@ class LangChainAdapter(Adapter):
         key = _call_key(request)
         known = self._judged.pop(key, None) if key is not None else None
         reviewed = self._reviewed.pop(key, None) if key is not None else None
-        if known is None or self.state != "patched":
+        failed = self._failed.pop(key, None) if key is not None else None
+        if self.state != "patched":
+            return None
+        if failed is not None:
+            return failed  # the call's `when` predicate failed: denied, nobody was asked
+        if known is None:
             return None
         guarded, seen = known
         call_id = key[2] if key is not None else None
@@ -397,9 +420,11 @@ class LangChainAdapter(Adapter):
         if any(_same_picture(final, p) for p in allowed if p is not None):
             return None
         try:
-            review = self._ask_when(guarded, request)
+            review, denied = self._ask_when(guarded, request)
         except Exception as exc:
             return self.failed(exc, guarded.tool, call_id, hook=self.callable_id(guarded.original)).reason
+        if denied is not None:
+            return denied
         if not review:
             return None
         hook = self.callable_id(guarded.original)
@@ -930,8 +955,18 @@ class _GuardedWhen:
             return self.original(request)
         try:
             return self.adapter._judge_when(self, request)
-        except Exception:
-            return True  # never "skip the review" because failsecure failed
+        except ToolCallDenied:
+            raise
+        except Exception as exc:  # failsecure failed: the call is denied, never let through
+            tool, call_id = _request_ids(request)
+            decision = self.adapter.failed(exc, self.tool or tool, call_id)
+            raise ToolCallDenied(decision.reason or "failsecure: denied") from None
+
+
+def _remember(table: dict, key: Any, value: Any) -> None:
+    if len(table) >= 4096 and key not in table:
+        table.pop(next(iter(table)))
+    table[key] = value
 
 
 def _when_verdict(native: Any) -> Verdict:

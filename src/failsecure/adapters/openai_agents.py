@@ -29,8 +29,10 @@ The patch (``wrapt``):
   and ``required`` hooks are consulted on every call.
 - ``evaluate_needs_approval_setting`` (at every module that imported it by name):
   a callable setting runs under the guard; ``True`` asks (ASK), ``False`` allows,
-  anything else is ``invalid``; a raise, a hang or junk requires approval (an
-  interruption), never skips it. ``function_needs_approval`` is wrapped only to know
+  anything else is ``invalid``; a raise, a hang or junk denies a function tool's call
+  (``needs_approval`` answers "no approval" and the guardrail loop, before the tool,
+  rejects the call with the audited reason: nobody is asked to approve a failed check);
+  for another tool (no guardrail path) it requires approval, never skips it. ``function_needs_approval`` is wrapped only to know
   the tool's name for the audit and the plugin gates.
 
 ASK is native (``supports_ask``): an ASK decision in the approval path is an approval
@@ -182,6 +184,9 @@ class OpenAIAgentsAdapter(Adapter):
         self._tripwire: Any = None
         self._mcp_watch = False
         self._mcp_patched = False
+        #: (tool name, call id) -> deny reason: function tool calls whose ``needs_approval``
+        #: callable failed; nobody is asked, the guardrail loop (before the tool) rejects them
+        self._failed: dict = {}
 
     # ------------------------------------------------------------ patching
 
@@ -392,17 +397,38 @@ class OpenAIAgentsAdapter(Adapter):
             tool, arguments = (named[0], self._arguments(named[1])) if named is not None else (None, rest[1] if len(rest) > 1 else None)
             call_id = _text(rest[2]) if len(rest) > 2 else None
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
+            if outcomes and outcomes[0].failure is not None and decision.action is Action.DENY:
+                reason = decision.reason or failure_reason(hook_id or self.name, outcomes[0].failure)
+                if self._deny_at_tool(tool, call_id, reason):
+                    return False
             return self._ask_rendered(decision, hook_id, tool)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:
-            self.failed(exc, (_function_call.get() or (None,))[0], hook=self.hook_id(NEEDS_APPROVAL))
-            return True
+            named = _function_call.get() or (None,)
+            decision = self.failed(exc, named[0], hook=self.hook_id(NEEDS_APPROVAL))
+            call_id = _text(rest[2]) if len(rest) > 2 else None
+            reason = decision.reason or failure_reason(self.hook_id(NEEDS_APPROVAL), Failure.RAISED)
+            return not self._deny_at_tool(named[0], call_id, reason)
+
+    def _deny_at_tool(self, tool: Optional[str], call_id: Optional[str], reason: str) -> bool:
+        """A function tool call whose approval check failed is denied, not put to a human
+        (who would not be told the check failed): ``needs_approval`` answers "no
+        approval" and the guardrail loop, which runs before the tool, rejects the call with
+        the audited reason. False where that loop cannot find the call (not a function
+        tool, no call id): the call then asks, as before."""
+        if tool is None or call_id is None or _function_call.get() is None:
+            return False
+        if len(self._failed) >= 4096 and (tool, call_id) not in self._failed:
+            self._failed.pop(next(iter(self._failed)))
+        self._failed[(tool, call_id)] = reason
+        return True
 
     @staticmethod
     def _ask_rendered(decision, hook_id: Optional[str], tool: Optional[str]) -> bool:
         """The Decision as ``needs_approval``'s bool. ASK asks. A deny from the
-        ``needs_approval`` hook itself (it failed) asks too: an approval is never skipped.
+        ``needs_approval`` hook itself (it failed) that the guardrail path cannot reject
+        (not a function tool) asks too: an approval is never skipped.
         Another deny (a plugin gate, ``required``) asks for a non-function tool (no other
         gate follows); for a function tool it is left to the guardrail path, which runs
         next and rejects the call with its reason."""
@@ -488,6 +514,9 @@ class OpenAIAgentsAdapter(Adapter):
         pre = _pre_approval.get()
         if pre:
             _pre_approval.set(False)
+        failed = self._failed.pop((tool, call_id), None) if call_id is not None else None
+        if failed is not None:
+            return failed  # its needs_approval failed: denied (audited then), nobody asked
         try:
             guardrails = list(getattr(func_tool, "tool_input_guardrails", None) or ())
             call = getattr(tool_context, "tool_call", None)

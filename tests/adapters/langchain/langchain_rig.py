@@ -479,8 +479,8 @@ class ReviewHarness(MiddlewareHarness):
     """The gate is the ``when`` predicate of ``HumanInTheLoopMiddleware`` for the tool
     (one per tool) in a real ``create_agent`` run with a checkpointer: ``True`` asks for a
     review (the run stops with an interrupt, left unanswered), ``False`` lets the call
-    run. A predicate has no deny and cannot rewrite; its fail-closed answer is the
-    review. ``told`` is what the model is told (the review request the human would see
+    run. A predicate has no deny and cannot rewrite; a failed one denies (the error
+    ``ToolMessage`` the model is told, no review). ``told`` is what the model is told (the review request the human would see
     shows the arguments by design, so it is not a deny text)."""
 
     kind = "HITL when"

@@ -100,11 +100,28 @@ def _has_per_call_mode() -> bool:
     return "interrupt_mode" in inspect.signature(HumanInTheLoopMiddleware.__init__).parameters
 
 
+def denied_by_the_predicate(rig, result, failure, exception_type=None):
+    """A failed ``when`` denied the call: nobody was asked, the tool did not run, the
+    model was told the deny the audit recorded (the predicate's hook id and the failure)."""
+    assert "__interrupt__" not in result and not rig.marker.ran
+    [message] = tool_messages(result)
+    event = rig.last()
+    assert event["outcome"] == "deny" and event["failure"] == failure
+    assert event["hook"].endswith(".when")
+    if exception_type is not None:
+        assert event["exception_type"] == exception_type
+    assert message.status == "error"
+    assert message.content == f"failsecure: hook '{event['hook']}' failed closed ({failure})"
+    assert "SECRET" not in rig.audit_path.read_text() and "SECRET" not in str(result)
+    assert [e["outcome"] for e in rig.events()] == ["deny"]  # one decision for the call
+
+
 @pytest.mark.skipif(not _has_per_call_mode(), reason="no interrupt_mode in this langchain release")
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("value", [None, True, False, "boom"], ids=["none", "true", "false", "raises"])
 def test_when_predicate_in_per_call_mode(rig, mode, value):
-    """``interrupt_mode="per_call"`` asks from ``wrap_tool_call`` (its own ``when`` call)."""
+    """``interrupt_mode="per_call"`` asks from ``wrap_tool_call`` (its own ``when`` call):
+    ``True`` asks, ``False`` runs, a junk or raising predicate denies without asking."""
 
     def when(request):
         if value == "boom":
@@ -114,8 +131,10 @@ def test_when_predicate_in_per_call_mode(rig, mode, value):
     result = run_hitl(rig, when, mode, interrupt_mode="per_call")
     if value is False:
         assert "__interrupt__" not in result and rig.marker.ran
-    else:
+    elif value is True:
         assert "__interrupt__" in result and not rig.marker.ran
+    else:
+        denied_by_the_predicate(rig, result, "raised" if value == "boom" else "invalid")
 
 
 def answers(value):
@@ -127,29 +146,24 @@ def answers(value):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("value", [None, "yes", 0, 1], ids=["none", "string", "zero", "one"])
-def test_when_predicate_answering_junk_asks_the_human(rig, mode, value):
-    result = run_hitl(rig, answers(value), mode)
-    assert "__interrupt__" in result and not rig.marker.ran
-    event = rig.last()
-    assert event["outcome"] == "deny" and event["failure"] == "invalid"
-    assert event["hook"].endswith("answers.<locals>.when")
+def test_when_predicate_answering_junk_denies(rig, mode, value):
+    denied_by_the_predicate(rig, run_hitl(rig, answers(value), mode), "invalid")
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_when_predicate_raising_asks_the_human(rig, mode):
+def test_when_predicate_raising_denies(rig, mode):
     def when(request):
         raise KeyError("SECRET")
 
-    result = run_hitl(rig, when, mode)
-    assert "__interrupt__" in result and not rig.marker.ran
-    assert (rig.last()["failure"], rig.last()["exception_type"]) == ("raised", "KeyError")
+    denied_by_the_predicate(rig, run_hitl(rig, when, mode), "raised", "KeyError")
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_when_predicate_hanging_asks_the_human(rig, mode):
-    result = run_hitl(rig, lambda request: rig.release.wait(5), mode)
-    assert "__interrupt__" in result and not rig.marker.ran
-    assert rig.last()["failure"] == "timeout"
+def test_when_predicate_hanging_denies(rig, mode):
+    def when(request):
+        return rig.release.wait(5)
+
+    denied_by_the_predicate(rig, run_hitl(rig, when, mode), "timeout")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -166,17 +180,42 @@ def test_when_predicate_none_skips_the_review_upstream(rig, upstream):
         assert "__interrupt__" not in result and rig.marker.ran
 
 
-def test_when_predicate_after_review_approve_runs(rig):
-    """The predicate runs again on resume; an approved call then runs."""
+def test_when_predicate_raising_ends_the_run_upstream(rig, upstream):
+    def when(request):
+        raise KeyError("SECRET")
+
+    with upstream, pytest.raises(KeyError):
+        run_hitl(rig, when, "sync")
+    assert not rig.marker.ran
+
+
+def test_a_true_predicate_then_an_approval_runs(rig):
+    """The predicate runs again on resume; an approved call then runs (the allow twin of
+    the failed predicate below)."""
     from langgraph.types import Command
 
-    agent = rig.agent(middleware=[hitl(answers(None))], checkpointer=InMemorySaver())
+    agent = rig.agent(middleware=[hitl(answers(True))], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t1"}}
     result = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config=config)
     assert "__interrupt__" in result and not rig.marker.ran
-    resume = _approve(result)
-    agent.invoke(Command(resume=resume), config=config)
+    agent.invoke(Command(resume=_approve(result)), config=config)
     assert rig.marker.ran
+
+
+@pytest.mark.parametrize("answer", ["raises", "junk"])
+def test_a_failed_predicate_is_never_put_to_a_human(rig, answer):
+    """A failed predicate is not a review a person could approve (not told it failed):
+    the call is denied at once, as the audit says."""
+
+    def when(request):
+        if answer == "raises":
+            raise KeyError("SECRET")
+        return None
+
+    agent = rig.agent(middleware=[hitl(when)], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config=config)
+    denied_by_the_predicate(rig, result, "raised" if answer == "raises" else "invalid")
 
 
 def _approve(result):

@@ -211,14 +211,30 @@ def start(agent, mode: str, thread: str):
 
 @pytest.mark.parametrize("hitl_mode", _modes(), ids=lambda m: m.get("interrupt_mode", "default"))
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("first", [True, KeyError(SECRET), "junk"], ids=["true", "raises", "junk"])
-def test_a_rejected_review_stands_when_the_predicate_flips_on_resume(rig, mode, first, hitl_mode):
-    when = flipping(first)
+def test_a_rejected_review_stands_when_the_predicate_flips_on_resume(rig, mode, hitl_mode):
+    when = flipping(True)
     agent = hitl_agent(rig, when, **hitl_mode)
     result = start(agent, mode, f"reject-{mode}")
     assert "__interrupt__" in result and not rig.marker.ran
     resume(agent, mode, result, "reject", f"reject-{mode}")
     assert not rig.marker.ran  # upstream: the predicate says False on resume and the tool runs
+
+
+@pytest.mark.parametrize("hitl_mode", _modes(), ids=lambda m: m.get("interrupt_mode", "default"))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("first", [KeyError(SECRET), "junk"], ids=["raises", "junk"])
+def test_a_failed_predicate_denies_without_a_review(rig, mode, first, hitl_mode):
+    """A predicate that fails denies the call there and then: no review a person could
+    approve, no second asking of the predicate (its later ``False`` would let it run)."""
+    when = flipping(first)
+    agent = hitl_agent(rig, when, **hitl_mode)
+    result = start(agent, mode, f"failed-{mode}")
+    assert "__interrupt__" not in result and not rig.marker.ran
+    [message] = tool_messages(result)
+    failure = "raised" if isinstance(first, BaseException) else "invalid"
+    assert message.status == "error" and message.content.endswith(f"failed closed ({failure})")
+    assert rig.last()["outcome"] == "deny" and rig.last()["failure"] == failure
+    assert len(when.calls) == 1
 
 
 @pytest.mark.parametrize("hitl_mode", _modes(), ids=lambda m: m.get("interrupt_mode", "default"))
@@ -317,3 +333,49 @@ def test_a_rewrite_after_review_runs_upstream(rig, upstream):
         agent = hitl_then(rig, etc_only, "cat /etc/shadow")
         start(agent, "sync", "upstream-smuggle")
     assert rig.marker.calls == [{"command": "cat /etc/shadow"}]
+
+
+def two_calls_agent(rig, when):
+    """One model message with two calls of the tool (batched HITL: one review for both)."""
+    from langchain.agents import create_agent
+
+    from failsecure_langchain_rig import ScriptedChat
+
+    calls = [{"name": TOOL, "args": {"command": c}, "id": f"call_{c}", "type": "tool_call"} for c in ("a", "b")]
+    model = ScriptedChat(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")]))
+    middleware = HumanInTheLoopMiddleware(interrupt_on={TOOL: {"allowed_decisions": ["approve", "reject"], "when": when}})
+    return create_agent(model, tools=[rig.marker.tool()], middleware=[middleware], checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("first", [KeyError(SECRET), "junk"], ids=["raises", "junk"])
+def test_a_failed_predicate_stays_a_deny_when_the_run_resumes(rig, first):
+    """Call a's predicate fails (then says False), call b's asks: the review is about b
+    alone, and after it is approved b runs and a is denied; a's predicate is not asked
+    again on resume nor counted as having judged a."""
+    asked = []
+
+    def when(request):
+        command = request.tool_call["args"]["command"]
+        asked.append(command)
+        if command == "a":
+            if asked.count("a") == 1:
+                if isinstance(first, BaseException):
+                    raise first
+                return first
+            return False
+        return True
+
+    agent = two_calls_agent(rig, when)
+    result = start(agent, "sync", "two")
+    [interrupt] = result["__interrupt__"]
+    assert [r["args"] for r in interrupt.value["action_requests"]] == [{"command": "b"}]
+    assert not rig.marker.ran
+    final = resume(agent, "sync", result, "approve", "two")
+    assert rig.marker.calls == [{"command": "b"}]
+    messages = {m.tool_call_id: m for m in tool_messages(final)}
+    failure = "raised" if isinstance(first, BaseException) else "invalid"
+    assert messages["call_a"].status == "error" and messages["call_a"].content.endswith(f"failed closed ({failure})")
+    assert messages["call_b"].status == "success"
+    assert asked.count("a") == 1
+    denies = [e for e in rig.events() if e["outcome"] == "deny"]
+    assert [(e["call_id"], e["failure"]) for e in denies] == [("call_a", failure)]

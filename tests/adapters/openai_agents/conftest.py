@@ -176,7 +176,8 @@ def failsecure_harness(tmp_path):
 class NeedsApprovalHarness(OpenAIAgentsHarness):
     """The gate is the tool's ``needs_approval`` callable (one per tool): ``True`` asks a
     human (an approval interruption, left unanswered), ``False`` lets the call run. It
-    has no deny and cannot rewrite; its fail-closed answer is the interruption."""
+    has no deny and cannot rewrite; a failed one denies (the rejection the model is told,
+    no interruption)."""
 
     kind = "needs_approval"
     has_ask = True

@@ -1,9 +1,8 @@
 """``needs_approval`` through real agent runs: a setting that raises, hangs or answers
-junk requires approval (an interruption, resolved through the run's state), never skips
-it; ``True``/``False`` keep their meaning; an ASK from a plugin gate is an interruption."""
+junk denies the call (no interruption a human could approve; the model is told the
+deny the audit records), never skips the check; ``True``/``False`` keep their meaning; an ASK from a plugin gate is an interruption."""
 
 import asyncio
-import time
 
 import pytest
 
@@ -40,16 +39,21 @@ def audited(rig, fn, failure, exception_type=None):
     assert event["tool"] == "run_command"
 
 
+def denied(rig, result, fn, failure, exception_type=None):
+    """A failed ``needs_approval`` denied the call: nobody is asked, the tool did not run,
+    the model was told the deny the audit recorded (the hook id and the failure)."""
+    assert result.interruptions == [] and rig.tool.runs() == []
+    audited(rig, fn, failure, exception_type)
+    assert rig.told() == f"failsecure: hook '{hook_of(fn)}' failed closed ({failure})"
+    assert len([e for e in rig.events() if e["outcome"] == "deny"]) == 1
+
+
 @pytest.mark.parametrize("mode", MODES)
-def test_none_requires_approval(rig, mode):
+def test_none_denies(rig, mode):
     def needs(ctx, params, call_id):
         return None
 
-    result = rig.run(needs_approval=needs, mode=mode)
-    interrupted(rig, result)
-    audited(rig, needs, "invalid")
-    approve_and_resume(rig, result, mode)
-    assert rig.tool.runs() == [{"command": "harmless"}]
+    denied(rig, rig.run(needs_approval=needs, mode=mode), needs, "invalid")
 
 
 def test_none_skips_approval_upstream(rig, adapter):
@@ -67,53 +71,42 @@ def test_none_skips_approval_upstream(rig, adapter):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("answer", ["yes", 1, 0, [], {"approve": True}], ids=["str", "1", "0", "list", "dict"])
-def test_junk_requires_approval(rig, mode, answer):
+def test_junk_denies(rig, mode, answer):
     def needs(ctx, params, call_id):
         return answer
 
-    interrupted(rig, rig.run(needs_approval=needs, mode=mode))
-    audited(rig, needs, "invalid")
+    denied(rig, rig.run(needs_approval=needs, mode=mode), needs, "invalid")
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("exc", [RuntimeError, SystemExit])
-def test_raising_requires_approval(rig, mode, exc):
+def test_raising_denies(rig, mode, exc):
     def needs(ctx, params, call_id):
         raise exc("secret-in-message")
 
-    result = rig.run(needs_approval=needs, mode=mode)
-    interrupted(rig, result)
-    audited(rig, needs, "raised", exc.__name__)
+    denied(rig, rig.run(needs_approval=needs, mode=mode), needs, "raised", exc.__name__)
     assert "secret-in-message" not in rig.audit_path.read_text()
-    # rejected by the human: the tool still does not run
-    approve_and_resume(rig, result, mode, approve=False)
-    assert rig.tool.runs() == []
+    assert "secret-in-message" not in rig.told()
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_hanging_sync_requires_approval(rig, mode):
+def test_hanging_sync_denies(rig, mode):
     release = rig.release
 
     def needs(ctx, params, call_id):
         release.wait(2)
         return False
 
-    start = time.monotonic()
-    interrupted(rig, rig.run(needs_approval=needs, mode=mode))
-    assert time.monotonic() - start < 1.95
-    audited(rig, needs, "timeout")
+    denied(rig, rig.run(needs_approval=needs, mode=mode), needs, "timeout")
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_hanging_async_requires_approval(rig, mode):
+def test_hanging_async_denies(rig, mode):
     async def needs(ctx, params, call_id):
         await asyncio.sleep(2)
         return False
 
-    start = time.monotonic()
-    interrupted(rig, rig.run(needs_approval=needs, mode=mode))
-    assert time.monotonic() - start < 1.95
-    audited(rig, needs, "timeout")
+    denied(rig, rig.run(needs_approval=needs, mode=mode), needs, "timeout")
 
 
 @pytest.mark.parametrize("mode", MODES)

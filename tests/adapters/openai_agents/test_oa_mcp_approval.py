@@ -2,8 +2,8 @@
 its tools' calls. The SDK turns it into the tool's ``needs_approval`` through a wrapper
 that answers ``bool(result)``: junk decides, and a hook id would name that wrapper. Under
 failsecure the server's policy itself is the gate: only ``True``/``False`` keep their
-meaning, anything else (and a raise, a hang) requires approval, and the audit names the
-user's policy. Real agent runs; every fail-closed case asserts the failure and has an
+meaning, anything else (and a raise, a hang) denies the call (nobody is asked), and the audit
+names the user's policy. Real agent runs; every fail-closed case asserts the failure and has an
 allow twin."""
 
 from __future__ import annotations
@@ -55,29 +55,38 @@ def test_a_policy_answering_true_asks(rig, mode):
     assert [i.tool_name for i in result.interruptions] == ["run_command"] and rig.tool.runs() == []
 
 
+def denied(rig, result, policy, failure):
+    assert result.interruptions == [] and rig.tool.runs() == []
+    events = [e for e in rig.events() if any(o["hook"] == hook_of(policy) for o in e["outcomes"])]
+    assert len(events) == 1 and (events[0]["outcome"], events[0]["failure"]) == ("deny", failure)
+    assert rig.told() == f"failsecure: hook '{hook_of(policy)}' failed closed ({failure})"
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("answer", [None, 0, "", "yes", [1]], ids=repr)
-def test_a_policy_answering_junk_requires_approval_and_names_the_policy(rig, mode, answer):
+def test_a_policy_answering_junk_denies_and_names_the_policy(rig, mode, answer):
     def policy(run_context, agent, tool):
         return answer
 
-    result = run_with(rig, policy, mode)
-    assert [i.tool_name for i in result.interruptions] == ["run_command"]  # upstream: falsy junk runs it
-    assert rig.tool.runs() == []
-    events = [e for e in rig.events() if any(o["hook"] == hook_of(policy) for o in e["outcomes"])]
-    assert events and events[0]["failure"] == "invalid"
+    denied(rig, run_with(rig, policy, mode), policy, "invalid")  # upstream: falsy junk runs it
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_hanging_policy_requires_approval(rig, mode):
+def test_a_hanging_policy_denies(rig, mode):
     async def policy(run_context, agent, tool):
         await asyncio.sleep(3)
         return False
 
-    result = run_with(rig, policy, mode)
-    assert [i.tool_name for i in result.interruptions] == ["run_command"] and rig.tool.runs() == []
-    events = [e for e in rig.events() if any(o["hook"] == hook_of(policy) for o in e["outcomes"])]
-    assert events and events[0]["failure"] == "timeout"
+    denied(rig, run_with(rig, policy, mode), policy, "timeout")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_raising_policy_denies(rig, mode):
+    def policy(run_context, agent, tool):
+        raise KeyError("secret-in-message")
+
+    denied(rig, run_with(rig, policy, mode), policy, "raised")
+    assert "secret-in-message" not in rig.audit_path.read_text()
 
 
 def test_a_falsy_junk_policy_skips_approval_upstream(rig, adapter):
