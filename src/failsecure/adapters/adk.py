@@ -56,7 +56,7 @@ from types import SimpleNamespace
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError, asettle, when_imported
-from failsecure.verdict import Action, Invalid, Outcome, Verdict
+from failsecure.verdict import ABSTAIN, Action, Invalid, Outcome, Verdict
 
 PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
 LLM_AGENT = "google.adk.agents.llm_agent"
@@ -78,7 +78,6 @@ GATE_MODULE, GATE = "google.adk.tools._confirmation_utils", "apply_confirmation_
 #: the order ADK binds callback parameters positionally when the names do not match
 _POSITIONAL = ("tool", "args", "tool_context")
 
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
 
 #: the tool context whose agent callbacks the plugin stage already ran (this task only)
 _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_judged", default=None)
@@ -476,7 +475,7 @@ class ADKAdapter(Adapter):
         short-circuit result, a deny that answers the call itself. Anything else (a
         string, ``False``, a list, a dict subclass, a hostile object) is INVALID."""
         if native is None:
-            return _ABSTAIN
+            return ABSTAIN
         if type(native) is not dict:
             raise Invalid()
         for key in native:

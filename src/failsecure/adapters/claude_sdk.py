@@ -54,7 +54,7 @@ from typing import Any, Optional
 
 from failsecure.adapter import CHANGED, Adapter, PatchError, auntil_stable, current_config, same, snapshot
 from failsecure.adapter import adapter as registered
-from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
 QUERY = "claude_agent_sdk._internal.query"
 TYPES = "claude_agent_sdk.types"
@@ -71,7 +71,6 @@ CLI_DEADLINE_SHARE = 0.8
 MAX_PENDING = 256
 _DECISIONS = {"allow": Action.ALLOW, "deny": Action.DENY, "ask": Action.ASK, "defer": Action.ASK}
 DEFER = "defer"
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
 _MARK = "_failsecure_session"
 #: the fields of a hook input the CLI sends for every event (kept from the latest
 #: request, for a PermissionRequest decision the permission callback has to start)
@@ -332,7 +331,7 @@ class _Session:
             seen = {o.hook for o in outcomes}
             for hook in required:  # registered with this session, not consulted for this call: present
                 if hook in self.registered and hook not in seen:
-                    outcomes.append(Outcome(hook=hook, verdict=_ABSTAIN))
+                    outcomes.append(Outcome(hook=hook, verdict=ABSTAIN))
                     seen.add(hook)
         call_id = tool_use_id if type(tool_use_id) is str and tool_use_id else None
         final = state["judged"]
@@ -354,7 +353,7 @@ class _Session:
         if not required:
             return outcomes
         seen = {o.hook for o in outcomes}
-        return outcomes + [Outcome(hook=h, verdict=_ABSTAIN) for h in required if h in self.registered and h not in seen]
+        return outcomes + [Outcome(hook=h, verdict=ABSTAIN) for h in required if h in self.registered and h not in seen]
 
     # -------------------------------------------------------------- rendering
 

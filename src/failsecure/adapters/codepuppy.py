@@ -52,7 +52,7 @@ import threading
 from typing import Any, Optional
 
 from failsecure.adapter import INVALID, Adapter, PatchError, activate, asettle, command_name, process_failure, run_command, when_imported
-from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 log = logging.getLogger("failsecure")
 
@@ -80,7 +80,6 @@ _TEXT_KEYS = ("context_message", "rewrite", "rewrite_reason", "tool_result")
 _REASON_KEYS = ("error_message", "reason", "reasoning")
 _KNOWN_KEYS = frozenset(("blocked",) + _TEXT_KEYS + _REASON_KEYS)
 _GENERIC_BLOCK = "Tool execution blocked by hook"  # upstream's own default text
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
 _ALLOW = Verdict(action=Action.ALLOW)
 _DENY = Verdict(action=Action.DENY)
 
@@ -107,7 +106,7 @@ def _block_verdict(native: Any) -> Verdict:
     ``False``, a list, a typo'd key, a dict subclass, a hostile object) is INVALID.
     """
     if native is None:
-        return _ABSTAIN
+        return ABSTAIN
     if type(native) is not dict:
         raise Invalid()
     clean: dict = {}
@@ -125,7 +124,7 @@ def _block_verdict(native: Any) -> Verdict:
         else:
             clean[key] = _reason_text(value)
     if not clean:
-        return _ABSTAIN
+        return ABSTAIN
     if clean.get("blocked") is True:
         reason = clean.get("error_message") or clean.get("reason") or _GENERIC_BLOCK
         return Verdict(action=Action.DENY, reason=reason, data=clean)
@@ -135,7 +134,7 @@ def _block_verdict(native: Any) -> Verdict:
 def _file_verdict(native: Any) -> Verdict:
     """Validator for ``file_permission``: True approves, False denies, None abstains."""
     if native is None:
-        return _ABSTAIN
+        return ABSTAIN
     if native is True:
         return _ALLOW
     if native is False:
@@ -329,7 +328,7 @@ class CodePuppyAdapter(Adapter):
         if category is None and blocked_by is None:
             found = _processes.get()
             if found is not None:  # it ran and had no objection: there, for `required`
-                found.append(Outcome(hook=hook_id, verdict=_ABSTAIN, elapsed_ms=ran.elapsed_ms))
+                found.append(Outcome(hook=hook_id, verdict=ABSTAIN, elapsed_ms=ran.elapsed_ms))
             return result_type(
                 blocked=False, hook_command=hook_id, stdout=stdout, stderr=ran.stderr.decode("utf-8", "replace"),
                 exit_code=code, duration_ms=ran.elapsed_ms, hook_id=getattr(hook, "id", None),

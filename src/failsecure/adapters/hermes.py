@@ -55,7 +55,7 @@ from failsecure.adapter import (
     settle,
     type_name,
 )
-from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
 EVENT = "pre_tool_call"
 PLUGINS = "hermes_cli.plugins"
@@ -63,7 +63,6 @@ MIDDLEWARE = "hermes_cli.middleware"
 SHELL = "agent.shell_hooks"
 #: the aggregator entry points call sites import (lazily, inside try/except Exception)
 ENTRY_POINTS = ("resolve_pre_tool_block", "get_pre_tool_call_block_message")
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
 _DEFAULT_SHELL_BLOCK = "Blocked by shell hook."  # hermes' own default for a shell block
 
 
@@ -366,7 +365,7 @@ class HermesAdapter(Adapter):
         non-empty string message (a message-less block is junk, INVALID); an approve
         (0.18.1+) may carry a message and a ``rule_key``. Anything else is INVALID."""
         if native is None:
-            return _ABSTAIN
+            return ABSTAIN
         if not isinstance(native, dict):
             raise Invalid()
         action = native.get("action")
@@ -543,7 +542,7 @@ def _shell_verdict(run: Optional[dict]) -> Verdict:
     host); exit 2 is the Claude-style block; output other than nothing or a block
     directive is INVALID."""
     if run is None:  # the matcher did not select this tool
-        return _ABSTAIN
+        return ABSTAIN
     code = run.get("returncode")
     category = process_failure(bool(run.get("error")), bool(run.get("timed_out")), code)
     if run.get("oversized"):
@@ -557,7 +556,7 @@ def _shell_verdict(run: Optional[dict]) -> Verdict:
     if code == 2:
         return Verdict(action=Action.DENY, reason=_DEFAULT_SHELL_BLOCK)
     if kind == "none":
-        return _ABSTAIN
+        return ABSTAIN
     raise Invalid()
 
 

@@ -85,7 +85,7 @@ from failsecure.adapter import (
     unsettled,
     when_imported,
 )
-from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
 log = logging.getLogger("failsecure")
 
@@ -94,7 +94,6 @@ FACTORY = "langchain.agents.factory"
 HITL = "langchain.agents.middleware.human_in_the_loop"
 TOOL_NODE = "langgraph.prebuilt.tool_node"
 EVENT = "on_tool_start"
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
 #: the hooks that judged this call on its way to the tool: ``wrap_tool_call`` middleware
 #: that handed it on (outermost first), the HITL ``when`` predicate that judged it
 _TOOK_PART: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed_on", default=())
@@ -227,7 +226,7 @@ class LangChainAdapter(Adapter):
         """A gate handler's ``on_tool_start`` answer: LangChain ignores return values, so
         ``None`` is the only answer (no objection); anything else is INVALID."""
         if native is None:
-            return _ABSTAIN
+            return ABSTAIN
         raise Invalid()
 
     def _split(self, handlers: Any, ignore: Any) -> tuple[list, list]:
@@ -974,7 +973,7 @@ def _when_verdict(native: Any) -> Verdict:
     if native is True:
         return _REVIEW
     if native is False:
-        return _ABSTAIN
+        return ABSTAIN
     raise Invalid()
 
 
@@ -1149,7 +1148,7 @@ def _took_part() -> list:
     """The hooks that judged the call on its way here, as outcomes of the tool's
     decision: they took part (a ``required`` one is present, the audit names it), with no
     opinion of their own in it."""
-    return [Outcome(hook=h, verdict=_ABSTAIN) for h in _TOOK_PART.get()]
+    return [Outcome(hook=h, verdict=ABSTAIN) for h in _TOOK_PART.get()]
 
 
 def _is_answer(result: Any) -> bool:

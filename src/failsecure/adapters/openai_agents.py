@@ -67,7 +67,7 @@ import threading
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError, asettle, plugin_gates, when_imported
-from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 PACKAGE = "agents"
 TOOL_EXECUTION = "agents.run_internal.tool_execution"
@@ -90,7 +90,6 @@ FAILURE_BEHAVIORS = ("reject_content", "raise_exception")
 
 _ALLOW = Verdict(action=Action.ALLOW)
 _ASK = Verdict(action=Action.ASK)
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
 
 #: (tool name, parsed arguments) of the function tool call whose ``needs_approval`` is
 #: being evaluated: for the audit and the plugin gates (the setting gets ``{}`` as its
@@ -574,7 +573,7 @@ class OpenAIAgentsAdapter(Adapter):
         setting = getattr(func_tool, "needs_approval", None)
         if isinstance(setting, bool) or not callable(setting):
             return []
-        return [Outcome(hook=self.callable_id(getattr(setting, "_failsecure_policy", setting)), verdict=_ABSTAIN)]
+        return [Outcome(hook=self.callable_id(getattr(setting, "_failsecure_policy", setting)), verdict=ABSTAIN)]
 
     def _record(self, results: Any, ran: list) -> None:
         """Each guardrail's valid output goes to the run's results, as upstream."""

@@ -64,7 +64,7 @@ import threading
 from typing import Any
 
 from failsecure.adapter import Adapter, PatchError, asettle, current_config, same, snapshot
-from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict, failure_reason
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 HOOKS = "pydantic_ai.capabilities.hooks"
 EXCEPTIONS = "pydantic_ai.exceptions"
@@ -121,7 +121,6 @@ _CALLING: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_a
 #: set by the tool manager's ``_raw_execute`` while the toolsets dispatch the call
 _DISPATCH: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_dispatch", default=None)
 
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
 
 
 class _Raised:
@@ -325,7 +324,7 @@ class PydanticAIAdapter(Adapter):
         """``handle_deferred_tool_calls`` answers: ``None`` or a ``DeferredToolResults``
         whose approvals are bools, ``ToolApproved`` or ``ToolDenied`` keyed by call id."""
         if native is None:
-            return _ABSTAIN
+            return ABSTAIN
         if not isinstance(native, self._results_type):
             raise Invalid()
         approvals, calls = native.approvals, native.calls
