@@ -695,11 +695,11 @@ from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
     unsettled,
     until_stable,
 )
-from .reduce import ask_unsupported  # noqa: E402  (the deny text of an ASK a framework cannot render)
+from .reduce import RANK, ask_unsupported  # noqa: E402  (what outranks what; the deny text of an ASK a framework cannot render)
 
 __all__ = (
     "Adapter", "Check", "PatchError",
-    "CHANGED", "INVALID", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "callable_name",
+    "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "callable_name",
     "command_name", "current_config", "fingerprint", "plugin_gates", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
     from .policy import Config
 
-_RANK = {Action.DENY: 3, Action.ASK: 2, Action.ALLOW: 1, Action.ABSTAIN: 0}
+#: the order of the actions (deny > ask > allow > abstain): what outranks what
+RANK = {Action.DENY: 3, Action.ASK: 2, Action.ALLOW: 1, Action.ABSTAIN: 0}
+_RANK = RANK
 _NOBODY = Verdict(action=Action.ABSTAIN)
 
 

@@ -52,7 +52,7 @@ from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, Adapter, PatchError, auntil_stable, current_config, same, snapshot
+from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, current_config, same, snapshot
 from failsecure.adapter import adapter as registered
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
@@ -698,7 +698,7 @@ class ClaudeSDKAdapter(Adapter):
                 if mapped is None:
                     raise Invalid()
                 kind = decision
-                if _RANK[mapped] > _RANK[action] or (mapped is action and decision == "deny"):
+                if RANK[mapped] > RANK[action] or (mapped is action and decision == "deny"):
                     action = mapped
                     reason = specific.get("permissionDecisionReason") or native.get("reason")
             updated = specific.get("updatedInput")
@@ -749,7 +749,7 @@ class ClaudeSDKAdapter(Adapter):
                 else:
                     raise Invalid()
                 kind = behavior
-                if _RANK[mapped] >= _RANK[action]:
+                if RANK[mapped] >= RANK[action]:
                     action = mapped
                     if mapped is Action.DENY:
                         reason = decision.get("message") or reason
@@ -802,7 +802,6 @@ def _denied_by(decision, verb: str = "denied") -> str:
     return f"failsecure: hook '{primary.hook if primary is not None else ClaudeSDKAdapter.name}' {verb} the call"
 
 
-_RANK = {Action.ABSTAIN: 0, Action.ALLOW: 1, Action.ASK: 2, Action.DENY: 3}
 
 
 def _block_on_failure(request: dict) -> dict:
