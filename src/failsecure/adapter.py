@@ -28,6 +28,9 @@ from .verdict import Action, Decision, Failure, Outcome, Verdict
 
 _DENY = Verdict(action=Action.DENY)
 
+#: held while a new tool class gets its boundary (``wrap_subclasses``)
+_bounding = threading.RLock()
+
 #: raised at a framework's innermost tool call for an ungoverned call that is denied
 Ungoverned = _boundary.Ungoverned
 
@@ -874,7 +877,7 @@ class Adapter(abc.ABC):
             if adapter.state != "patched":
                 return
             try:
-                with adapter._lock:
+                with _bounding:
                     bound(cls)
             except Exception as exc:
                 problem(f"failsecure: {adapter.name}: a tool class's boundary was not set ({type_name(exc)})")
