@@ -45,7 +45,7 @@ import sys
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, PatchError, fingerprint, settle, when_imported
+from failsecure.adapter import Adapter, PatchError, settle, when_imported
 from failsecure.verdict import Action, Invalid, Verdict
 
 log = logging.getLogger("failsecure")
