@@ -55,20 +55,24 @@ def _fast(value: Any, budget: list) -> Any:
         return None
     if kind is dict:
         out: list = ["d"]
+        append = out.append
         for k, v in value.items():
             if type(k) is not str:
                 return None
+            append(k)
+            if type(v) in _SCALARS:  # the common case, without a call
+                append(v)
+                continue
             pv = _fast(v, budget)
             if pv is None:
                 return None
-            out.append(k)
-            out.append(pv)
+            append(pv)
         return tuple(out)
     if kind is list or kind is tuple:
         items: list = ["l" if kind is list else "t"]
         for v in value:
-            pv = _fast(v, budget)
-            if pv is None:
+            pv = v if type(v) in _SCALARS else _fast(v, budget)
+            if pv is None and v is not None:
                 return None
             items.append(pv)
         return tuple(items)
