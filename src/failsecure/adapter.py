@@ -23,11 +23,31 @@ import weakref
 from typing import Any, Callable, ClassVar, Iterable, Optional
 
 from . import audit, guard, hookid, policy
+from . import boundary as _boundary
 from . import reduce as _reduce
 from .report import internal, internal_error, problem, type_name
 from .verdict import Action, Decision, Failure, Outcome, Verdict
 
 _DENY = Verdict(action=Action.DENY)
+
+_A_DENY, _A_ASK = Action.DENY, Action.ASK  # read once: an Enum member lookup costs a microsecond
+
+#: held while a new tool class gets its boundary (``wrap_subclasses``)
+_bounding = threading.RLock()
+
+#: raised at a framework's innermost tool call for an ungoverned call that is denied
+Ungoverned = _boundary.Ungoverned
+
+
+def _shape(fn: Any) -> str:
+    """"agen", "async" or "sync": what calling ``fn`` gives."""
+    import inspect
+
+    if inspect.isasyncgenfunction(fn):
+        return "agen"
+    if inspect.iscoroutinefunction(fn):
+        return "async"
+    return "sync"
 
 _ABSENT = object()
 
@@ -657,6 +677,218 @@ class Adapter(abc.ABC):
         except Exception:  # noqa: BLE001 - cannot tell (a broken config or plugin): decide, fail closed
             return True
 
+    # ------------------------------------------------------------ the tool boundary
+    # (issue 29, docs/ungoverned.md) An adapter wraps its framework's run entry points
+    # (``wrap_run``) and the innermost tool execution (``wrap_boundary``;
+    # ``wrap_subclasses`` where every tool class has its own), and calls ``granted``
+    # where a decision allows a call. The core keeps the ledger, decides and audits
+    # (``failsecure.boundary``).
+
+    def user_gates(self) -> bool:
+        """A gate of this framework is registered now (what an ungoverned call would
+        bypass); default: ``inventory()`` is not empty."""
+        return bool(self.inventory())
+
+    def granted(self, decision: Decision, tool: Optional[str], call_id: Optional[str], arguments: Any,
+                also: tuple = ()) -> None:
+        """Where ``decision`` allows a call: it may run once, with the judged ``arguments``
+        (``also``: the same arguments as the framework itself normalises them before the
+        tool runs); a deny or an ask takes back an earlier grant of the call id. Call it
+        with the arguments as they are after every gate. Never raises."""
+        try:
+            action = decision.verdict.action
+            if action is _A_DENY or action is _A_ASK:
+                _boundary.revoke(call_id)
+                return
+            _boundary.grant(tool, call_id, arguments, also)
+        except Exception as exc:  # noqa: BLE001 - failsecure's own failure: reported; no grant, so the call is ungoverned (fail closed)
+            internal(exc, f"failsecure: the {self.name} grant failed ({{type}})")
+
+    def run_scope(self) -> "_boundary.run_scope":
+        """``with self.run_scope():`` around a run entry point's body (``wrap_run`` does it)."""
+        return _boundary.run_scope()
+
+    def at_boundary(self, tool: Optional[str], call_id: Optional[str], arguments: Any, *, key: Any = None,
+                    where: Optional[str] = None, gated: Optional[bool] = None) -> tuple:
+        """At the innermost tool call: ``(None, token)`` to run it (``leave(token)`` after
+        it ran), or ``(Decision, None)``: an ungoverned call, denied. Never raises."""
+        try:
+            return _boundary.check(self, tool, call_id, arguments, key, where, gated)
+        except Exception as exc:  # noqa: BLE001 - never raises into the tool call: a failure is a deny, audited
+            return self.failed(exc, tool, call_id, hook=f"{self.name}:{where or 'boundary'}"), None
+
+    @staticmethod
+    def leave(token: Any, failed: bool = False) -> None:
+        """After the execution ``at_boundary`` let run (``failed``: it raised)."""
+        _boundary.leave(token, failed)
+
+    def wrap_run(self, owner: Any, attr: str, gated: Optional[Callable[[Any], bool]] = None) -> None:
+        """Make ``owner.attr`` (a sync, async or async-generator method) a run entry point:
+        its body runs inside a run scope. ``gated(instance)``: the entering object has a
+        gate of this framework registered (its run's ungoverned calls are then denied)."""
+        adapter = self
+        shape = _shape(vars(owner)[attr] if attr in vars(owner) else getattr(owner, attr))
+
+        def enter(instance: Any) -> Any:
+            scope = _boundary.run_scope()
+            run = scope.__enter__()
+            if gated is not None and not run.gated.get(adapter.name):
+                try:
+                    if gated(instance):
+                        run.gated[adapter.name] = True
+                except Exception:  # noqa: BLE001 - the framework's own object: cannot tell, fail closed
+                    run.gated[adapter.name] = True
+            return scope
+
+        if shape == "agen":
+            def wrapper(wrapped, instance, args, kwargs):
+                async def run_gen():
+                    scope = enter(instance)
+                    try:
+                        async for item in wrapped(*args, **kwargs):
+                            yield item
+                    finally:
+                        scope.__exit__()
+                return run_gen()
+        elif shape == "async":
+            def wrapper(wrapped, instance, args, kwargs):
+                async def run_coro():
+                    scope = enter(instance)
+                    try:
+                        return await wrapped(*args, **kwargs)
+                    finally:
+                        scope.__exit__()
+                return run_coro()
+        else:
+            def wrapper(wrapped, instance, args, kwargs):
+                scope = enter(instance)
+                try:
+                    return wrapped(*args, **kwargs)
+                finally:
+                    scope.__exit__()
+        self.wrap(owner, attr, wrapper)
+
+    def wrap_boundary(self, owner: Any, attr: str, read: Callable[[Any, tuple, dict], Any], where: Optional[str] = None) -> None:
+        """Make ``owner.attr`` (sync, async or async generator) an innermost tool call.
+        ``read(instance, args, kwargs)`` -> ``(tool, call_id, arguments, key, gated)``, or
+        None when this is no tool execution to check. An ungoverned call that is denied
+        raises ``Ungoverned`` (its text the Decision's reason) instead of running."""
+        adapter = self
+        shape = _shape(vars(owner)[attr])
+        where = where or f"{getattr(owner, '__qualname__', owner)}.{attr}"
+
+        def enter(instance: Any, args: tuple, kwargs: dict) -> Any:
+            if _boundary.current() is None:  # outside any run: the fast way out
+                return None
+            try:
+                found = read(instance, args, kwargs)
+            except Exception:  # noqa: BLE001 - the tool's own attributes: cannot read them, so it matches no grant
+                found = (None, None, CHANGED, None, None)
+            if found is None:
+                return None
+            tool, call_id, arguments, key, gated = found
+            denied, token = adapter.at_boundary(tool, call_id, arguments, key=key, where=where, gated=gated)
+            if denied is not None:
+                raise _boundary.Ungoverned(denied)
+            return token
+
+        if shape == "agen":
+            def wrapper(wrapped, instance, args, kwargs):
+                async def run_gen():
+                    token = enter(instance, args, kwargs)
+                    if token is None:
+                        async for item in wrapped(*args, **kwargs):
+                            yield item
+                        return
+                    key = _boundary.inside()
+                    grant, token.grant = token.grant, None
+                    _boundary.leave(token)  # the tool's own code runs inside; what it yields, outside
+                    inner = wrapped(*args, **kwargs)
+                    try:
+                        while True:
+                            step = _boundary.enter_inside(key)
+                            try:
+                                item = await inner.__anext__()
+                            except StopAsyncIteration:
+                                return
+                            except BaseException:
+                                step.run, step.grant = token.run, grant
+                                _boundary.leave(step, failed=True)
+                                step = None
+                                raise
+                            finally:
+                                _boundary.leave(step)
+                            grant = None  # it ran: the grant is spent
+                            yield item
+                    finally:
+                        await inner.aclose()
+                return run_gen()
+        elif shape == "async":
+            def wrapper(wrapped, instance, args, kwargs):
+                async def run_coro():
+                    token = enter(instance, args, kwargs)
+                    try:
+                        result = await wrapped(*args, **kwargs)
+                    except BaseException:
+                        _boundary.leave(token, failed=True)
+                        raise
+                    _boundary.leave(token)
+                    return result
+                return run_coro()
+        else:
+            def wrapper(wrapped, instance, args, kwargs):
+                token = enter(instance, args, kwargs)
+                try:
+                    result = wrapped(*args, **kwargs)
+                except BaseException:
+                    _boundary.leave(token, failed=True)
+                    raise
+                _boundary.leave(token)
+                return result
+        self.wrap(owner, attr, wrapper)
+        try:
+            vars(owner)[attr]._self_failsecure_boundary = True
+        except Exception:  # noqa: BLE001 - only a marker for doctor; the wrapper is in place either way
+            pass
+
+    def wrap_subclasses(self, base: type, attrs: tuple, read: Callable[[Any, tuple, dict], Any]) -> None:
+        """``wrap_boundary`` on ``attrs`` of ``base`` and of every subclass that defines its
+        own (the tool classes a framework and its users write), those defined later too
+        (through ``base.__init_subclass__``). An abstract method is left alone."""
+        adapter = self
+
+        def bound(cls: type) -> None:
+            for attr in attrs:
+                value = vars(cls).get(attr)
+                if value is None or not callable(value) or getattr(value, "__isabstractmethod__", False):
+                    continue
+                if getattr(value, "_self_failsecure_boundary", False):
+                    continue
+                adapter.wrap_boundary(cls, attr, read, where=f"{cls.__qualname__}.{attr}")
+
+        pending = [base]
+        while pending:
+            cls = pending.pop()
+            bound(cls)
+            pending += type.__subclasses__(cls)
+        own = vars(base).get("__init_subclass__")
+        original = own.__func__ if isinstance(own, classmethod) else None
+
+        def __init_subclass__(cls, **kwargs):
+            if original is not None:
+                original(cls, **kwargs)
+            else:
+                super(base, cls).__init_subclass__(**kwargs)
+            if adapter.state != "patched":
+                return
+            try:
+                with _bounding:
+                    bound(cls)
+            except Exception as exc:  # noqa: BLE001 - failsecure's own failure: reported; other classes keep theirs
+                internal(exc, f"failsecure: {adapter.name}: a tool class's boundary was not set ({{type}})")
+
+        self.replace(base, "__init_subclass__", classmethod(__init_subclass__))
+
     def inventory(self) -> list[str]:
         """The hook ids of the gates registered with the framework now (for ``doctor``).
         Adapters override it; the default knows none."""
@@ -698,7 +930,7 @@ from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
 from .reduce import RANK, ask_unsupported  # noqa: E402  (what outranks what; the deny text of an ASK a framework cannot render)
 
 __all__ = (
-    "Adapter", "Check", "PatchError",
+    "Adapter", "Check", "PatchError", "Ungoverned",
     "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "callable_name",
     "command_name", "current_config", "fingerprint", "plugin_gates", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
@@ -746,4 +978,5 @@ def adapter(name: str) -> "Adapter":
     from . import activation
 
     return activation.get(name)
+
 

@@ -105,7 +105,7 @@ def _why_not(report: dict) -> Optional[str]:
 def _doctor(args) -> int:
     import importlib
 
-    from . import activation, plugins, policy
+    from . import activation, boundary, plugins, policy
 
     config = policy.load_light()
     rows = []
@@ -121,6 +121,10 @@ def _doctor(args) -> int:
                 adapter.patch()
             row = adapter.status()
             row["gates"] = _gate_rows(adapter, config)
+            # tool calls that ran inside an agent run without a decision (docs/ungoverned.md),
+            # in this process (an application calling doctor in-process; the audit file
+            # holds every process's)
+            row["ungoverned"] = boundary.seen.get(name, 0)
             if not args.no_self_test:
                 try:
                     row["self_test"] = [c.as_dict() for c in adapter.self_test()]
@@ -145,7 +149,8 @@ def _doctor(args) -> int:
             r["fresh_interpreter"] = dict(got, why=None if got.get("state") != "unpatched" else fresh.get("why_not"))
     report: dict = {
         "config": {"source": config.source, "files": config.sources, "error": config.error, "timeout": config.timeout,
-                   "on_error": config.on_error, "ignored": [f"{w}: {s}" for w, s in config.ignored]},
+                   "on_error": config.on_error, "ungoverned": config.ungoverned,
+                   "ignored": [f"{w}: {s}" for w, s in config.ignored]},
         "plugins_failed": [{"plugin": n, "why": w} for n, w in plugins.load_failures],
         "plugin_aliases": [{"plugin": n, "registered_as": a} for n, a in plugins.aliases.items()],
         "drop_in": {k: fresh.get(k) for k in ("python", "flags", "drop_in", "why_not", "error")},
@@ -165,7 +170,7 @@ def _doctor(args) -> int:
         _out(json.dumps(report, indent=2))
         return 1 if failed else 0
     lines = [f"config: {', '.join(config.sources) or 'defaults'}" + (f"  ERROR: {config.error}" if config.error else ""),
-             f"  on_error={config.on_error} timeout={config.timeout}s"]
+             f"  on_error={config.on_error} timeout={config.timeout}s ungoverned={config.ungoverned}"]
     lines += [f"  ignored (project file may only tighten): {i}" for i in report["config"]["ignored"]]
     drop_in = report["drop_in"]
     if drop_in.get("error"):
@@ -205,6 +210,9 @@ def _doctor(args) -> int:
                 continue
             lines.append(f"  gate {g['hook']}: role={g['role']} on_error={g['on_error']} timeout={g['timeout']}"
                          f"  (from {', '.join(f'{k}: {v}' for k, v in g['from'].items())})")
+        if r.get("ungoverned"):
+            lines.append(f"  UNGOVERNED: {r['ungoverned']} tool call(s) ran inside an agent run without a decision in this process "
+                         "(audit failure \"ungoverned\"; docs/ungoverned.md)")
         for c in r.get("self_test", ()):
             lines.append(f"  [{'ok' if c['ok'] else 'FAIL'}] {c['name']}" + (f": {c['detail']}" if c["detail"] else ""))
     for h in report["hosts"]:

@@ -7,6 +7,7 @@ TIMEOUT = "timeout"  # the hook did not answer before its deadline
 INVALID = "invalid"  # the hook answered something the framework would not honour
 MISSING = "missing"  # the hook was not there: a required hook not loaded, a command that cannot start, a patch target gone
 CRASHED = "crashed"  # the hook process died: a signal, or an exit status the protocol gives no meaning
+UNGOVERNED = "ungoverned"  # a tool ran inside an agent run without a decision of failsecure for that call
 
 
 def failure_reason(hook, category):
@@ -14,6 +15,8 @@ def failure_reason(hook, category):
     category = getattr(category, "value", category)
     if category == MISSING:
         return "failsecure: hook '%s' is missing" % (hook,)
+    if category == UNGOVERNED:
+        return "failsecure: a tool ran at '%s' without a decision for that call (ungoverned)" % (hook,)
     return "failsecure: hook '%s' failed closed (%s)" % (hook, category)
 
 

@@ -45,7 +45,10 @@ DEFAULT_TIMEOUT = 30.0
 
 ON_ERROR = ("deny", "allow")
 ROLES = ("gate", "observer")
-_TOP = ("on_error", "timeout", "required", "audit", "hooks")
+#: a tool that runs inside an agent run without a decision (docs/ungoverned.md): denied
+#: whenever a gate is in force ("deny"), or allowed and audited ("audit")
+UNGOVERNED = ("deny", "audit")
+_TOP = ("on_error", "timeout", "required", "audit", "hooks", "ungoverned")
 _HOOK = ("on_error", "timeout", "role")
 _AUDIT = ("path", "otel")
 
@@ -81,7 +84,7 @@ class HookPolicy:
 
 class Config:
     __slots__ = ("on_error", "timeout", "required", "audit_path", "hooks", "error", "source", "_resolved",
-                 "origins", "ignored", "sources", "audit_otel")
+                 "origins", "ignored", "sources", "audit_otel", "ungoverned")
 
     def __init__(
         self,
@@ -93,6 +96,7 @@ class Config:
         error: str | None = None,
         source: str | None = None,
         audit_otel: bool = False,
+        ungoverned: str = "deny",
     ):
         self.on_error = on_error
         self.timeout = timeout
@@ -100,6 +104,8 @@ class Config:
         self.audit_path = audit_path
         #: ``[audit] otel``: send each decision to OpenTelemetry (the ``failsecure[otel]`` extra)
         self.audit_otel = audit_otel
+        #: ``ungoverned``: "deny" (a gate is in force) or "audit" (trusted config only)
+        self.ungoverned = ungoverned
         self.hooks = hooks or {}
         self.error = error
         self.source = source
@@ -113,7 +119,7 @@ class Config:
 
     #: the fields ``to_dict``/``from_dict`` carry (what decides a call; ``origins``,
     #: ``ignored`` and ``sources`` only explain it)
-    FIELDS = ("on_error", "timeout", "required", "audit_path", "audit_otel", "hooks", "error", "source")
+    FIELDS = ("on_error", "timeout", "required", "audit_path", "audit_otel", "ungoverned", "hooks", "error", "source")
 
     def to_dict(self) -> dict:
         """The config as plain JSON, every field that decides a call (the one schema: the
@@ -221,6 +227,7 @@ def layer(data: dict, where: str = "<config>") -> dict:
     data = _table(where, "failsecure", data)
     _unknown(where, "", data, _TOP)
     on_error = _choice(where, "on_error", data.get("on_error", "deny"), ON_ERROR)
+    ungoverned = _choice(where, "ungoverned", data.get("ungoverned", "deny"), UNGOVERNED)
     timeout = _number(where, "timeout", data.get("timeout", DEFAULT_TIMEOUT))
     required = data.get("required", [])
     if not isinstance(required, list):
@@ -258,6 +265,8 @@ def layer(data: dict, where: str = "<config>") -> dict:
         out["on_error"] = on_error
     if "timeout" in data:
         out["timeout"] = timeout
+    if "ungoverned" in data:
+        out["ungoverned"] = ungoverned
     if required:
         out["required"] = tuple(required)
     if audit_path is not None:
@@ -285,14 +294,14 @@ def _apply(config: Config, settings: dict, where: str, trusted: bool) -> None:
         shown = f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else value
         config.ignored.append((where, f"{key} = {shown}"))
 
-    for key in ("on_error", "timeout", "audit_path", "audit_otel"):
+    for key in ("on_error", "timeout", "audit_path", "audit_otel", "ungoverned"):
         if key not in settings:
             continue
         value = settings[key]
         current = getattr(config, key)
         if trusted:
             ok = True
-        elif key == "on_error":
+        elif key in ("on_error", "ungoverned"):
             ok = value == "deny"
         elif key == "timeout":
             ok = _stricter_timeout(value, current)
@@ -914,6 +923,7 @@ def _loosens(config: Config, settings: dict, path: str) -> bool:
     probe = Config()
     probe.on_error, probe.timeout, probe.required = config.on_error, config.timeout, config.required
     probe.audit_otel = config.audit_otel
+    probe.ungoverned = config.ungoverned
     probe.hooks = {k: HookPolicy(v.on_error, v.timeout, v.role) for k, v in config.hooks.items()}
     _apply(probe, settings, path, trusted=False)
     return bool(probe.ignored)

@@ -33,6 +33,7 @@ class Failure(str, Enum):
     INVALID = failures.INVALID
     MISSING = failures.MISSING
     CRASHED = failures.CRASHED
+    UNGOVERNED = failures.UNGOVERNED
 
 
 class Invalid(Exception):

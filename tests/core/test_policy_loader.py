@@ -166,7 +166,7 @@ def test_validate_is_a_whole_trusted_config():
     "data, message",
     [
         ([], "f.toml: 'failsecure' must be a table, got list"),
-        ({"timeot": 3}, "f.toml: unknown key 'timeot' (known: on_error, timeout, required, audit, hooks)"),
+        ({"timeot": 3}, "f.toml: unknown key 'timeot' (known: on_error, timeout, required, audit, hooks, ungoverned)"),
         ({"timeout": "3"}, "f.toml: 'timeout' must be a number of seconds, got str"),
         ({"timeout": True}, "f.toml: 'timeout' must be a number of seconds, got bool"),
         ({"timeout": None}, "f.toml: 'timeout' must be a number of seconds, got NoneType"),
@@ -204,7 +204,7 @@ def test_invalid_values_are_rejected_with_the_exact_message(data, message):
 
 def test_an_unknown_key_is_rejected_before_the_values_are_checked():
     assert config_error({"timeout": "x", "zzz": 1}) == (
-        "f.toml: unknown key 'zzz' (known: on_error, timeout, required, audit, hooks)"
+        "f.toml: unknown key 'zzz' (known: on_error, timeout, required, audit, hooks, ungoverned)"
     )
 
 
@@ -750,7 +750,7 @@ def test_invalid_config_line_on_stderr(tmp_path, capsys):
     policy.reload()
     assert capsys.readouterr().err == (
         "failsecure: invalid configuration, every gated tool call is denied: "
-        f"{path}: unknown key 'timeot' (known: on_error, timeout, required, audit, hooks)\n"
+        f"{path}: unknown key 'timeot' (known: on_error, timeout, required, audit, hooks, ungoverned)\n"
     )
 
 

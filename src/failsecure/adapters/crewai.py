@@ -57,6 +57,21 @@ DISPATCH = "crewai.hooks.dispatch"
 #: CrewAI's own text for a blocked tool call (every call site starts with it)
 BLOCKED = "Tool execution blocked by hook."
 
+#: the tool boundary (docs/ungoverned.md): the run entry points, (module, class, methods)
+RUN_ENTRIES = (
+    ("crewai.crew", "Crew", ("kickoff", "kickoff_async", "akickoff", "kickoff_for_each", "kickoff_for_each_async", "akickoff_for_each")),
+    ("crewai.agent.core", "Agent", ("execute_task", "aexecute_task", "kickoff", "kickoff_async", "akickoff")),
+    ("crewai.lite_agent", "LiteAgent", ("kickoff", "kickoff_async", "akickoff")),
+    ("crewai.flow.runtime", "Flow", ("kickoff", "kickoff_async", "akickoff")),
+)
+#: ... and the innermost tool executions: every BaseTool class's own run/arun/_run/_arun
+#: (the native path calls ``run``, a structured tool's ``invoke`` calls ``_run``) and the
+#: structured tool's invoke/ainvoke (the ReAct path)
+TOOL_CLASSES = (
+    ("crewai.tools.base_tool", "BaseTool", ("run", "arun", "_run", "_arun")),
+    ("crewai.tools.structured_tool", "CrewStructuredTool", ("invoke", "ainvoke", "_run")),
+)
+
 _ABSTAIN = Verdict(action=Action.ABSTAIN)
 _ALLOW = Verdict(action=Action.ALLOW)
 _DENY = Verdict(action=Action.DENY)
@@ -245,6 +260,10 @@ class CrewAIAdapter(Adapter):
         self._locked: list = []  # (hook list, lockdown hook) inserted by _lockdown
         self._flow_watch = False
         self._flow_patched = False
+        self._bounded: set = set()  # (module, class) of RUN_ENTRIES/TOOL_CLASSES wrapped
+        self._bound_watch = False
+        self._boundary_on = False
+        self._names: dict = {}  # id(tool) -> (tool, its sanitized name)
 
     # ------------------------------------------------------------ patching
 
@@ -291,11 +310,71 @@ class CrewAIAdapter(Adapter):
             return wrapped(*args, **kwargs)
 
         self.wrap(tool_hooks, "dispatch", dispatch_wrapper)
+        self._bounded = set()
+        self._boundary_on = True
+        self._patch_boundary()
+        if not self._bound_watch:
+            self._bound_watch = True
+            for module, _, _ in RUN_ENTRIES + TOOL_CLASSES:
+                when_imported(module, lambda _module: self._patch_boundary())
         if FLOW_ACTIONS in sys.modules:
             self._patch_flow_actions(sys.modules[FLOW_ACTIONS])
         elif not self._flow_watch:
             self._flow_watch = True
             when_imported(FLOW_ACTIONS, self._late_flow_actions)
+
+    def _patch_boundary(self) -> None:
+        """The run entry points and the innermost tool calls of every module of them that
+        is loaded (a module still being imported is done when it has finished)."""
+        if not self._boundary_on or len(self._bounded) == len(RUN_ENTRIES) + len(TOOL_CLASSES):
+            return
+        with self._lock:
+            for module_name, class_name, attrs in RUN_ENTRIES + TOOL_CLASSES:
+                if (module_name, class_name) in self._bounded:
+                    continue
+                module = sys.modules.get(module_name)
+                cls = getattr(module, class_name, None) if module is not None else None
+                if not isinstance(cls, type):
+                    continue
+                self._bounded.add((module_name, class_name))
+                if (module_name, class_name, attrs) in TOOL_CLASSES:
+                    self.wrap_subclasses(cls, attrs, self._read_structured if class_name == "CrewStructuredTool" else self._read_tool)
+                else:
+                    for attr in attrs:
+                        if callable(vars(cls).get(attr)):
+                            self.wrap_run(cls, attr)
+
+    def _clean(self, name: Any) -> Optional[str]:
+        """A tool name as CrewAI's call sites give it to the hooks (``sanitize_tool_name``)."""
+        if type(name) is not str:
+            return None
+        clean = self._names.get(name)
+        if clean is None:
+            sanitize = getattr(sys.modules.get("crewai.utilities.string_utils"), "sanitize_tool_name", None)
+            clean = sanitize(name) if sanitize is not None else name
+            if len(self._names) > 4096:
+                self._names.clear()
+            self._names[name] = clean
+        return clean
+
+    def _tool_name(self, tool: Any) -> Optional[str]:
+        return self._clean(getattr(tool, "name", None))
+
+    def _read_tool(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
+        """A BaseTool's run/arun/_run/_arun call: the keyword arguments the native path
+        passes (a positional call is no dispatcher's: it matches no decision)."""
+        name = self._tool_name(tool)
+        return name, None, (kwargs if not args else (args, kwargs)), name, None
+
+    def _read_structured(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
+        """A structured tool's invoke/ainvoke(input, config=None, **kwargs) (the ReAct
+        path) or its legacy ``_run``."""
+        name = self._tool_name(tool)
+        if "input" in kwargs:
+            return name, None, kwargs["input"], name, None
+        if len(args) >= 1 and type(args[0]) in (dict, str):
+            return name, None, args[0], name, None
+        return name, None, (kwargs if not args else (args, kwargs)), name, None
 
     def _late_flow_actions(self, module: Any) -> None:
         if self.state != "patched" or self._flow_patched:
@@ -324,7 +403,10 @@ class CrewAIAdapter(Adapter):
         self._flow_patched = True
 
     def _unpatch(self) -> None:
+        self._boundary_on = False
         self.restore()
+        self._bounded = set()
+        self._names.clear()
         self._flow_patched = False
         for hooks, hook in self._locked:
             try:
@@ -373,6 +455,8 @@ class CrewAIAdapter(Adapter):
         """Every ``pre_tool_call`` hook under the guard -> the context (run the tool) or
         ``HookAborted`` (blocked, read by upstream's ``run_before_tool_call_hooks``)."""
         start = perf_counter()
+        if len(self._bounded) < len(RUN_ENTRIES) + len(TOOL_CLASSES):
+            self._patch_boundary()
         tool = None
         hooks: list = []
         original: tuple = (getattr(ctx, "tool_input", None),)
@@ -406,6 +490,8 @@ class CrewAIAdapter(Adapter):
                 # hook by hook: a stamping hook settles, a hook after the last rewrite runs once
                 outcomes = settle([step(i) for i in range(len(hooks))], lambda: original[0], self.hook_id("pre_tool_call"))
             decision = self.decide(tool, outcomes, arguments=original[0])
+            self.granted(decision, self._clean(tool), None, original[0],
+                         also=self._normalised(ctx.tool, original[0]))
         except Exception as exc:  # a bug here must not read as "no hook objected"
             decision = self.failed(exc, tool, hook=self.hook_id("pre_tool_call"))
         if not decision.denied:
@@ -417,6 +503,17 @@ class CrewAIAdapter(Adapter):
         _denied.set((original[0], reason))
         self._telemetry(hooks, start, reason, source)
         raise _HookAborted.cls(reason, source)
+
+    @staticmethod
+    def _normalised(tool: Any, arguments: Any) -> tuple:
+        """The judged arguments as CrewAI's ReAct path passes them to the tool: only the
+        keys of the tool's argument schema (``ToolUsage`` filters the rest out)."""
+        if type(arguments) is not dict:
+            return ()
+        fields = getattr(getattr(tool, "args_schema", None), "model_fields", None)
+        if not isinstance(fields, dict) or all(k in fields for k in arguments):
+            return ()
+        return ({k: v for k, v in arguments.items() if k in fields},)
 
     def _tell(self, ctx: Any) -> None:
         """After the after-hooks of a call failsecure denied: the reason goes into

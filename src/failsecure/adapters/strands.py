@@ -58,7 +58,18 @@ import sys
 import threading
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, Adapter, PatchError, asettle, ask_unsupported, callable_name, fingerprint, settle, snapshot
+from failsecure.adapter import (
+    CHANGED,
+    Adapter,
+    PatchError,
+    asettle,
+    ask_unsupported,
+    callable_name,
+    fingerprint,
+    settle,
+    snapshot,
+    when_imported,
+)
 from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
 
 REGISTRY = "strands.hooks.registry"
@@ -83,6 +94,14 @@ _PLAIN = (str, int, float, bool, type(None))
 _STAMPABLE = (1, "input")
 
 _UNSET = object()
+
+#: the tool boundary (docs/ungoverned.md): the run entry points...
+AGENT = "strands.agent.agent"
+RUN_ENTRIES = ("__call__", "invoke_async", "stream_async", "structured_output", "structured_output_async")
+#: ... and the innermost tool execution: every ``AgentTool`` class's own ``stream`` (what
+#: the executor's terminal calls), and a decorated tool called as a plain function
+TOOLS = "strands.types.tools"
+DECORATOR = "strands.tools.decorator"
 
 
 class _Acted:
@@ -170,6 +189,10 @@ class StrandsAdapter(Adapter):
         self._executor: Any = None  # the executor module once its terminal is wrapped
         self._lookup: Any = None
         self._lock: Any = threading.Lock()
+        self._bounded: set = set()  # AGENT / TOOLS / DECORATOR once wrapped
+        self._bound_watch = False
+        self._boundary_on = False
+        self._bound_lock = threading.RLock()
         self._set_loop = getattr(asyncio.events, "_set_running_loop", None)
         self._get_loop = getattr(asyncio.events, "_get_running_loop", None)
 
@@ -206,6 +229,8 @@ class StrandsAdapter(Adapter):
                 return wrapped(*args, **kwargs)
             if adapter._executor is None:
                 adapter._wrap_executor()
+            if len(adapter._bounded) < 3:
+                adapter._patch_boundary()
             return adapter._agate(instance, event)
 
         def invoke_callbacks(wrapped, instance, args, kwargs):
@@ -223,6 +248,73 @@ class StrandsAdapter(Adapter):
 
         self.wrap(hooks, "invoke_callbacks_async", invoke_callbacks_async)
         self.wrap(hooks, "invoke_callbacks", invoke_callbacks)
+        self._bounded = set()
+        self._boundary_on = True
+        self._patch_boundary()
+        if not self._bound_watch:
+            self._bound_watch = True
+            for module in (AGENT, TOOLS, DECORATOR):
+                when_imported(module, lambda _module: self._patch_boundary())
+
+    def _patch_boundary(self) -> None:
+        """The run entry points and the innermost tool calls, for each of their modules
+        that is loaded (one still being imported is done once it has finished)."""
+        if not self._boundary_on or len(self._bounded) == 3:
+            return
+        with self._bound_lock:
+            agent = getattr(sys.modules.get(AGENT), "Agent", None)
+            if AGENT not in self._bounded and isinstance(agent, type):
+                self._bounded.add(AGENT)
+                for attr in RUN_ENTRIES:
+                    if callable(agent.__dict__.get(attr)):
+                        self.wrap_run(agent, attr, gated=self._agent_gated)
+            base = getattr(sys.modules.get(TOOLS), "AgentTool", None)
+            if TOOLS not in self._bounded and isinstance(base, type):
+                self._bounded.add(TOOLS)
+                self.wrap_subclasses(base, ("stream",), self._read_stream)
+            decorated = getattr(sys.modules.get(DECORATOR), "DecoratedFunctionTool", None)
+            if DECORATOR not in self._bounded and isinstance(decorated, type):
+                self._bounded.add(DECORATOR)
+                if callable(decorated.__dict__.get("__call__")):
+                    self.wrap_boundary(decorated, "__call__", self._read_call, where="DecoratedFunctionTool.__call__")
+
+    def _agent_gated(self, agent: Any) -> bool:
+        """The agent has a before-tool-call callback registered (a gate to bypass)."""
+        registered = getattr(getattr(agent, "hooks", None), "_registered_callbacks", None)
+        if not isinstance(registered, dict):
+            return True  # cannot tell: fail closed
+        return any(entries and self._is_gated_class(kind) for kind, entries in list(registered.items()))
+
+    def _is_gated_class(self, cls: Any) -> bool:
+        return any(k.__name__ in GATED_EVENTS and str(getattr(k, "__module__", "")).startswith("strands.")
+                   for k in getattr(cls, "__mro__", ()))
+
+    @staticmethod
+    def _tool_name(tool: Any) -> Optional[str]:
+        try:
+            name = tool.tool_name
+        except Exception:
+            return None
+        return name if type(name) is str else None
+
+    def _read_stream(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
+        """``AgentTool.stream(tool_use, invocation_state, **kwargs)``: the call id and
+        input of the tool use it runs; the agent of the invocation state says whether a
+        gate is registered."""
+        tool_use = args[0] if args else kwargs.get("tool_use")
+        state = args[1] if len(args) > 1 else kwargs.get("invocation_state")
+        name = self._tool_name(tool)
+        if not isinstance(tool_use, dict):
+            return name, None, CHANGED, name, None
+        call_id = tool_use.get("toolUseId")
+        agent = state.get("agent") if isinstance(state, dict) else None
+        gated = self._agent_gated(agent) if agent is not None else None
+        return name, call_id if type(call_id) is str and call_id else None, tool_use.get("input"), name, gated or None
+
+    def _read_call(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
+        """A decorated tool called as a function: never a dispatcher's call."""
+        name = self._tool_name(tool)
+        return name, None, (kwargs if not args else (args, kwargs)), name, None
 
     def _wrap_executor(self) -> None:
         """The executor module is imported after ``strands.hooks``: its middleware terminal
@@ -245,7 +337,9 @@ class StrandsAdapter(Adapter):
             self._executor = executor
 
     def _unpatch(self) -> None:
+        self._boundary_on = False
         self.restore()
+        self._bounded = set()
         self._ids.clear()
         self._judged.clear()
         self._executor = self._lookup = None
@@ -695,6 +789,7 @@ class StrandsAdapter(Adapter):
 
     def _render(self, event: Any, start: Any, decision) -> tuple:
         """The Decision in upstream's own terms: ``(event, interrupts)``."""
+        self.granted(decision, self._tool(event), self._call_id(event), self._arguments(event))
         if decision.action is Action.DENY:
             self._deny(event, decision)
             return event, []

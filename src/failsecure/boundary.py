@@ -1,0 +1,318 @@
+"""The tool boundary (issue 29, docs/ungoverned.md): a tool that runs inside an agent run
+without a decision of failsecure for that very call is *ungoverned*.
+
+Three pieces, all per run context (``contextvars``: a thread or task that copied the
+context of a run is in it, a fresh thread is not):
+
+- the run marker: an adapter wraps its framework's run entry points (an agent's
+  run/invoke/kickoff, their async and streaming forms) in ``run_scope``; a run entered
+  inside a run is the same run;
+- the ledger: where a decision allows a call, ``grant`` records it for the one execution
+  it judged, keyed by the framework's call id where it has one (the judged arguments'
+  fingerprint must match too), else by tool name and the judged arguments' fingerprint;
+- the boundary: the framework's innermost tool execution asks ``check``. Outside any
+  run: nothing to do (application code calling a tool directly). Inside the execution
+  of the same tool (a tool's ``run`` calling its own ``_run``): part of that execution.
+  Otherwise a grant that matches is consumed (one execution per grant); none is an
+  ungoverned call: audited with ``failure = "ungoverned"``, and denied whenever a gate
+  is in force (``enforced``) unless the trusted config says ``ungoverned = "audit"``.
+
+Cost per tool call: a context-variable read, one fingerprint of the arguments and one
+dict operation at the grant, the same at the boundary (docs/ungoverned.md has numbers).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any, Optional
+
+from . import audit, failures, integrity, policy
+from .report import problem, type_name
+from .verdict import Action, Decision, Failure, Outcome, Verdict
+
+#: grants one run keeps at most; beyond it the oldest go (a grant never consumed: a
+#: cached result, a call the framework dropped after its gates allowed it)
+MAX_GRANTS = 4096
+
+_CHANGED = integrity.CHANGED
+_SCALARS = (str, int, type(None))
+_FAST_LIMIT = 512  # items a fast picture holds at most (larger: integrity.fingerprint)
+
+
+def _fast(value: Any, budget: list) -> Any:
+    """The picture of plain JSON-like values (exact builtin types only: no code of the
+    arguments' objects runs) in about a microsecond; None when ``value`` holds anything
+    else or too much (then ``integrity.fingerprint`` pictures it)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is bool:
+        return ("b", value)
+    if kind is float:
+        return ("f", value.hex())
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None
+    if kind is dict:
+        out: list = ["d"]
+        append = out.append
+        for k, v in value.items():
+            if type(k) is not str:
+                return None
+            append(k)
+            if type(v) in _SCALARS:  # the common case, without a call
+                append(v)
+                continue
+            pv = _fast(v, budget)
+            if pv is None:
+                return None
+            append(pv)
+        return tuple(out)
+    if kind is list or kind is tuple:
+        items: list = ["l" if kind is list else "t"]
+        for v in value:
+            pv = v if type(v) in _SCALARS else _fast(v, budget)
+            if pv is None and v is not None:
+                return None
+            items.append(pv)
+        return tuple(items)
+    return None
+
+
+def picture(value: Any) -> Any:
+    """What a grant remembers of the judged arguments and an execution is matched by:
+    equal only for equal plain content (others by identity); ``CHANGED`` matches nothing."""
+    fast = _fast(value, [_FAST_LIMIT])
+    if fast is not None:
+        return ("p", fast)
+    return integrity.fingerprint(value)
+
+
+class Run:
+    """One agent run's ledger: call id -> fingerprint, (tool, fingerprint) -> count."""
+
+    __slots__ = ("by_id", "by_args", "gated")
+
+    def __init__(self) -> None:
+        self.by_id: dict = {}
+        self.by_args: dict = {}  # tool -> list of the fingerprints each grant accepts
+        #: framework -> a gate of it was registered with what entered the run
+        self.gated: dict = {}
+
+    def _trim(self) -> None:
+        while len(self.by_id) > MAX_GRANTS:
+            del self.by_id[next(iter(self.by_id))]
+        while len(self.by_args) > MAX_GRANTS:
+            del self.by_args[next(iter(self.by_args))]
+
+
+_run: "contextvars.ContextVar[Optional[Run]]" = contextvars.ContextVar("failsecure_run", default=None)
+#: the tool (its key) whose own execution is under way in this context
+_inside: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_inside", default=None)
+
+#: ungoverned calls seen in this process, per framework (``failsecure doctor``)
+seen: dict = {}
+
+
+def current() -> Optional[Run]:
+    """The run this context is in (None: not inside an agent run)."""
+    return _run.get()
+
+
+class run_scope:
+    """``with run_scope():`` — the code inside is an agent run (a run inside a run is the
+    same run). Reentrant per context; ``__exit__`` never raises."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> Run:
+        run = _run.get()
+        if run is not None:
+            self._token = None
+            return run
+        run = Run()
+        self._token = _run.set(run)
+        return run
+
+    def __exit__(self, *exc: Any) -> None:
+        token = self._token
+        if token is not None:
+            self._token = None
+            try:
+                _run.reset(token)
+            except ValueError:  # exited in another context (a generator closed elsewhere)
+                pass
+
+
+def _fingerprints(arguments: Any, also: tuple) -> tuple:
+    if not also:
+        one = picture(arguments)
+        return (one,) if one is not _CHANGED else ()
+    pictures = [picture(arguments)]
+    for other in also:
+        pictures.append(picture(other))
+    return tuple(p for p in pictures if p is not _CHANGED)
+
+
+def grant(tool: Optional[str], call_id: Optional[str], arguments: Any, also: tuple = ()) -> None:
+    """A decision allowed this call: it may run once, with ``arguments`` (or one of the
+    forms in ``also``: the framework's own normalisation of the judged arguments). No-op
+    outside a run."""
+    run = _run.get()
+    if run is None:
+        return
+    pictures = _fingerprints(arguments, also)
+    if call_id is not None:
+        run.by_id[call_id] = pictures  # one call id is one call: a later decision replaces
+        if len(run.by_id) > MAX_GRANTS:
+            run._trim()
+        return
+    grants = run.by_args.get(tool)
+    if grants is None:
+        grants = run.by_args[tool] = []
+        if len(run.by_args) > MAX_GRANTS:
+            run._trim()
+    grants.append(pictures)
+    if len(grants) > MAX_GRANTS:
+        del grants[0]
+
+
+def revoke(call_id: Optional[str]) -> None:
+    """The call of this id was denied after all (a later decision point)."""
+    run = _run.get()
+    if run is not None and call_id is not None:
+        run.by_id.pop(call_id, None)
+
+
+def _consume(run: Run, tool: Optional[str], call_id: Optional[str], arguments: Any) -> Optional[tuple]:
+    """Take the grant this execution matches: ``(tool, call id, its fingerprints)``."""
+    seen = picture(arguments)
+    if seen is _CHANGED:
+        return None
+    if call_id is not None:
+        pictures = run.by_id.get(call_id)
+        if pictures is not None and seen in pictures:
+            del run.by_id[call_id]
+            return tool, call_id, pictures
+        return None
+    grants = run.by_args.get(tool)
+    if grants:
+        for i, pictures in enumerate(grants):
+            if seen in pictures:
+                del grants[i]
+                return tool, None, pictures
+    return None
+
+
+class _Token:
+    """One execution under way: the marker to reset, and the grant it consumed (given
+    back when the execution raised: the framework's own retry of the judged call)."""
+
+    __slots__ = ("inside", "run", "grant")
+
+    def __init__(self, inside: Any, run: Optional[Run], grant: Optional[tuple]) -> None:
+        self.inside, self.run, self.grant = inside, run, grant
+
+
+class Ungoverned(PermissionError):
+    """Raised at a framework's innermost tool call for an ungoverned call that is denied:
+    the tool does not run. Its text is the Decision's reason (no arguments in it)."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(decision.reason or "failsecure: ungoverned tool call denied")
+        self.decision = decision
+
+
+def check(adapter: Any, tool: Optional[str], call_id: Optional[str], arguments: Any, key: Any = None,
+          where: Optional[str] = None, gated: Optional[bool] = None) -> tuple:
+    """The boundary for one execution: ``(None, token)`` to run it (``leave(token)`` after),
+    ``(Decision, None)`` for an ungoverned call that is denied. ``key``: what identifies
+    the tool for "its own execution" (default ``tool``); ``where``: the path, for the
+    audit's hook id (``<framework>:<where>``); ``gated``: the adapter knows a gate of its
+    framework is registered for this call (None: ask ``adapter.user_gates()``)."""
+    run = _run.get()
+    if run is None:
+        return None, None
+    key = tool if key is None else key
+    if gated is None:
+        gated = run.gated.get(getattr(adapter, "name", None)) or None
+    inside = _inside.get()
+    if inside is not None and inside == key:
+        return None, None  # the tool's own execution, one level further in
+    taken = _consume(run, tool, call_id, arguments)
+    if taken is not None:
+        return None, _Token(_inside.set(key), run, taken)
+    decision = ungoverned(adapter, tool, call_id, where, gated)
+    if decision.denied:
+        return decision, None
+    return None, _Token(_inside.set(key), None, None)
+
+
+def inside() -> Any:
+    """The key of the tool whose own execution is under way in this context."""
+    return _inside.get()
+
+
+def enter_inside(key: Any) -> Any:
+    return _Token(_inside.set(key), None, None)
+
+
+def leave(token: Optional[_Token], failed: bool = False) -> None:
+    """The execution ended. ``failed``: it raised; its grant is good again (a framework
+    retries a tool call that raised with the judged arguments, as upstream does)."""
+    if token is None:
+        return
+    try:
+        _inside.reset(token.inside)
+    except ValueError:  # reset in another context (a generator closed elsewhere)
+        pass
+    if failed and token.grant is not None and token.run is not None:
+        tool, call_id, pictures = token.grant
+        token.grant = None
+        if call_id is not None:
+            token.run.by_id.setdefault(call_id, pictures)
+        else:
+            token.run.by_args.setdefault(tool, []).insert(0, pictures)
+
+
+def enforced(adapter: Any, gated: Optional[bool] = None) -> bool:
+    """An ungoverned call of this framework is denied: a gate of the framework is
+    registered, or the core's rule says a decision is needed (``must_decide``: a plugin
+    gate, a ``required`` hook, a broken config, a refused adapter) — unless the trusted
+    config says ``ungoverned = "audit"`` (a broken config still denies)."""
+    config = policy.current()
+    if config.error:
+        return True
+    if getattr(config, "ungoverned", "deny") == "audit":
+        return False
+    try:
+        if gated is None:
+            gated = bool(adapter.user_gates())
+    except Exception:  # noqa: BLE001 - the adapter's or framework's code: cannot tell, fail closed
+        gated = True
+    return bool(gated) or adapter.must_decide()
+
+
+def ungoverned(adapter: Any, tool: Optional[str], call_id: Optional[str], where: Optional[str], gated: Optional[bool]) -> Decision:
+    """The Decision on one ungoverned call, audited; counted in ``seen``. Never raises."""
+    name = getattr(adapter, "name", "") or "failsecure"
+    hook = f"{name}:{where or 'boundary'}"
+    seen[name] = seen.get(name, 0) + 1
+    try:
+        deny = enforced(adapter, gated)
+    except Exception:  # noqa: BLE001 - the config or a plugin broke: cannot tell, fail closed
+        deny = True
+    outcome = Outcome(hook=hook, failure=Failure.UNGOVERNED)
+    reason = failures.failure_reason(hook, failures.UNGOVERNED)
+    decision = Decision(Verdict(action=Action.DENY if deny else Action.ALLOW, reason=reason), (outcome,), (outcome,),
+                        (Action.DENY if deny else Action.ALLOW,))
+    problem(f"failsecure: a {name} tool ran without a decision at {hook} ({'denied' if deny else 'allowed, audited'})", level=30)
+    try:
+        config = policy.current()
+        if audit.listening(config.audit_path, True, getattr(config, "audit_otel", False)):
+            version = getattr(adapter, "version", None)
+            event = audit.decision_event(decision, framework=name, framework_version=version, tool=tool, call_id=call_id)
+            audit.emit(event, config.audit_path)
+    except Exception as exc:  # noqa: BLE001 - the audit never flips a decision (and says so)
+        problem(f"failsecure: audit failed ({type_name(exc)})")
+    return decision
