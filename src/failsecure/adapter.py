@@ -878,7 +878,7 @@ class Adapter(abc.ABC):
             if original is not None:
                 original(cls, **kwargs)
             else:
-                super(base, cls).__init_subclass__(**kwargs)
+                super(base, cls).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # base: a class, read at patch time
             if adapter.state != "patched":
                 return
             try:
