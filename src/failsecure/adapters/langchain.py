@@ -64,6 +64,7 @@ predicate, and of the middleware's ``wrap_tool_call`` (``<module>.<Class>.wrap_t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import importlib
 import inspect
@@ -494,17 +495,10 @@ class LangChainAdapter(Adapter):
                 if state["abandoned"]:
                     raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
                 state["inside"] += 1
-            token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
-            handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, False, _call_picture(req), req),))
-            from_handler.append(_ENTERED)  # the tool may run from here on
             try:
-                return handler(req)
-            except BaseException as exc:
-                from_handler.append(exc)
-                raise
+                with _handing_on(hook_id, wrapper, False, req, from_handler):
+                    return handler(req)
             finally:
-                _HANDED.reset(handed)
-                _TOOK_PART.reset(token)
                 with cond:
                     state["inside"] -= 1
                     state["since"] = perf_counter()
@@ -590,17 +584,8 @@ class LangChainAdapter(Adapter):
         if not limit:
 
             async def handing_on(req):
-                token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
-                handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, True, _call_picture(req), req),))
-                from_handler.append(_ENTERED)  # the tool may run from here on
-                try:
+                with _handing_on(hook_id, wrapper, True, req, from_handler):
                     return await handler(req)
-                except BaseException as exc:
-                    from_handler.append(exc)
-                    raise
-                finally:
-                    _HANDED.reset(handed)
-                    _TOOK_PART.reset(token)
 
             try:
                 return self._answered(hook_id, request, await wrapper(request, handing_on), start)
@@ -626,17 +611,10 @@ class LangChainAdapter(Adapter):
                 raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
             inside[0] += 1
             deadline.reschedule(None)
-            token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
-            handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, True, _call_picture(req), req),))
-            from_handler.append(_ENTERED)  # the tool may run from here on
             try:
-                return await handler(req)
-            except BaseException as exc:
-                from_handler.append(exc)
-                raise
+                with _handing_on(hook_id, wrapper, True, req, from_handler):
+                    return await handler(req)
             finally:
-                _HANDED.reset(handed)
-                _TOOK_PART.reset(token)
                 inside[0] -= 1
                 if not inside[0]:
                     deadline.reschedule(loop.time() + limit)
@@ -1080,6 +1058,25 @@ def _model_call(request: Any, call_id: str) -> tuple:
 
 def _picture(name: Any, args: Any, tool: Any = None) -> Any:
     return fingerprint((name, args, tool))
+
+
+@contextlib.contextmanager
+def _handing_on(hook_id: str, wrapper: Any, is_async: bool, request: Any, from_handler: list):
+    """A middleware hands ``request`` on: it took part in the call (``_TOOK_PART``), and
+    what it handed on is pictured (``_HANDED``) for the check where the call reaches the
+    tool. ``from_handler`` gets ``_ENTERED`` (the tool may run from here on) and whatever
+    the handler raised."""
+    token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
+    handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, is_async, _call_picture(request), request),))
+    from_handler.append(_ENTERED)
+    try:
+        yield
+    except BaseException as exc:
+        from_handler.append(exc)
+        raise
+    finally:
+        _HANDED.reset(handed)
+        _TOOK_PART.reset(token)
 
 
 def _call_picture(request: Any) -> Any:
