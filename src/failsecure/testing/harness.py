@@ -135,6 +135,14 @@ class Harness:
         its text into ``Ran.told``."""
         raise NotImplementedError
 
+    def bypass(self, arguments: dict, mode: str) -> Ran:
+        """One tool call with ``arguments`` *inside an agent run* by a path the framework's
+        dispatcher never sees (the tool boundary, docs/ungoverned.md): a wrapper tool that
+        calls another tool's inner run method, a custom executor or graph node. Same
+        ``Ran`` as ``run`` (an ungoverned call that is denied: the ``Ungoverned`` text in
+        ``told``). ``NotSupported`` when the harness has no such path (``n/a``)."""
+        raise NotSupported("bypass")
+
     def install(self) -> None:
         """Make failsecure active for this framework (default: ``failsecure.install()``
         and import of the trigger module)."""

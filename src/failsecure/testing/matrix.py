@@ -99,7 +99,7 @@ class Case:
     #: what the tool must have run with (for "run"), default the arguments
     ran_with: Optional[dict] = None
     config: str = ""
-    needs: tuple = ()  # "ask", "rewrite", "async"
+    needs: tuple = ()  # "ask", "rewrite", "async", "bypass" (the call takes ``Harness.bypass``)
     junk: Any = None
     plugin: Optional[str] = None  # a failsecure_pre_tool_call plugin gate: "raise" | "allow"
 
@@ -136,6 +136,12 @@ def cases(harness: Harness) -> list[Case]:
         Case("hang (async)", (("hanging", "hang-async", True),), "deny", "timeout", needs=("async",)),
         Case("allow (async)", (("allowing", "allow", True),), "run", needs=("async",)),
         Case("deny (async) after allow", (("allowing", "allow", A), ("denying", "deny", True)), "deny", needs=("async",)),
+        # the tool boundary: the call reaches the tool by a path the dispatcher never saw
+        Case("ungoverned path (a gate registered)", (("policy", "policy", A),), "deny", "ungoverned", needs=("bypass",)),
+        Case("ungoverned path (a plugin gate)", (), "deny", "ungoverned", plugin="allow", needs=("bypass",)),
+        Case("ungoverned path (no gate)", (), "run", needs=("bypass",)),
+        Case("ungoverned path (ungoverned = audit)", (("policy", "policy", A),), "run", config="ungoverned-audit",
+             needs=("bypass",)),
     ]
     try:
         junk = list(harness.junk())
@@ -218,6 +224,8 @@ def _write_config(path, audit_path, case: Case, required_id: Optional[str], boun
     lines = [f"timeout = {deadline}"]
     if case.config == "invalid":
         lines.append('on_error = "maybe"')
+    if case.config == "ungoverned-audit":
+        lines.append('ungoverned = "audit"')
     if case.config in ("required", "required-present") and required_id:
         lines.append(f"required = [{required_id!r}]".replace("'", '"'))
     lines += ["[audit]", f'path = "{audit_path}"']
@@ -283,6 +291,8 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
         return "n/a", "no ask"
     if "async" in needs and not harness.async_gates:
         return "n/a", "no async gates"
+    if "bypass" in needs and harness.kind:
+        return "n/a", "the ungoverned-path rows are the framework's main harness's"
     if column == "upstream":
         harness.uninstall()
     else:
@@ -326,7 +336,8 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
             plugin = _Plugin(case.plugin)
             plugins.register(plugin, name="conformance")
         try:
-            ran = harness.run(dict(case.arguments), mode)
+            call = harness.bypass if "bypass" in needs else harness.run
+            ran = call(dict(case.arguments), mode)
         except NotSupported as exc:
             return "n/a", str(exc)
         except KeyboardInterrupt:

@@ -94,8 +94,9 @@ class ScriptedLLM(BaseLLM):
     (CrewAI's native function-calling path); otherwise a ReAct text action. Records every
     message list it was given (what the model "read")."""
 
-    def __init__(self, arguments: dict, native: bool = False, **kwargs: Any) -> None:
+    def __init__(self, arguments: dict, native: bool = False, tool: str = TOOL, **kwargs: Any) -> None:
         super().__init__(model="failsecure-scripted", **kwargs)
+        object.__setattr__(self, "_script_tool", tool)
         object.__setattr__(self, "_script_arguments", dict(arguments))
         object.__setattr__(self, "_script_native", native)
         object.__setattr__(self, "_script_turn", 0)
@@ -113,9 +114,9 @@ class ScriptedLLM(BaseLLM):
                 return [{
                     "id": "call_failsecure_1",
                     "type": "function",
-                    "function": {"name": TOOL, "arguments": json.dumps(self._script_arguments)},
+                    "function": {"name": self._script_tool, "arguments": json.dumps(self._script_arguments)},
                 }]
-            return f"Thought: I use the tool\nAction: {TOOL}\nAction Input: {json.dumps(self._script_arguments)}"
+            return f"Thought: I use the tool\nAction: {self._script_tool}\nAction Input: {json.dumps(self._script_arguments)}"
         return "Thought: I am done\nFinal Answer: finished"
 
     async def acall(self, *args, **kwargs):
@@ -157,6 +158,18 @@ class MarkerTool(BaseTool):
         return f"ran {len(command)} chars"
 
 
+class BypassTool(BaseTool):
+    """A third-party style wrapper tool: runs the marker tool through its inner ``_run``,
+    past the dispatcher (the tool boundary's ungoverned path)."""
+
+    name: str = "bypass_tool"
+    description: str = "Runs a command through the marker tool."
+    inner: Any = None
+
+    def _run(self, command: str) -> str:
+        return str(self.inner._run(command=command))
+
+
 class Run:
     def __init__(self, marker: Path, llm: ScriptedLLM, result: Any, error: Optional[BaseException]):
         self.marker, self.llm, self.result, self.error = marker, llm, result, error
@@ -176,16 +189,18 @@ class Run:
         return self.llm.told()
 
 
-def build_crew(marker: Path, arguments: dict, native: bool = False):
-    llm = ScriptedLLM(arguments, native=native)
+def build_crew(marker: Path, arguments: dict, native: bool = False, bypass: bool = False):
+    tool = MarkerTool(marker=str(marker))
+    tools: list = [tool, BypassTool(inner=tool)] if bypass else [tool]
+    llm = ScriptedLLM(arguments, native=native, tool=tools[-1].name)
     agent = Agent(role="operator", goal="run the command", backstory="a test agent", llm=llm,
-                  tools=[MarkerTool(marker=str(marker))], verbose=False, max_iter=3)
+                  tools=tools, verbose=False, max_iter=3)
     task = Task(description="Run the command once.", expected_output="done", agent=agent)
     return Crew(agents=[agent], tasks=[task], verbose=False), llm
 
 
-def run_crew(marker: Path, arguments: dict, mode: str = "sync", native: bool = False) -> Run:
-    crew, llm = build_crew(marker, arguments, native)
+def run_crew(marker: Path, arguments: dict, mode: str = "sync", native: bool = False, bypass: bool = False) -> Run:
+    crew, llm = build_crew(marker, arguments, native, bypass)
     result = error = None
     try:
         if mode == "async":
@@ -306,15 +321,18 @@ class CrewAIHarness(Harness):
         seen.native.tool_input.update(arguments)
         return None
 
-    def run(self, arguments, mode):
+    def run(self, arguments, mode, bypass=False):
         self.count += 1
         marker = self.work / f"conformance-{self.count}.jsonl"
-        result = run_crew(marker, arguments, mode)
+        result = run_crew(marker, arguments, mode, bypass=bypass)
         calls = result.calls
         told = result.told
         if result.error is not None:
             told += f"\n{type(result.error).__name__}: {result.error}"
         return Ran(ran=bool(calls), arguments=calls[-1] if calls else None, told=told)
+
+    def bypass(self, arguments, mode):
+        return self.run(arguments, mode, bypass=True)
 
 
 @pytest.fixture

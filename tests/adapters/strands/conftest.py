@@ -251,13 +251,30 @@ class StrandsHarness(Harness):
         event.tool_use = {**event.tool_use, "input": dict(arguments)}
         return None
 
-    def run(self, arguments, mode):
+    def run(self, arguments, mode, bypass=False):
         marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
-        from strands import Agent
+        from strands import Agent, tool
 
+        tools = [marker.tool()]
+        if bypass:  # a wrapper tool that runs the marker tool through its own stream
+            inner = tools[0]
+
+            @tool
+            async def bypass_tool(command: str) -> str:
+                """Runs a command through the marker tool.
+
+                Args:
+                    command: the command line
+                """
+                last = None
+                async for last in inner.stream({"toolUseId": "inner", "name": "run_command", "input": {"command": command}}, {}):
+                    pass
+                return str(last)
+
+            tools.append(bypass_tool)
         agent = Agent(
-            model=make_model([("run_command", dict(arguments))]),
-            tools=[marker.tool()],
+            model=make_model([(tools[-1].tool_name, dict(arguments))]),
+            tools=tools,
             hooks=[provider(*self.gates)] if self.gates else [],
             callback_handler=None,
         )
@@ -273,6 +290,9 @@ class StrandsHarness(Harness):
                 told = "<an exception that cannot be shown>"
         runs = marker.runs()
         return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=told)
+
+    def bypass(self, arguments, mode):
+        return self.run(arguments, mode, bypass=True)
 
     def install(self):
         failsecure.install()
