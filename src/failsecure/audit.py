@@ -15,7 +15,10 @@ full queue drops the event (counted in ``dropped``; said once on stderr). ``flus
 waits, bounded, until everything queued was handed on; so does the interpreter's exit
 (``EXIT_FLUSH``). The OpenTelemetry sinks take the decision on the tool call's own
 thread (``failsecure.otel.inline``: never blocking) so that span events and trace context
-are the call's. The stdlib logger stays synchronous: its handlers are the application's.
+are the call's. The stdlib logger's record is made on the tool call's thread (its time,
+thread and process are the call's) and handed to the application's handlers on a third
+lane ("log"), in a copy of the call's context: a handler that blocks (a stuck pipe, a lock
+that 500 threads contend for) holds up no tool call and no event loop.
 """
 
 from __future__ import annotations
@@ -394,9 +397,20 @@ def _sink_batch(batch: list) -> None:
             failed("plugins", type(exc).__name__)
 
 
+def _log_batch(batch: list) -> None:
+    """The log lane: each record to the ``failsecure`` logger's handlers (``Logger.handle``:
+    its filters, then every handler up the chain), in the tool call's context."""
+    for logger, record, context in batch:
+        try:
+            context.run(logger.handle, record)
+        except Exception as exc:  # noqa: BLE001 - an application log handler's own exception: counted by failed(), never flips a decision
+            failed("log", type(exc).__name__)
+
+
 _start_lock = _thread.allocate_lock()
 _file_lane = _Lane("file", _write_batch)
 _plugins_lane = _Lane("plugins", _sink_batch)
+_log_lane = _Lane("log", _log_batch)
 _exit_registered = False
 
 
@@ -423,6 +437,7 @@ def flush(timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     done = _file_lane.wait(deadline)
     done = _plugins_lane.wait(deadline) and done
+    done = _log_lane.wait(deadline) and done
     otel = sys.modules.get("failsecure.otel")
     if otel is not None:
         try:
@@ -435,7 +450,7 @@ def flush(timeout: float = 5.0) -> bool:
 def status() -> dict:
     """What is queued, dropped and failed so far, per lane and sink (never an event)."""
     return {
-        "queued": {"file": _file_lane.pending(), "plugins": _plugins_lane.pending()},
+        "queued": {"file": _file_lane.pending(), "plugins": _plugins_lane.pending(), "log": _log_lane.pending()},
         "dropped": dict(dropped),
         "failures": dict(failures),
     }
@@ -483,8 +498,13 @@ def emit(event: dict, audit_path: str | None = None) -> None:
         logger = logging.getLogger("failsecure")
         level = _level(bool(event.get("failure")))
         if logger.isEnabledFor(level):
-            logger.log(level, "failsecure decision %s", event.get("outcome"), extra={"failsecure": event})
-    except Exception:  # noqa: BLE001 - a raising log handler of the application: audit never flips a decision
+            record = logger.makeRecord(logger.name, level, __file__, 0, "failsecure decision %s", (event.get("outcome"),),
+                                       None, extra={"failsecure": event})
+            from contextvars import copy_context
+
+            if not _log_lane.put((logger, record, copy_context())):
+                logger.handle(record)  # no thread to be had (interpreter exit): here, as logging does
+    except Exception:  # noqa: BLE001 - a raising log handler or filter of the application: audit never flips a decision
         pass
     plugins = sys.modules.get("failsecure.plugins")
     if plugins is not None:
@@ -518,6 +538,7 @@ def _after_fork() -> None:
     _start_lock = _thread.allocate_lock()
     _file_lane.reset()
     _plugins_lane.reset()
+    _log_lane.reset()
 
 
 if hasattr(os, "register_at_fork"):

@@ -101,6 +101,7 @@ def test_failure_events_log_at_warning(caplog):
     caplog.set_level(logging.INFO, logger="failsecure")
     toy.decide("t", [guard.call("toy:x", lambda: 1 / 0, validate=validate)])
     toy.decide("t", [guard.call("toy:y", lambda: "allow", validate=validate)])
+    assert audit.flush(10.0)  # the records reach the handlers on the log lane
     levels = [(r.levelno, r.failsecure["hook"]) for r in caplog.records if hasattr(r, "failsecure")]
     assert levels == [(logging.WARNING, "toy:x"), (logging.INFO, "toy:y")]
     assert policy.current().error is None
@@ -401,3 +402,77 @@ def test_a_fork_while_a_thread_holds_the_audit_lock_does_not_hang_the_child(tmp_
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "child 0", (done.stdout, done.stderr)
+
+
+class _BlockingHandler(logging.Handler):
+    """An application log handler stuck on its output (a pipe nobody reads)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.seen = []
+
+    def emit(self, record):
+        self.entered.set()
+        self.release.wait(60)
+        self.seen.append((record.failsecure["call_id"], record.threadName, policy.current().timeout))
+
+
+@pytest.fixture
+def blocking_handler():
+    handler = _BlockingHandler()
+    logger = logging.getLogger("failsecure")
+    saved = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler
+    handler.release.set()
+    audit.flush(10.0)
+    logger.removeHandler(handler)
+    logger.setLevel(saved)
+
+
+def test_a_blocking_log_handler_does_not_hold_the_call(blocking_handler):
+    toy = Toy()
+    denied = _decide_off_thread(toy, "toy:no", "deny", "c-deny")
+    allowed = _decide_off_thread(toy, "toy:ok", "allow", "c-allow")
+    assert denied is not None and denied.denied and denied.primary.hook == "toy:no"
+    assert allowed is not None and not allowed.denied
+    assert blocking_handler.entered.wait(STUCK)  # the handler got the first record, off the call's thread
+    assert not audit.flush(0.05)
+    blocking_handler.release.set()
+    assert audit.flush(STUCK)
+    assert [c for c, _, _ in blocking_handler.seen] == ["c-deny", "c-allow"]
+    # each record is the call's: made on the deciding thread, handled in its context
+    assert all(name != "failsecure-audit-log" for _, name, _ in blocking_handler.seen)
+
+
+def test_log_records_are_handled_in_the_calls_context(blocking_handler):
+    blocking_handler.release.set()
+    toy = Toy()
+    with policy.using(policy.Config(timeout=7.0)):
+        assert toy.decide("shell", [toy.hook_call("toy:no", lambda: "deny")], call_id="c1").denied
+    assert not toy.decide("shell", [toy.hook_call("toy:ok", lambda: "allow")], call_id="c2").denied
+    assert audit.flush(STUCK)
+    assert [(c, t) for c, _, t in blocking_handler.seen] == [("c1", 7.0), ("c2", policy.current().timeout)]
+    assert {name for _, name, _ in blocking_handler.seen} == {threading.current_thread().name}
+
+
+def test_a_raising_log_handler_is_counted_and_flips_nothing(blocking_handler):
+    class Raising(logging.Handler):
+        def emit(self, record):
+            raise RuntimeError(f"handler broke on {CANARY}")
+
+    blocking_handler.release.set()
+    raising = Raising(logging.INFO)
+    logger = logging.getLogger("failsecure")
+    logger.addHandler(raising)
+    try:
+        toy = Toy()
+        assert not toy.decide("shell", [toy.hook_call("toy:ok", lambda: "allow")], call_id="c1").denied
+        assert toy.decide("shell", [toy.hook_call("toy:no", lambda: "deny")], call_id="c2").denied
+        assert audit.flush(STUCK)
+    finally:
+        logger.removeHandler(raising)
+    assert [c for c, _, _ in blocking_handler.seen] == ["c1", "c2"]
