@@ -188,6 +188,9 @@ def _advisory(hook_id: str) -> bool:
 class _Pool:
     def __init__(self) -> None:
         self.lock = _allocate_lock()
+        self.starting = _allocate_lock()  # held by a sync caller while its worker's thread starts
+        self.queued: list[_Worker] = []  # fresh workers of async callers, for the starter to start
+        self.starter = False  # the starter thread runs (under ``lock``)
         self.idle: list[_Worker] = []
         self.abandoned = 0  # every abandoned call still running
         self.gates = 0  # of which gates'
@@ -203,14 +206,54 @@ class _Pool:
         return _Worker()
 
     def start(self, worker: _Worker, job: _Job) -> None:
+        """Hand ``job`` to ``worker``, starting its thread if it has none yet.
+
+        A thread's start is a hand-shake (``Thread.start`` waits until the new thread
+        runs), and under load each side of it waits its turn for the GIL. So a sync
+        caller starts its worker under ``starting``, one start at a time: in a burst the
+        other callers wait on that lock, off the GIL, instead of queueing for it in front
+        of the workers whose gates have answered (which then miss their deadlines). An
+        event loop (an async caller's job: ``awaitables``) never waits on a start, which
+        would hold every task on it (the coroutine gates miss theirs): its fresh workers
+        are queued for the starter thread, which starts them in order. Either way the
+        job's deadline runs from when its worker began it (``_check``)."""
         worker.job = job
         worker.ended[0] = 0
+        worker.wake.release()
         if worker.started:
-            worker.wake.release()
-        else:
-            worker.started = True
-            worker.wake.release()
-            threading.Thread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True).start()
+            return
+        worker.started = True
+        if job.awaitables:
+            with self.lock:
+                self.queued.append(worker)
+                if self.starter:
+                    return
+                self.starter = True
+            try:
+                _start_thread("failsecure-guard-starter", self._start_queued)
+            except BaseException:  # no thread to be had: this worker is never started
+                with self.lock:
+                    self.starter = False
+                    self.queued.remove(worker)
+                raise
+            return
+        with self.starting:
+            _start_thread("failsecure-guard", self._run, worker)
+
+    def _start_queued(self) -> None:
+        """The starter thread: start the queued workers' threads in order, then end. A
+        worker whose thread cannot start never begins its job: its caller gives it up
+        as a TIMEOUT (``_check``)."""
+        while True:
+            with self.lock:
+                if not self.queued:
+                    self.starter = False
+                    return
+                worker = self.queued.pop(0)
+            try:
+                _start_thread("failsecure-guard", self._run, worker)
+            except Exception:  # noqa: BLE001 - the next worker may still start; this one's call times out
+                pass
 
     def release(self, worker: _Worker) -> None:
         """The caller took a finished job's results (and its ``done``): the worker is free."""
@@ -327,6 +370,10 @@ class _Pool:
             except BaseException:
                 pass
         return True
+
+
+def _start_thread(name: str, target: Callable, *args: Any) -> None:
+    threading.Thread(target=target, args=args, name=name, daemon=True).start()
 
 
 def _late(hook_id: str, result: Any, start: float) -> Any:
@@ -462,6 +509,11 @@ def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadl
                 # the worker began the first call after the hand-off (a thread starting
                 # under load): its deadline runs from its own start, as a later call's does
                 deadline = began + timeout
+            elif index == 0 and not began and deadline < job.submitted + 2 * timeout:
+                # its worker has not begun yet (its thread still starting, or queued for
+                # the starter): one more deadline to begin; never begun by then, the call
+                # is a TIMEOUT without running (and counts toward no bound)
+                deadline = job.submitted + 2 * timeout
             elif _pool.abandon(worker, job, index):
                 return index, index, timeout, deadline, 0.0
     elif completed < len(pending):
