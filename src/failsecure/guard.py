@@ -75,7 +75,7 @@ def _judge(hook: str, result: Any, validate: Validator, start: float) -> Outcome
         raise
     except Invalid as exc:
         return _failed(hook, exc.failure, start)
-    except BaseException as exc:  # a hostile object tripping the validator
+    except BaseException as exc:  # noqa: BLE001 - a hostile object tripping the validator is INVALID
         return _failed(hook, Failure.INVALID, start, exc)
     return _outcome(hook, verdict, None, None, (perf_counter() - start) * 1000.0)
 
@@ -88,7 +88,7 @@ def _awaitable(result: Any) -> bool:
         return False
     try:
         return inspect.isawaitable(result)
-    except BaseException:  # a hostile __class__; the validator will judge it
+    except BaseException:  # noqa: BLE001 - a hostile __class__; the validator will judge it
         return False
 
 
@@ -97,7 +97,7 @@ def _close_awaitable(result: Any) -> None:
     if close is not None:
         try:
             close(result)
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a hostile close(): the answer is dropped either way
             pass
 
 
@@ -181,7 +181,7 @@ def _advisory(hook_id: str) -> bool:
     try:
         hook = policy.current().hook(hook_id)
         return hook.role == "observer" or hook.on_error == "allow"
-    except Exception:
+    except Exception:  # noqa: BLE001 - the config cannot be read here: a gate, when in doubt
         return False
 
 
@@ -340,7 +340,7 @@ class _Pool:
         for index, (hook_id, fn, args, kwargs, validate, timeout) in enumerate(job.calls):
             try:
                 result = fn(*(args or ()), **(kwargs or _NO_KWARGS))
-            except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, KeyboardInterrupt included
                 result = _Raised(exc)
             if validate is not None:
                 result = _judged(hook_id, validate, result, began, awaitables)
@@ -367,7 +367,7 @@ class _Pool:
         if notify is not None:  # after ``done``: the woken loop takes it at once, never waits
             try:  # for this thread to get the GIL back (under load, ms per gate on the loop)
                 notify()
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - the loop closed under it: its caller is gone
                 pass
         return True
 
@@ -397,7 +397,7 @@ def _judged(hook_id: str, validate: Validator, result: Any, start: float, awaita
         if awaitables and _awaitable(result):
             return result
         return _finish_sync(hook_id, result, None, validate, start)
-    except BaseException as exc:  # KeyboardInterrupt, from the hook or its validator
+    except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt, from the hook or its validator
         return _Raised(exc)
 
 
@@ -467,7 +467,7 @@ def call(
         result = fn(*args, **(kwargs or {}))
     except KeyboardInterrupt:
         raise
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - any exception of a hook is RAISED (KeyboardInterrupt re-raised above)
         return _failed(hook_id, Failure.RAISED, start, exc)
     return _finish_sync(hook_id, result, None, validate, start)
 
@@ -838,7 +838,7 @@ class _Resumed:
             except GeneratorExit:
                 coro.close()
                 raise
-            except BaseException as exc:
+            except BaseException as exc:  # whatever the Task throws in is passed on to the hook
                 deadline = self.deadline
                 if deadline is _CLOSING:
                     _close(coro)
@@ -861,7 +861,7 @@ class _Resumed:
 def _close(coro) -> None:
     try:
         coro.close()
-    except BaseException:  # it ignored GeneratorExit: it is never driven again either way
+    except BaseException:  # noqa: BLE001 - it ignored GeneratorExit: it is never driven again either way
         pass
 
 
@@ -879,7 +879,7 @@ def _abandon(coro, value) -> None:
         task._log_destroy_pending = False  # type: ignore[attr-defined]
         timer = loop.call_later(ASYNC_GRACE, task.cancel)
         task.add_done_callback(lambda _: timer.cancel())
-    except BaseException:  # no loop to drive it: it is not driven again
+    except BaseException:  # noqa: BLE001 - no loop to drive it: it is not driven again
         _close(coro)
 
 
@@ -888,7 +888,7 @@ async def _drain(rest: _Resumed) -> None:
         await rest
     except KeyboardInterrupt:
         raise
-    except BaseException:  # the abandoned hook's own business, and our closing it
+    except BaseException:  # noqa: BLE001 - the abandoned hook's own business, and our closing it
         pass
 
 
@@ -967,7 +967,7 @@ async def acall(
                 return _in_time(_failed(hook_id, Failure.RAISED, start, asyncio.CancelledError()), timeout, start)
             except KeyboardInterrupt:
                 raise
-            except BaseException:
+            except BaseException:  # re-raised, unless the hook raised it past its deadline
                 if deadline.expired():  # it raised after its deadline
                     return _failed(hook_id, Failure.TIMEOUT, start)
                 raise
@@ -978,7 +978,7 @@ async def acall(
         if task is None or task.cancelling():
             raise
         return _in_time(_failed(hook_id, Failure.RAISED, start, exc), timeout, start)
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - any exception of a hook is RAISED (KeyboardInterrupt re-raised above)
         return _in_time(_failed(hook_id, Failure.RAISED, start, exc), timeout, start)
     outcome = _judge(hook_id, result, validate, start)
     if timeout and outcome.elapsed_ms > timeout * 1000.0:  # it held the loop past its deadline
