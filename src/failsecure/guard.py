@@ -16,6 +16,12 @@
   junk or a hostile object (raising ``__bool__``, ``.get``, ``__eq__`` ...) is INVALID.
   With a deadline the validator runs on the worker under the hook's deadline too: an
   answer whose ``__eq__`` never returns is a TIMEOUT, and the caller never waits on it.
+
+Read top to bottom: outcomes (how an answer becomes an Outcome); the worker pool (the
+threads sync hooks run on, and what a worker does with a job); the bounds on abandoned
+calls; the caller's wait (deadlines, the poll), shared by both kinds of caller; the sync
+callers (``call``, ``call_each``); the async callers, first with sync hooks on the pool
+(``acall_each``), then with coroutine hooks on the loop (``acall``).
 """
 
 from __future__ import annotations
@@ -61,6 +67,9 @@ ASYNC_GRACE = 1.0
 _outcome = Outcome
 
 
+# ---------------------------------------------------------------- outcomes
+
+
 def _failed(hook: str, failure: Failure, start: float, exc: BaseException | None = None) -> Outcome:
     exception_type = type_name(exc) if exc is not None else None
     return _outcome(hook, None, failure, exception_type, (perf_counter() - start) * 1000.0)
@@ -78,6 +87,25 @@ def _judge(hook: str, result: Any, validate: Validator, start: float) -> Outcome
     except BaseException as exc:  # noqa: BLE001 - a hostile object tripping the validator is INVALID
         return _failed(hook, Failure.INVALID, start, exc)
     return _outcome(hook, verdict, None, None, (perf_counter() - start) * 1000.0)
+
+
+def _finish_sync(hook_id: str, result: Any, exc: BaseException | None, validate: Validator, start: float) -> Outcome:
+    if exc is not None:
+        if issubclass(type(exc), KeyboardInterrupt):  # never isinstance: a hostile __class__
+            raise exc
+        return _failed(hook_id, Failure.RAISED, start, exc)
+    if _awaitable(result):
+        # an async hook reached from a sync dispatcher is undecided, not unopposed
+        _close_awaitable(result)
+        return _failed(hook_id, Failure.INVALID, start)
+    return _judge(hook_id, result, validate, start)
+
+
+def _in_time(outcome: Outcome, timeout, start: float) -> Outcome:
+    """A failure the hook produced after its deadline (blocking the loop) is a TIMEOUT."""
+    if timeout and outcome.elapsed_ms > timeout * 1000.0:
+        return _failed(outcome.hook, Failure.TIMEOUT, start)
+    return outcome
 
 
 _PLAIN = frozenset({type(None), bool, int, float, str, bytes, dict, list, tuple})
@@ -99,6 +127,9 @@ def _close_awaitable(result: Any) -> None:
             close(result)
         except BaseException:  # noqa: BLE001 - a hostile close(): the answer is dropped either way
             pass
+
+
+_NO_KWARGS: dict = {}  # only ever unpacked (``**``), never handed to a hook itself
 
 
 # ---------------------------------------------------------------- the worker pool
@@ -435,41 +466,70 @@ def _forsake(worker: _Worker, job: _Job) -> None:
         _pool.release(worker)
 
 
-# ---------------------------------------------------------------- sync
+# ---------------------------------------------------------------- the bounds on abandoned calls
 
 
-def _finish_sync(hook_id: str, result: Any, exc: BaseException | None, validate: Validator, start: float) -> Outcome:
-    if exc is not None:
-        if issubclass(type(exc), KeyboardInterrupt):  # never isinstance: a hostile __class__
-            raise exc
-        return _failed(hook_id, Failure.RAISED, start, exc)
-    if _awaitable(result):
-        # an async hook reached from a sync dispatcher is undecided, not unopposed
-        _close_awaitable(result)
-        return _failed(hook_id, Failure.INVALID, start)
-    return _judge(hook_id, result, validate, start)
+def _inline(pending: list) -> bool:
+    for c in pending:
+        if c[5]:
+            return False
+    return True
 
 
-def call(
-    hook_id: str,
-    fn: Callable[..., Any],
-    args: tuple = (),
-    kwargs: Optional[dict] = None,
-    *,
-    validate: Validator,
-    timeout: Optional[float] = None,
-) -> Outcome:
-    """Call a sync hook under the contract. Never raises, except KeyboardInterrupt."""
-    if timeout:
-        return call_each([(hook_id, fn, args, kwargs, validate, timeout)])[0]
-    start = perf_counter()
-    try:
-        result = fn(*args, **(kwargs or {}))
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - any exception of a hook is RAISED (KeyboardInterrupt re-raised above)
-        return _failed(hook_id, Failure.RAISED, start, exc)
-    return _finish_sync(hook_id, result, None, validate, start)
+def _admitted(pending: list) -> int:
+    """How many of the first hooks of ``pending`` the bounds on abandoned calls let run
+    (checked only while some abandoned call still runs, or with a bound at 0): a hook
+    with a deadline is refused when its own abandoned calls reached
+    ``MAX_ABANDONED_PER_HOOK``, or those of its kind (gates; observers and advisory
+    hooks) reached their bound. A hook without a deadline is never abandoned: never
+    refused. The counts are read without the lock: a bound, not an exact quota."""
+    pool = _pool
+    by_hook = pool.by_hook
+    gates_full = pool.gates >= MAX_ABANDONED
+    advisory_full = pool.advisory >= MAX_ABANDONED_ADVISORY
+    per_hook = MAX_ABANDONED_PER_HOOK
+    for index, c in enumerate(pending):
+        if not c[5]:
+            continue
+        if by_hook and by_hook.get(c[0], 0) >= per_hook:
+            return index
+        if (gates_full or advisory_full) and (advisory_full if _advisory(c[0]) else gates_full):
+            return index
+    return len(pending)
+
+
+def _batch(pending: list, outcomes: list) -> list:
+    """The hooks of ``pending`` to hand to one worker now (a prefix), after the bounds:
+    the hooks at its head the bounds refuse fail as TIMEOUT at once (appended to
+    ``outcomes``), without running. [] when none is left."""
+    while pending:
+        admitted = _admitted(pending)
+        if admitted:
+            return pending if admitted == len(pending) else pending[:admitted]
+        outcomes.append(_failed(pending[0][0], Failure.TIMEOUT, perf_counter()))
+        pending = pending[1:]
+    return pending
+
+
+def _next(pending: list, outcomes: list) -> tuple:
+    """The next batch of ``pending`` for a worker -> (batch, the calls left from it on).
+    Calls the bounds on abandoned calls refuse become TIMEOUT outcomes at once, in their
+    place; a batch with no deadline runs inline here. ``batch`` None: nothing to hand
+    over this time (the calls left go on in the next turn)."""
+    batch = pending
+    if _pool.abandoned or MAX_ABANDONED <= 0:  # a hung call still runs: the bounds apply
+        done = len(outcomes)
+        batch = _batch(pending, outcomes)
+        pending = pending[len(outcomes) - done :]
+        if not batch:
+            return None, []
+    if _inline(batch):
+        outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in batch])
+        return None, pending[len(batch) :]
+    return batch, pending
+
+
+# ---------------------------------------------------------------- the caller's wait, shared by sync and async callers
 
 
 def _soonest(pending: list, index: int) -> float:
@@ -575,6 +635,29 @@ def _spin(worker: _Worker, wait: float) -> float:
     return wait if wait < 0.0 else max(wait - limit, 0.0)
 
 
+def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: Optional[list] = None) -> None:
+    """The outcomes of the first ``ended`` hooks of a job (judged by the worker). With
+    ``awaitables`` (an async caller), a sync hook that answered an awaitable is noted
+    there as (position, awaitable, time left) and awaited by the caller instead."""
+    results = job.results
+    for index in range(ended):
+        result = results[index]
+        if type(result) is _Raised:  # KeyboardInterrupt: the worker is already released
+            raise result.exc
+        if type(result) is not Outcome:  # an awaitable, for the async caller
+            timeout = pending[index][5]
+            start = job.ends[index - 1] if index else job.started
+            left = max(timeout - (perf_counter() - start), 0.0) if timeout else None
+            awaitables.append((len(outcomes), result, left))  # type: ignore[union-attr]
+            result = None  # filled in by the caller
+        outcomes.append(result)
+    if ended < len(pending):
+        outcomes.append(_failed(pending[ended][0], Failure.TIMEOUT, job.ends[ended - 1] if ended else job.submitted))
+
+
+# ---------------------------------------------------------------- sync callers
+
+
 def _wait(worker: _Worker, job: _Job, pending: list) -> int:
     """Start the job, then sleep until it ends or a hook misses its deadline. -> the
     number of hooks that ended (``len(pending)``: all; otherwise hook ``i`` timed out and
@@ -598,84 +681,26 @@ def _wait(worker: _Worker, job: _Job, pending: list) -> int:
         raise
 
 
-def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: Optional[list] = None) -> None:
-    """The outcomes of the first ``ended`` hooks of a job (judged by the worker). With
-    ``awaitables`` (an async caller), a sync hook that answered an awaitable is noted
-    there as (position, awaitable, time left) and awaited by the caller instead."""
-    results = job.results
-    for index in range(ended):
-        result = results[index]
-        if type(result) is _Raised:  # KeyboardInterrupt: the worker is already released
-            raise result.exc
-        if type(result) is not Outcome:  # an awaitable, for the async caller
-            timeout = pending[index][5]
-            start = job.ends[index - 1] if index else job.started
-            left = max(timeout - (perf_counter() - start), 0.0) if timeout else None
-            awaitables.append((len(outcomes), result, left))  # type: ignore[union-attr]
-            result = None  # filled in by the caller
-        outcomes.append(result)
-    if ended < len(pending):
-        outcomes.append(_failed(pending[ended][0], Failure.TIMEOUT, job.ends[ended - 1] if ended else job.submitted))
-
-
-def _inline(pending: list) -> bool:
-    for c in pending:
-        if c[5]:
-            return False
-    return True
-
-
-def _admitted(pending: list) -> int:
-    """How many of the first hooks of ``pending`` the bounds on abandoned calls let run
-    (checked only while some abandoned call still runs, or with a bound at 0): a hook
-    with a deadline is refused when its own abandoned calls reached
-    ``MAX_ABANDONED_PER_HOOK``, or those of its kind (gates; observers and advisory
-    hooks) reached their bound. A hook without a deadline is never abandoned: never
-    refused. The counts are read without the lock: a bound, not an exact quota."""
-    pool = _pool
-    by_hook = pool.by_hook
-    gates_full = pool.gates >= MAX_ABANDONED
-    advisory_full = pool.advisory >= MAX_ABANDONED_ADVISORY
-    per_hook = MAX_ABANDONED_PER_HOOK
-    for index, c in enumerate(pending):
-        if not c[5]:
-            continue
-        if by_hook and by_hook.get(c[0], 0) >= per_hook:
-            return index
-        if (gates_full or advisory_full) and (advisory_full if _advisory(c[0]) else gates_full):
-            return index
-    return len(pending)
-
-
-def _batch(pending: list, outcomes: list) -> list:
-    """The hooks of ``pending`` to hand to one worker now (a prefix), after the bounds:
-    the hooks at its head the bounds refuse fail as TIMEOUT at once (appended to
-    ``outcomes``), without running. [] when none is left."""
-    while pending:
-        admitted = _admitted(pending)
-        if admitted:
-            return pending if admitted == len(pending) else pending[:admitted]
-        outcomes.append(_failed(pending[0][0], Failure.TIMEOUT, perf_counter()))
-        pending = pending[1:]
-    return pending
-
-
-def _next(pending: list, outcomes: list) -> tuple:
-    """The next batch of ``pending`` for a worker -> (batch, the calls left from it on).
-    Calls the bounds on abandoned calls refuse become TIMEOUT outcomes at once, in their
-    place; a batch with no deadline runs inline here. ``batch`` None: nothing to hand
-    over this time (the calls left go on in the next turn)."""
-    batch = pending
-    if _pool.abandoned or MAX_ABANDONED <= 0:  # a hung call still runs: the bounds apply
-        done = len(outcomes)
-        batch = _batch(pending, outcomes)
-        pending = pending[len(outcomes) - done :]
-        if not batch:
-            return None, []
-    if _inline(batch):
-        outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in batch])
-        return None, pending[len(batch) :]
-    return batch, pending
+def call(
+    hook_id: str,
+    fn: Callable[..., Any],
+    args: tuple = (),
+    kwargs: Optional[dict] = None,
+    *,
+    validate: Validator,
+    timeout: Optional[float] = None,
+) -> Outcome:
+    """Call a sync hook under the contract. Never raises, except KeyboardInterrupt."""
+    if timeout:
+        return call_each([(hook_id, fn, args, kwargs, validate, timeout)])[0]
+    start = perf_counter()
+    try:
+        result = fn(*args, **(kwargs or {}))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any exception of a hook is RAISED (KeyboardInterrupt re-raised above)
+        return _failed(hook_id, Failure.RAISED, start, exc)
+    return _finish_sync(hook_id, result, None, validate, start)
 
 
 def call_each(calls: list) -> list[Outcome]:
@@ -700,36 +725,7 @@ def call_each(calls: list) -> list[Outcome]:
     return outcomes
 
 
-async def acall_each(calls: list) -> list[Outcome]:
-    """``call_each`` for an async dispatcher: the same sync hooks, one hand-off for all
-    of them, each with its own deadline. The loop's thread waits up to ``LOOP_GRACE`` for
-    the worker; a batch still running then is awaited without blocking the loop. A sync
-    hook that answers an awaitable (a plain function returning a coroutine) has it awaited
-    here, within what is left of its deadline, as an async dispatcher would."""
-    outcomes: list[Outcome] = []
-    awaitables: list = []
-    pending = calls
-    while pending:
-        batch, pending = _next(pending, outcomes)
-        if batch is None:
-            continue
-        worker = _pool.take()
-        job = _Job(batch, awaitables=True)
-        ended = await _await(worker, job, batch)
-        if ended == len(batch):
-            _pool.release(worker)
-        base = len(outcomes)
-        _collect(job, batch, ended, outcomes, awaitables)
-        for position, awaitable, left in awaitables:
-            hook_id, validate = batch[position - base][0], batch[position - base][4]
-            outcomes[position] = await acall(hook_id, _awaited, (awaitable,), validate=validate, timeout=left if left is None else max(left, 1e-6))
-        awaitables.clear()
-        pending = pending[ended + 1 if ended < len(batch) else ended :]
-    return outcomes
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
+# ---------------------------------------------------------------- async callers: sync hooks on the pool
 
 
 #: how long an async dispatcher's thread waits on the worker before it awaits instead: a
@@ -784,10 +780,56 @@ async def _await(worker: _Worker, job: _Job, pending: list) -> int:
         raise
 
 
-_NO_KWARGS: dict = {}  # only ever unpacked (``**``), never handed to a hook itself
+async def acall_each(calls: list) -> list[Outcome]:
+    """``call_each`` for an async dispatcher: the same sync hooks, one hand-off for all
+    of them, each with its own deadline. The loop's thread waits up to ``LOOP_GRACE`` for
+    the worker; a batch still running then is awaited without blocking the loop. A sync
+    hook that answers an awaitable (a plain function returning a coroutine) has it awaited
+    here, within what is left of its deadline, as an async dispatcher would."""
+    outcomes: list[Outcome] = []
+    awaitables: list = []
+    pending = calls
+    while pending:
+        batch, pending = _next(pending, outcomes)
+        if batch is None:
+            continue
+        worker = _pool.take()
+        job = _Job(batch, awaitables=True)
+        ended = await _await(worker, job, batch)
+        if ended == len(batch):
+            _pool.release(worker)
+        base = len(outcomes)
+        _collect(job, batch, ended, outcomes, awaitables)
+        for position, awaitable, left in awaitables:
+            hook_id, validate = batch[position - base][0], batch[position - base][4]
+            outcomes[position] = await acall(hook_id, _awaited, (awaitable,), validate=validate, timeout=left if left is None else max(left, 1e-6))
+        awaitables.clear()
+        pending = pending[ended + 1 if ended < len(batch) else ended :]
+    return outcomes
 
 
-# ---------------------------------------------------------------- async
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, validate: Validator, timeout: float, start: float) -> Any:
+    """A sync hook from an async dispatcher, with a deadline: run (and its answer judged)
+    on the pool (see ``_await``). -> its Outcome, or the awaitable it answered."""
+    call = [(hook_id, fn, args, kwargs, validate, timeout)]
+    if (_pool.abandoned or MAX_ABANDONED <= 0) and not _admitted(call):
+        return _failed(hook_id, Failure.TIMEOUT, start)
+    worker = _pool.take()
+    job = _Job(call, awaitables=True)
+    if not await _await(worker, job, call):
+        return _failed(hook_id, Failure.TIMEOUT, start)
+    _pool.release(worker)
+    result = job.results[0]
+    if type(result) is _Raised:  # KeyboardInterrupt
+        raise result.exc
+    return result
+
+
+# ---------------------------------------------------------------- async callers: coroutine hooks on the loop
 
 
 _CO_COROUTINE = inspect.CO_COROUTINE
@@ -806,6 +848,8 @@ is_async = _is_async  # Adapter.ahook_calls: coroutine hooks on the loop, runs o
 
 #: ``_Resumed.first`` for an awaitable not started yet
 _UNSTARTED = object()
+
+
 #: ``_Resumed.deadline`` of the rest of a hook left to the background: whatever is
 #: thrown in (a cancellation) closes it
 _CLOSING = object()
@@ -897,23 +941,6 @@ def _wake(waiter) -> None:
         waiter.set_result(None)
 
 
-async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, validate: Validator, timeout: float, start: float) -> Any:
-    """A sync hook from an async dispatcher, with a deadline: run (and its answer judged)
-    on the pool (see ``_await``). -> its Outcome, or the awaitable it answered."""
-    call = [(hook_id, fn, args, kwargs, validate, timeout)]
-    if (_pool.abandoned or MAX_ABANDONED <= 0) and not _admitted(call):
-        return _failed(hook_id, Failure.TIMEOUT, start)
-    worker = _pool.take()
-    job = _Job(call, awaitables=True)
-    if not await _await(worker, job, call):
-        return _failed(hook_id, Failure.TIMEOUT, start)
-    _pool.release(worker)
-    result = job.results[0]
-    if type(result) is _Raised:  # KeyboardInterrupt
-        raise result.exc
-    return result
-
-
 async def acall(
     hook_id: str,
     fn: Callable[..., Any],
@@ -983,11 +1010,4 @@ async def acall(
     outcome = _judge(hook_id, result, validate, start)
     if timeout and outcome.elapsed_ms > timeout * 1000.0:  # it held the loop past its deadline
         return _failed(hook_id, Failure.TIMEOUT, start)
-    return outcome
-
-
-def _in_time(outcome: Outcome, timeout, start: float) -> Outcome:
-    """A failure the hook produced after its deadline (blocking the loop) is a TIMEOUT."""
-    if timeout and outcome.elapsed_ms > timeout * 1000.0:
-        return _failed(outcome.hook, Failure.TIMEOUT, start)
     return outcome
