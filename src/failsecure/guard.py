@@ -283,7 +283,7 @@ class _Pool:
                 worker = self.queued.pop(0)
             try:
                 _start_thread("failsecure-guard", self._run, worker)
-            except Exception:  # noqa: BLE001 - the next worker may still start; this one's call times out
+            except BaseException:  # noqa: BLE001 - this worker's call times out; the starter must go on (or end)
                 pass
 
     def release(self, worker: _Worker) -> None:
