@@ -272,19 +272,27 @@ class _Pool:
             _start_thread("failsecure-guard", self._run, worker)
 
     def _start_queued(self) -> None:
-        """The starter thread: start the queued workers' threads in order, then end. A
-        worker whose thread cannot start never begins its job: its caller gives it up
-        as a TIMEOUT (``_check``)."""
-        while True:
-            with self.lock:
-                if not self.queued:
+        """The starter thread: start the queued workers' threads in order, then end."""
+        while self._start_next(True):
+            pass
+
+    def _start_next(self, starter: bool = False) -> bool:
+        """Start the next queued worker's thread. -> False when none was queued (the
+        ``starter`` then ends). Each worker's thread starts the next one before its own
+        job, beside the starter, so a long queue (an event loop's burst) is started in a
+        few rounds of hand-shakes, not one after another. A worker whose thread cannot
+        start never begins its job: its caller gives it up as a TIMEOUT (``_check``)."""
+        with self.lock:
+            if not self.queued:
+                if starter:
                     self.starter = False
-                    return
-                worker = self.queued.pop(0)
-            try:
-                _start_thread("failsecure-guard", self._run, worker)
-            except BaseException:  # noqa: BLE001 - this worker's call times out; the starter must go on (or end)
-                pass
+                return False
+            worker = self.queued.pop(0)
+        try:
+            _start_thread("failsecure-guard", self._run, worker)
+        except BaseException:  # noqa: BLE001 - this worker's call times out; the others must still start
+            pass
+        return True
 
     def release(self, worker: _Worker) -> None:
         """The caller took a finished job's results (and its ``done``): the worker is free."""
@@ -339,6 +347,8 @@ class _Pool:
         return True
 
     def _run(self, worker: _Worker) -> None:
+        if self.queued:  # read without the lock: a hint (``_start_next`` reads it again)
+            self._start_next()
         while True:
             worker.wake.acquire()
             job = worker.job
