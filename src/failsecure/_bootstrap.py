@@ -71,7 +71,7 @@ class Finder:
         for callback in list(self.callbacks.get(module_name, ())):
             try:
                 callback(sys.modules[module_name])
-            except BaseException as exc:  # never break the user's import
+            except BaseException as exc:  # noqa: BLE001 - a post-import step must never break the user's import
                 _say(f"failsecure: a post-import step for {module_name} failed ({type(exc).__name__})")
         adapter = self.watch.get(module_name)
         if adapter is None:
@@ -81,7 +81,7 @@ class Finder:
             return
         try:
             from failsecure import activation
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - whatever stops failsecure loading refuses the import, never lets it through
             _say(f"failsecure: cannot load failsecure to guard {adapter} ({type(exc).__name__}); refusing to import {module_name}")
             raise ImportError(f"failsecure cannot guard {adapter}; set FAILSECURE_AUTO=0 to run it unguarded") from None
         try:
@@ -91,7 +91,7 @@ class Finder:
                 f"failsecure: the {adapter} adapter cannot load, so {module_name} is not imported "
                 "(its tools would run without their gates); set FAILSECURE_AUTO=0 to run it unguarded"
             ) from None
-        except BaseException as exc:  # patch() never raises; anything else is ours
+        except BaseException as exc:  # noqa: BLE001 - patch() never raises; anything else is ours and must not break the import
             _say(f"failsecure: could not activate {adapter} ({type(exc).__name__})")
 
     def _again(self, adapter, module_name):
@@ -107,7 +107,7 @@ class Finder:
             from failsecure import activation
 
             activation.activate(adapter)
-        except BaseException as exc:  # the adapter was active: this import is not refused
+        except BaseException as exc:  # noqa: BLE001 - the adapter was active: this import is not refused
             _say(f"failsecure: could not patch {module_name} again for {adapter} ({type(exc).__name__})")
 
     def invalidate_caches(self):
@@ -120,7 +120,7 @@ finder = None
 def _say(message):
     try:
         sys.stderr.write(message + "\n")
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - stderr closed or broken: the message is lost, the import goes on
         pass
 
 
@@ -314,7 +314,7 @@ def export(env):
     """Hand ``env`` (the trusted values) to the children of this process."""
     try:
         os.environ[TRUSTED_ENV] = encode(os.getpid(), env)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - no environment to export to: policy falls back to /proc
         pass
 
 
@@ -351,7 +351,7 @@ def run():
     _started = True
     try:
         _snapshot()  # also with FAILSECURE_AUTO=0: the trust model needs it either way
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - at interpreter start: policy falls back to /proc/self/environ
         pass  # policy falls back to /proc/self/environ
     try:
         if os.environ.get("FAILSECURE_AUTO", "1").strip().lower() in _OFF:
@@ -362,5 +362,5 @@ def run():
             from failsecure import activation
 
             activation.install()
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - at interpreter start: say it, never stop the interpreter
         _say(f"failsecure: the drop-in could not start ({type(exc).__name__}); frameworks are not guarded until failsecure.install() runs")

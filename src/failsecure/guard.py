@@ -16,6 +16,12 @@
   junk or a hostile object (raising ``__bool__``, ``.get``, ``__eq__`` ...) is INVALID.
   With a deadline the validator runs on the worker under the hook's deadline too: an
   answer whose ``__eq__`` never returns is a TIMEOUT, and the caller never waits on it.
+
+Read top to bottom: outcomes (how an answer becomes an Outcome); the worker pool (the
+threads sync hooks run on, and what a worker does with a job); the bounds on abandoned
+calls; the caller's wait (deadlines, the poll), shared by both kinds of caller; the sync
+callers (``call``, ``call_each``); the async callers, first with sync hooks on the pool
+(``acall_each``), then with coroutine hooks on the loop (``acall``).
 """
 
 from __future__ import annotations
@@ -61,6 +67,9 @@ ASYNC_GRACE = 1.0
 _outcome = Outcome
 
 
+# ---------------------------------------------------------------- outcomes
+
+
 def _failed(hook: str, failure: Failure, start: float, exc: BaseException | None = None) -> Outcome:
     exception_type = type_name(exc) if exc is not None else None
     return _outcome(hook, None, failure, exception_type, (perf_counter() - start) * 1000.0)
@@ -75,9 +84,28 @@ def _judge(hook: str, result: Any, validate: Validator, start: float) -> Outcome
         raise
     except Invalid as exc:
         return _failed(hook, exc.failure, start)
-    except BaseException as exc:  # a hostile object tripping the validator
+    except BaseException as exc:  # noqa: BLE001 - a hostile object tripping the validator is INVALID
         return _failed(hook, Failure.INVALID, start, exc)
     return _outcome(hook, verdict, None, None, (perf_counter() - start) * 1000.0)
+
+
+def _finish_sync(hook_id: str, result: Any, exc: BaseException | None, validate: Validator, start: float) -> Outcome:
+    if exc is not None:
+        if issubclass(type(exc), KeyboardInterrupt):  # never isinstance: a hostile __class__
+            raise exc
+        return _failed(hook_id, Failure.RAISED, start, exc)
+    if _awaitable(result):
+        # an async hook reached from a sync dispatcher is undecided, not unopposed
+        _close_awaitable(result)
+        return _failed(hook_id, Failure.INVALID, start)
+    return _judge(hook_id, result, validate, start)
+
+
+def _in_time(outcome: Outcome, timeout, start: float) -> Outcome:
+    """A failure the hook produced after its deadline (blocking the loop) is a TIMEOUT."""
+    if timeout and outcome.elapsed_ms > timeout * 1000.0:
+        return _failed(outcome.hook, Failure.TIMEOUT, start)
+    return outcome
 
 
 _PLAIN = frozenset({type(None), bool, int, float, str, bytes, dict, list, tuple})
@@ -88,7 +116,7 @@ def _awaitable(result: Any) -> bool:
         return False
     try:
         return inspect.isawaitable(result)
-    except BaseException:  # a hostile __class__; the validator will judge it
+    except BaseException:  # noqa: BLE001 - a hostile __class__; the validator will judge it
         return False
 
 
@@ -97,8 +125,11 @@ def _close_awaitable(result: Any) -> None:
     if close is not None:
         try:
             close(result)
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a hostile close(): the answer is dropped either way
             pass
+
+
+_NO_KWARGS: dict = {}  # only ever unpacked (``**``), never handed to a hook itself
 
 
 # ---------------------------------------------------------------- the worker pool
@@ -181,13 +212,16 @@ def _advisory(hook_id: str) -> bool:
     try:
         hook = policy.current().hook(hook_id)
         return hook.role == "observer" or hook.on_error == "allow"
-    except Exception:
+    except Exception:  # noqa: BLE001 - the config cannot be read here: a gate, when in doubt
         return False
 
 
 class _Pool:
     def __init__(self) -> None:
         self.lock = _allocate_lock()
+        self.starting = _allocate_lock()  # held by a sync caller while its worker's thread starts
+        self.queued: list[_Worker] = []  # fresh workers of async callers, for the starter to start
+        self.starter = False  # the starter thread runs (under ``lock``)
         self.idle: list[_Worker] = []
         self.abandoned = 0  # every abandoned call still running
         self.gates = 0  # of which gates'
@@ -203,14 +237,62 @@ class _Pool:
         return _Worker()
 
     def start(self, worker: _Worker, job: _Job) -> None:
+        """Hand ``job`` to ``worker``, starting its thread if it has none yet.
+
+        A thread's start is a hand-shake (``Thread.start`` waits until the new thread
+        runs), and under load each side of it waits its turn for the GIL. So a sync
+        caller starts its worker under ``starting``, one start at a time: in a burst the
+        other callers wait on that lock, off the GIL, instead of queueing for it in front
+        of the workers whose gates have answered (which then miss their deadlines). An
+        event loop (an async caller's job: ``awaitables``) never waits on a start, which
+        would hold every task on it (the coroutine gates miss theirs): its fresh workers
+        are queued for the starter thread, which starts them in order. Either way the
+        job's deadline runs from when its worker began it (``_check``)."""
         worker.job = job
         worker.ended[0] = 0
+        worker.wake.release()
         if worker.started:
-            worker.wake.release()
-        else:
-            worker.started = True
-            worker.wake.release()
-            threading.Thread(target=self._run, args=(worker,), name="failsecure-guard", daemon=True).start()
+            return
+        worker.started = True
+        if job.awaitables:
+            with self.lock:
+                self.queued.append(worker)
+                if self.starter:
+                    return
+                self.starter = True
+            try:
+                _start_thread("failsecure-guard-starter", self._start_queued)
+            except BaseException:  # no thread to be had: this worker is never started
+                with self.lock:
+                    self.starter = False
+                    self.queued.remove(worker)
+                raise
+            return
+        with self.starting:
+            _start_thread("failsecure-guard", self._run, worker)
+
+    def _start_queued(self) -> None:
+        """The starter thread: start the queued workers' threads in order, then end."""
+        while self._start_next(True):
+            pass
+
+    def _start_next(self, starter: bool = False) -> bool:
+        """Start the next queued worker's thread. -> False when none was queued (the
+        ``starter`` then ends). Each worker's thread starts the next one before its own
+        job, beside the starter, so a long queue (an event loop's burst) is started in a
+        few rounds of hand-shakes, not one after another. A worker whose thread cannot
+        start never begins its job: its caller gives it up as a TIMEOUT (``_check``)."""
+        with self.lock:
+            if not self.queued:
+                if starter:
+                    self.starter = False
+                return False
+            worker = self.queued.pop(0)
+        try:
+            _start_thread("failsecure-guard", self._run, worker)
+        except BaseException:  # noqa: BLE001 - this worker's call times out; the others must still start
+            pass
+        return True
 
     def release(self, worker: _Worker) -> None:
         """The caller took a finished job's results (and its ``done``): the worker is free."""
@@ -265,6 +347,8 @@ class _Pool:
         return True
 
     def _run(self, worker: _Worker) -> None:
+        if self.queued:  # read without the lock: a hint (``_start_next`` reads it again)
+            self._start_next()
         while True:
             worker.wake.acquire()
             job = worker.job
@@ -297,7 +381,7 @@ class _Pool:
         for index, (hook_id, fn, args, kwargs, validate, timeout) in enumerate(job.calls):
             try:
                 result = fn(*(args or ()), **(kwargs or _NO_KWARGS))
-            except BaseException as exc:  # handed to the caller, KeyboardInterrupt included
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, KeyboardInterrupt included
                 result = _Raised(exc)
             if validate is not None:
                 result = _judged(hook_id, validate, result, began, awaitables)
@@ -324,9 +408,13 @@ class _Pool:
         if notify is not None:  # after ``done``: the woken loop takes it at once, never waits
             try:  # for this thread to get the GIL back (under load, ms per gate on the loop)
                 notify()
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - the loop closed under it: its caller is gone
                 pass
         return True
+
+
+def _start_thread(name: str, target: Callable, *args: Any) -> None:
+    threading.Thread(target=target, args=args, name=name, daemon=True).start()
 
 
 def _late(hook_id: str, result: Any, start: float) -> Any:
@@ -350,7 +438,7 @@ def _judged(hook_id: str, validate: Validator, result: Any, start: float, awaita
         if awaitables and _awaitable(result):
             return result
         return _finish_sync(hook_id, result, None, validate, start)
-    except BaseException as exc:  # KeyboardInterrupt, from the hook or its validator
+    except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt, from the hook or its validator
         return _Raised(exc)
 
 
@@ -388,182 +476,7 @@ def _forsake(worker: _Worker, job: _Job) -> None:
         _pool.release(worker)
 
 
-# ---------------------------------------------------------------- sync
-
-
-def _finish_sync(hook_id: str, result: Any, exc: BaseException | None, validate: Validator, start: float) -> Outcome:
-    if exc is not None:
-        if issubclass(type(exc), KeyboardInterrupt):  # never isinstance: a hostile __class__
-            raise exc
-        return _failed(hook_id, Failure.RAISED, start, exc)
-    if _awaitable(result):
-        # an async hook reached from a sync dispatcher is undecided, not unopposed
-        _close_awaitable(result)
-        return _failed(hook_id, Failure.INVALID, start)
-    return _judge(hook_id, result, validate, start)
-
-
-def call(
-    hook_id: str,
-    fn: Callable[..., Any],
-    args: tuple = (),
-    kwargs: Optional[dict] = None,
-    *,
-    validate: Validator,
-    timeout: Optional[float] = None,
-) -> Outcome:
-    """Call a sync hook under the contract. Never raises, except KeyboardInterrupt."""
-    if timeout:
-        return call_each([(hook_id, fn, args, kwargs, validate, timeout)])[0]
-    start = perf_counter()
-    try:
-        result = fn(*args, **(kwargs or {}))
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:
-        return _failed(hook_id, Failure.RAISED, start, exc)
-    return _finish_sync(hook_id, result, None, validate, start)
-
-
-def _soonest(pending: list, index: int) -> float:
-    """While hook ``index`` runs: the soonest a later hook's deadline could expire, from
-    now (a later hook starts no earlier than now; -1: none has one)."""
-    soonest = -1.0
-    for c in pending[index + 1 :]:
-        if c[5] and (soonest < 0 or c[5] < soonest):
-            soonest = c[5]
-    return soonest
-
-
-def _sleep(pending: list, index: int, timeout, deadline: float) -> float:
-    """How long the caller may sleep while hook ``index`` runs: until its own deadline,
-    and no longer than the soonest a later hook's could expire (the running hook may end
-    at once and a later one with a shorter deadline hang). -1: no bound at all."""
-    soonest = _soonest(pending, index)
-    if timeout:
-        wait = deadline - perf_counter()
-        if wait < 0.0:
-            wait = 0.0
-        if not 0.0 <= soonest < wait:
-            soonest = wait
-    return soonest if soonest <= MAX_WAIT else MAX_WAIT  # a huge deadline: waited for in steps
-
-
-def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadline: float):
-    """The caller woke before the job ended (at a deadline, or at a bound on one): look
-    at the worker's progress. -> (the index of a hook abandoned at its deadline, or -1;
-    then the hook watched now, its timeout, its deadline, and how long to sleep next)."""
-    with worker.lock:
-        completed = job.completed
-    if completed == index:
-        if timeout and perf_counter() >= deadline:
-            began = job.started if index == 0 else 0.0
-            if began + timeout > deadline:
-                # the worker began the first call after the hand-off (a thread starting
-                # under load): its deadline runs from its own start, as a later call's does
-                deadline = began + timeout
-            elif _pool.abandon(worker, job, index):
-                return index, index, timeout, deadline, 0.0
-    elif completed < len(pending):
-        index = completed
-        timeout = pending[index][5]
-        deadline = job.ends[index - 1] + timeout if timeout else 0.0
-    # else: all ended just now, ``done`` follows at once
-    return -1, index, timeout, deadline, _sleep(pending, index, timeout, deadline)
-
-
-def _begin(worker: _Worker, job: _Job, pending: list) -> tuple:
-    """Hand the job to the worker: -> (the first hook's timeout, its deadline, how long
-    the caller may sleep first)."""
-    timeout = pending[0][5]
-    job.submitted = now = perf_counter()
-    deadline = now + timeout if timeout else 0.0
-    wait = _sleep(pending, 0, timeout, deadline)
-    _pool.start(worker, job)
-    return timeout, deadline, wait
-
-
-#: How long a caller polls for its batch before it sleeps on it. A sleeping caller's CPU
-#: goes idle, and on a VM an idle vCPU is slow to come back (tens of microseconds, and the
-#: caller's own code runs slower for a while after): most gates end within this, so the
-#: caller yields the CPU between polls instead (``os.sched_yield``: a thread waiting for
-#: that CPU, the worker included, runs at once). It costs at most this much CPU time
-#: per batch; 0 turns it off.
-SPIN = 100e-6
-
-_yield = getattr(os, "sched_yield", None)
-if _yield is None:  # not on this platform: no polling
-    SPIN = 0.0
-
-try:  # the compiled poll (setup.py builds it where it can): it never takes the GIL
-    from ._spin import wait as _cwait
-except ImportError:  # no compiler at install time, another platform: the poll is in Python
-    _cwait = None
-
-
-def _spin(worker: _Worker, wait: float) -> float:
-    """Poll for ``worker``'s job to end for up to ``SPIN``, never past ``wait`` (the
-    caller's next deadline; -1: none). -> -2.0 when it ended (its ``done`` is taken),
-    else what is left of ``wait``."""
-    done = worker.done
-    if done.acquire(False):
-        return -2.0
-    limit = SPIN if wait < 0.0 or wait > SPIN else wait
-    if _cwait is not None:
-        if _cwait(worker.ended, limit) and done.acquire(False):
-            return -2.0
-    else:
-        now = perf_counter()
-        end = now + limit
-        while now < end:
-            _yield()  # type: ignore[misc]
-            if done.acquire(False):
-                return -2.0
-            now = perf_counter()
-    return wait if wait < 0.0 else max(wait - limit, 0.0)
-
-
-def _wait(worker: _Worker, job: _Job, pending: list) -> int:
-    """Start the job, then sleep until it ends or a hook misses its deadline. -> the
-    number of hooks that ended (``len(pending)``: all; otherwise hook ``i`` timed out and
-    was abandoned). Nothing runs between handing the job over and sleeping but the wait."""
-    done = worker.done
-    index = 0
-    timeout, deadline, wait = _begin(worker, job, pending)
-    try:
-        if SPIN:
-            wait = _spin(worker, wait)
-            if wait == -2.0:
-                return len(pending)
-        while True:
-            if done.acquire(True, wait):
-                return len(pending)
-            abandoned, index, timeout, deadline, wait = _check(worker, job, pending, index, timeout, deadline)
-            if abandoned >= 0:
-                return abandoned
-    except BaseException:  # KeyboardInterrupt while waiting: leave no worker behind
-        _forsake(worker, job)
-        raise
-
-
-def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: Optional[list] = None) -> None:
-    """The outcomes of the first ``ended`` hooks of a job (judged by the worker). With
-    ``awaitables`` (an async caller), a sync hook that answered an awaitable is noted
-    there as (position, awaitable, time left) and awaited by the caller instead."""
-    results = job.results
-    for index in range(ended):
-        result = results[index]
-        if type(result) is _Raised:  # KeyboardInterrupt: the worker is already released
-            raise result.exc
-        if type(result) is not Outcome:  # an awaitable, for the async caller
-            timeout = pending[index][5]
-            start = job.ends[index - 1] if index else job.started
-            left = max(timeout - (perf_counter() - start), 0.0) if timeout else None
-            awaitables.append((len(outcomes), result, left))  # type: ignore[union-attr]
-            result = None  # filled in by the caller
-        outcomes.append(result)
-    if ended < len(pending):
-        outcomes.append(_failed(pending[ended][0], Failure.TIMEOUT, job.ends[ended - 1] if ended else job.submitted))
+# ---------------------------------------------------------------- the bounds on abandoned calls
 
 
 def _inline(pending: list) -> bool:
@@ -626,6 +539,180 @@ def _next(pending: list, outcomes: list) -> tuple:
     return batch, pending
 
 
+# ---------------------------------------------------------------- the caller's wait, shared by sync and async callers
+
+
+def _soonest(pending: list, index: int) -> float:
+    """While hook ``index`` runs: the soonest a later hook's deadline could expire, from
+    now (a later hook starts no earlier than now; -1: none has one)."""
+    soonest = -1.0
+    for c in pending[index + 1 :]:
+        if c[5] and (soonest < 0 or c[5] < soonest):
+            soonest = c[5]
+    return soonest
+
+
+def _sleep(pending: list, index: int, timeout, deadline: float) -> float:
+    """How long the caller may sleep while hook ``index`` runs: until its own deadline,
+    and no longer than the soonest a later hook's could expire (the running hook may end
+    at once and a later one with a shorter deadline hang). -1: no bound at all."""
+    soonest = _soonest(pending, index)
+    if timeout:
+        wait = deadline - perf_counter()
+        if wait < 0.0:
+            wait = 0.0
+        if not 0.0 <= soonest < wait:
+            soonest = wait
+    return soonest if soonest <= MAX_WAIT else MAX_WAIT  # a huge deadline: waited for in steps
+
+
+def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadline: float):
+    """The caller woke before the job ended (at a deadline, or at a bound on one): look
+    at the worker's progress. -> (the index of a hook abandoned at its deadline, or -1;
+    then the hook watched now, its timeout, its deadline, and how long to sleep next)."""
+    with worker.lock:
+        completed = job.completed
+    if completed == index:
+        if timeout and perf_counter() >= deadline:
+            began = job.started if index == 0 else 0.0
+            if began + timeout > deadline:
+                # the worker began the first call after the hand-off (a thread starting
+                # under load): its deadline runs from its own start, as a later call's does
+                deadline = began + timeout
+            elif index == 0 and not began and deadline < job.submitted + 2 * timeout:
+                # its worker has not begun yet (its thread still starting, or queued for
+                # the starter): one more deadline to begin; never begun by then, the call
+                # is a TIMEOUT without running (and counts toward no bound)
+                deadline = job.submitted + 2 * timeout
+            elif _pool.abandon(worker, job, index):
+                return index, index, timeout, deadline, 0.0
+    elif completed < len(pending):
+        index = completed
+        timeout = pending[index][5]
+        deadline = job.ends[index - 1] + timeout if timeout else 0.0
+    # else: all ended just now, ``done`` follows at once
+    return -1, index, timeout, deadline, _sleep(pending, index, timeout, deadline)
+
+
+def _begin(worker: _Worker, job: _Job, pending: list) -> tuple:
+    """Hand the job to the worker: -> (the first hook's timeout, its deadline, how long
+    the caller may sleep first)."""
+    timeout = pending[0][5]
+    job.submitted = now = perf_counter()
+    deadline = now + timeout if timeout else 0.0
+    wait = _sleep(pending, 0, timeout, deadline)
+    _pool.start(worker, job)
+    return timeout, deadline, wait
+
+
+#: How long a caller polls for its batch before it sleeps on it. A sleeping caller's CPU
+#: goes idle, and on a VM an idle vCPU is slow to come back (tens of microseconds, and the
+#: caller's own code runs slower for a while after): most gates end within this, so the
+#: caller yields the CPU between polls instead (``os.sched_yield``: a thread waiting for
+#: that CPU, the worker included, runs at once). It costs at most this much CPU time
+#: per batch; 0 turns it off.
+SPIN = 100e-6
+
+_yield = getattr(os, "sched_yield", None)
+if _yield is None:  # not on this platform: no polling
+    SPIN = 0.0
+
+try:  # the compiled poll (setup.py builds it where it can): it never takes the GIL
+    from ._spin import wait as _cwait
+except ImportError:  # no compiler at install time, another platform: the poll is in Python
+    _cwait = None
+
+
+def _spin(worker: _Worker, wait: float) -> float:
+    """Poll for ``worker``'s job to end for up to ``SPIN``, never past ``wait`` (the
+    caller's next deadline; -1: none). -> -2.0 when it ended (its ``done`` is taken),
+    else what is left of ``wait``."""
+    done = worker.done
+    if done.acquire(False):
+        return -2.0
+    limit = SPIN if wait < 0.0 or wait > SPIN else wait
+    if _cwait is not None:
+        if _cwait(worker.ended, limit) and done.acquire(False):
+            return -2.0
+    else:
+        now = perf_counter()
+        end = now + limit
+        while now < end:
+            _yield()  # type: ignore[misc]
+            if done.acquire(False):
+                return -2.0
+            now = perf_counter()
+    return wait if wait < 0.0 else max(wait - limit, 0.0)
+
+
+def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: Optional[list] = None) -> None:
+    """The outcomes of the first ``ended`` hooks of a job (judged by the worker). With
+    ``awaitables`` (an async caller), a sync hook that answered an awaitable is noted
+    there as (position, awaitable, time left) and awaited by the caller instead."""
+    results = job.results
+    for index in range(ended):
+        result = results[index]
+        if type(result) is _Raised:  # KeyboardInterrupt: the worker is already released
+            raise result.exc
+        if type(result) is not Outcome:  # an awaitable, for the async caller
+            timeout = pending[index][5]
+            start = job.ends[index - 1] if index else job.started
+            left = max(timeout - (perf_counter() - start), 0.0) if timeout else None
+            awaitables.append((len(outcomes), result, left))  # type: ignore[union-attr]
+            result = None  # filled in by the caller
+        outcomes.append(result)
+    if ended < len(pending):
+        outcomes.append(_failed(pending[ended][0], Failure.TIMEOUT, job.ends[ended - 1] if ended else job.submitted))
+
+
+# ---------------------------------------------------------------- sync callers
+
+
+def _wait(worker: _Worker, job: _Job, pending: list) -> int:
+    """Start the job, then sleep until it ends or a hook misses its deadline. -> the
+    number of hooks that ended (``len(pending)``: all; otherwise hook ``i`` timed out and
+    was abandoned). Nothing runs between handing the job over and sleeping but the wait."""
+    done = worker.done
+    index = 0
+    timeout, deadline, wait = _begin(worker, job, pending)
+    try:
+        if SPIN:
+            wait = _spin(worker, wait)
+            if wait == -2.0:
+                return len(pending)
+        while True:
+            if done.acquire(True, wait):
+                return len(pending)
+            abandoned, index, timeout, deadline, wait = _check(worker, job, pending, index, timeout, deadline)
+            if abandoned >= 0:
+                return abandoned
+    except BaseException:  # KeyboardInterrupt while waiting: leave no worker behind
+        _forsake(worker, job)
+        raise
+
+
+def call(
+    hook_id: str,
+    fn: Callable[..., Any],
+    args: tuple = (),
+    kwargs: Optional[dict] = None,
+    *,
+    validate: Validator,
+    timeout: Optional[float] = None,
+) -> Outcome:
+    """Call a sync hook under the contract. Never raises, except KeyboardInterrupt."""
+    if timeout:
+        return call_each([(hook_id, fn, args, kwargs, validate, timeout)])[0]
+    start = perf_counter()
+    try:
+        result = fn(*args, **(kwargs or {}))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any exception of a hook is RAISED (KeyboardInterrupt re-raised above)
+        return _failed(hook_id, Failure.RAISED, start, exc)
+    return _finish_sync(hook_id, result, None, validate, start)
+
+
 def call_each(calls: list) -> list[Outcome]:
     """Call several sync hooks in order, each under the contract with its own deadline:
     ``calls`` is a list of ``(hook_id, fn, args, kwargs, validate, timeout)``. When any
@@ -648,36 +735,7 @@ def call_each(calls: list) -> list[Outcome]:
     return outcomes
 
 
-async def acall_each(calls: list) -> list[Outcome]:
-    """``call_each`` for an async dispatcher: the same sync hooks, one hand-off for all
-    of them, each with its own deadline. The loop's thread waits up to ``LOOP_GRACE`` for
-    the worker; a batch still running then is awaited without blocking the loop. A sync
-    hook that answers an awaitable (a plain function returning a coroutine) has it awaited
-    here, within what is left of its deadline, as an async dispatcher would."""
-    outcomes: list[Outcome] = []
-    awaitables: list = []
-    pending = calls
-    while pending:
-        batch, pending = _next(pending, outcomes)
-        if batch is None:
-            continue
-        worker = _pool.take()
-        job = _Job(batch, awaitables=True)
-        ended = await _await(worker, job, batch)
-        if ended == len(batch):
-            _pool.release(worker)
-        base = len(outcomes)
-        _collect(job, batch, ended, outcomes, awaitables)
-        for position, awaitable, left in awaitables:
-            hook_id, validate = batch[position - base][0], batch[position - base][4]
-            outcomes[position] = await acall(hook_id, _awaited, (awaitable,), validate=validate, timeout=left if left is None else max(left, 1e-6))
-        awaitables.clear()
-        pending = pending[ended + 1 if ended < len(batch) else ended :]
-    return outcomes
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
+# ---------------------------------------------------------------- async callers: sync hooks on the pool
 
 
 #: how long an async dispatcher's thread waits on the worker before it awaits instead: a
@@ -732,10 +790,56 @@ async def _await(worker: _Worker, job: _Job, pending: list) -> int:
         raise
 
 
-_NO_KWARGS: dict = {}  # only ever unpacked (``**``), never handed to a hook itself
+async def acall_each(calls: list) -> list[Outcome]:
+    """``call_each`` for an async dispatcher: the same sync hooks, one hand-off for all
+    of them, each with its own deadline. The loop's thread waits up to ``LOOP_GRACE`` for
+    the worker; a batch still running then is awaited without blocking the loop. A sync
+    hook that answers an awaitable (a plain function returning a coroutine) has it awaited
+    here, within what is left of its deadline, as an async dispatcher would."""
+    outcomes: list[Outcome] = []
+    awaitables: list = []
+    pending = calls
+    while pending:
+        batch, pending = _next(pending, outcomes)
+        if batch is None:
+            continue
+        worker = _pool.take()
+        job = _Job(batch, awaitables=True)
+        ended = await _await(worker, job, batch)
+        if ended == len(batch):
+            _pool.release(worker)
+        base = len(outcomes)
+        _collect(job, batch, ended, outcomes, awaitables)
+        for position, awaitable, left in awaitables:
+            hook_id, validate = batch[position - base][0], batch[position - base][4]
+            outcomes[position] = await acall(hook_id, _awaited, (awaitable,), validate=validate, timeout=left if left is None else max(left, 1e-6))
+        awaitables.clear()
+        pending = pending[ended + 1 if ended < len(batch) else ended :]
+    return outcomes
 
 
-# ---------------------------------------------------------------- async
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, validate: Validator, timeout: float, start: float) -> Any:
+    """A sync hook from an async dispatcher, with a deadline: run (and its answer judged)
+    on the pool (see ``_await``). -> its Outcome, or the awaitable it answered."""
+    call = [(hook_id, fn, args, kwargs, validate, timeout)]
+    if (_pool.abandoned or MAX_ABANDONED <= 0) and not _admitted(call):
+        return _failed(hook_id, Failure.TIMEOUT, start)
+    worker = _pool.take()
+    job = _Job(call, awaitables=True)
+    if not await _await(worker, job, call):
+        return _failed(hook_id, Failure.TIMEOUT, start)
+    _pool.release(worker)
+    result = job.results[0]
+    if type(result) is _Raised:  # KeyboardInterrupt
+        raise result.exc
+    return result
+
+
+# ---------------------------------------------------------------- async callers: coroutine hooks on the loop
 
 
 _CO_COROUTINE = inspect.CO_COROUTINE
@@ -754,6 +858,8 @@ is_async = _is_async  # Adapter.ahook_calls: coroutine hooks on the loop, runs o
 
 #: ``_Resumed.first`` for an awaitable not started yet
 _UNSTARTED = object()
+
+
 #: ``_Resumed.deadline`` of the rest of a hook left to the background: whatever is
 #: thrown in (a cancellation) closes it
 _CLOSING = object()
@@ -786,7 +892,7 @@ class _Resumed:
             except GeneratorExit:
                 coro.close()
                 raise
-            except BaseException as exc:
+            except BaseException as exc:  # whatever the Task throws in is passed on to the hook
                 deadline = self.deadline
                 if deadline is _CLOSING:
                     _close(coro)
@@ -809,7 +915,7 @@ class _Resumed:
 def _close(coro) -> None:
     try:
         coro.close()
-    except BaseException:  # it ignored GeneratorExit: it is never driven again either way
+    except BaseException:  # noqa: BLE001 - it ignored GeneratorExit: it is never driven again either way
         pass
 
 
@@ -827,7 +933,7 @@ def _abandon(coro, value) -> None:
         task._log_destroy_pending = False  # type: ignore[attr-defined]
         timer = loop.call_later(ASYNC_GRACE, task.cancel)
         task.add_done_callback(lambda _: timer.cancel())
-    except BaseException:  # no loop to drive it: it is not driven again
+    except BaseException:  # noqa: BLE001 - no loop to drive it: it is not driven again
         _close(coro)
 
 
@@ -836,30 +942,13 @@ async def _drain(rest: _Resumed) -> None:
         await rest
     except KeyboardInterrupt:
         raise
-    except BaseException:  # the abandoned hook's own business, and our closing it
+    except BaseException:  # noqa: BLE001 - the abandoned hook's own business, and our closing it
         pass
 
 
 def _wake(waiter) -> None:
     if not waiter.done():
         waiter.set_result(None)
-
-
-async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, validate: Validator, timeout: float, start: float) -> Any:
-    """A sync hook from an async dispatcher, with a deadline: run (and its answer judged)
-    on the pool (see ``_await``). -> its Outcome, or the awaitable it answered."""
-    call = [(hook_id, fn, args, kwargs, validate, timeout)]
-    if (_pool.abandoned or MAX_ABANDONED <= 0) and not _admitted(call):
-        return _failed(hook_id, Failure.TIMEOUT, start)
-    worker = _pool.take()
-    job = _Job(call, awaitables=True)
-    if not await _await(worker, job, call):
-        return _failed(hook_id, Failure.TIMEOUT, start)
-    _pool.release(worker)
-    result = job.results[0]
-    if type(result) is _Raised:  # KeyboardInterrupt
-        raise result.exc
-    return result
 
 
 async def acall(
@@ -915,7 +1004,7 @@ async def acall(
                 return _in_time(_failed(hook_id, Failure.RAISED, start, asyncio.CancelledError()), timeout, start)
             except KeyboardInterrupt:
                 raise
-            except BaseException:
+            except BaseException:  # re-raised, unless the hook raised it past its deadline
                 if deadline.expired():  # it raised after its deadline
                     return _failed(hook_id, Failure.TIMEOUT, start)
                 raise
@@ -926,16 +1015,9 @@ async def acall(
         if task is None or task.cancelling():
             raise
         return _in_time(_failed(hook_id, Failure.RAISED, start, exc), timeout, start)
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - any exception of a hook is RAISED (KeyboardInterrupt re-raised above)
         return _in_time(_failed(hook_id, Failure.RAISED, start, exc), timeout, start)
     outcome = _judge(hook_id, result, validate, start)
     if timeout and outcome.elapsed_ms > timeout * 1000.0:  # it held the loop past its deadline
         return _failed(hook_id, Failure.TIMEOUT, start)
-    return outcome
-
-
-def _in_time(outcome: Outcome, timeout, start: float) -> Outcome:
-    """A failure the hook produced after its deadline (blocking the loop) is a TIMEOUT."""
-    if timeout and outcome.elapsed_ms > timeout * 1000.0:
-        return _failed(outcome.hook, Failure.TIMEOUT, start)
     return outcome

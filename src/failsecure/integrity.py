@@ -83,7 +83,7 @@ def fingerprint(value: Any, budget: int = BUDGET) -> Any:
     if kind is dict or kind is list or kind is tuple:
         try:
             return _stream(value, budget)
-        except BaseException:  # a container resized by another thread while read, memory
+        except BaseException:  # noqa: BLE001 - a container resized by another thread, memory: pictured as changed
             return _CHANGED
     # Same id while both pictures hold their object: the same object, and the tuple
     # comparison stops at the id or at the identity check, never calling the object's __eq__.
@@ -254,7 +254,7 @@ def snapshot(value: Any, budget: Optional[int] = None) -> Any:
         return value
     try:
         return _copy(value, BUDGET if budget is None else budget)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a hostile or racing object cannot be copied: marked changed
         return _CHANGED
 
 
@@ -311,7 +311,7 @@ def same(before: Any, after: Any) -> bool:
         return False
     try:
         return bool(a == b)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a hostile __eq__: not equal, so the call is judged again
         return False
 
 
@@ -368,7 +368,7 @@ class _Rule:
             return
         try:
             self.saved = self.save(self.current())
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the framework's own save hook: no saved copy, no restore
             self.saved = None
 
     def _keep(self, before: Any) -> bool:
@@ -382,7 +382,7 @@ class _Rule:
             return False
         try:
             done = restore(self.current()) is True
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the framework's own restore hook: not restored
             done = False
         now = self.take(self.current())
         self.pic = now
@@ -469,7 +469,7 @@ class _Rule:
 def _equal(a: Any, b: Any) -> bool:
     try:
         return bool(a == b)  # pictures: builtin tokens, objects compared by identity
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a hostile __eq__ in a picture: not equal
         return False
 
 
@@ -651,7 +651,7 @@ class _Rounds:
                 live[:] = copy
             else:
                 return False
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a hostile object refusing the restore: not restored
             return False
         return _unchanged(before, self.take(self.current()))
 

@@ -184,7 +184,7 @@ def register(plugin: Any, name: Optional[str] = None) -> str:
         if why is not None:
             raise pluggy.PluginValidationError(plugin, f"plugin {registered!r}: {why}")
         _check(pm, plugin)
-    except BaseException:
+    except BaseException:  # re-raised: a plugin that failed its checks leaves nothing registered
         pm.unregister(plugin)
         raise
     return registered or ""

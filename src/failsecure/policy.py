@@ -497,7 +497,7 @@ def _home() -> "str | None":
         import pwd
 
         home = pwd.getpwuid(os.getuid()).pw_dir
-    except Exception:  # no pwd module (Windows), no entry for this uid
+    except Exception:  # noqa: BLE001 - no pwd module (Windows), no entry for this uid: no home
         return None
     return home if home and os.path.isabs(home) else None
 
@@ -654,7 +654,7 @@ def _report_foreign(path: str) -> None:
         try:
             err.write(f"failsecure: ignoring the project config {path}: another user can write it "
                       "(it is not owned by you or root, or it is writable by everyone)\n")
-        except Exception:
+        except Exception:  # noqa: BLE001 - stderr closed or broken: the config is still ignored
             pass
 
 
@@ -786,7 +786,7 @@ def _bytes_have_table(raw: bytes, path: str) -> bool:
         if said != MAYBE:
             return said == HEADER
         return _pyproject_table(raw, path) is not None
-    except Exception:
+    except Exception:  # noqa: BLE001 - invalid or too deep for the parser: loading it reports the error
         return True  # invalid (or too deep for the parser): loading it reports the error
 
 
@@ -935,7 +935,7 @@ def load_light() -> Config:
         return load()
     except ConfigError as exc:
         return Config(error=str(exc), source=find()[0])
-    except Exception as exc:  # an unexpected loader failure still denies
+    except Exception as exc:  # noqa: BLE001 - an unexpected loader failure still denies
         return Config(error=f"failsecure: configuration could not be loaded ({type(exc).__name__})")
 
 

@@ -173,16 +173,24 @@ def in_flight(calls: list[Call]) -> int:
     return peak
 
 
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def threads_and_rss() -> tuple[int, int]:
+    """The process's OS threads and its RSS in KiB, from one read of /proc/self/stat
+    (listing /proc/self/task costs a string per thread: with 1,000 threads it took the
+    GIL ~0.6 ms a sample, a fifth of the time the burst's own threads had for it)."""
+    with open("/proc/self/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return int(fields[17]), int(fields[21]) * _PAGE_KB  # num_threads, rss (pages)
+
+
 def rss_kb() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+    return threads_and_rss()[1]
 
 
 def os_threads() -> int:
-    return len(os.listdir("/proc/self/task"))
+    return threads_and_rss()[0]
 
 
 def guard_threads() -> int:
@@ -204,9 +212,10 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="load-sampler", daemon=True)
 
     def sample(self) -> None:
-        self.peak_threads = max(self.peak_threads, os_threads())
+        threads, rss = threads_and_rss()
+        self.peak_threads = max(self.peak_threads, threads)
         self.peak_guard = max(self.peak_guard, guard_threads())
-        self.peak_rss = max(self.peak_rss, rss_kb())
+        self.peak_rss = max(self.peak_rss, rss)
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
