@@ -67,7 +67,9 @@ from failsecure.adapter import (
     PatchError,
     asettle,
     ask_unsupported,
+    awaitable,
     callable_name,
+    close_awaitable,
     current_config,
     fingerprint,
     settle,
@@ -75,7 +77,7 @@ from failsecure.adapter import (
     type_name,
     when_imported,
 )
-from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
+from failsecure.verdict import ABSTAIN, ALLOW, Action, Failure, Invalid, Outcome, Verdict
 
 REGISTRY = "strands.hooks.registry"
 #: the trigger: the package, so its events module has finished executing too
@@ -95,10 +97,7 @@ ACTIONS = "strands.interventions.actions"
 GATED_EVENTS = ("BeforeToolCallEvent", "BidiBeforeToolCallEvent")
 #: upstream's own text for ``cancel_tool = True``
 DEFAULT_CANCEL = "tool cancelled by user"
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
-_ALLOW = Verdict(action=Action.ALLOW)
 _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
-_PLAIN = (str, int, float, bool, type(None))
 #: where a stamp may be in the picture of ``_current`` (selected tool, tool use): the input
 _STAMPABLE = (1, "input")
 
@@ -152,33 +151,15 @@ def _verdict(did: Any) -> Verdict:
         if after is not False:
             raise Invalid()
         if did.interrupt is None:
-            return _ALLOW
+            return ALLOW
     if did.interrupt is not None:
         return Verdict(action=Action.ASK, data=did.interrupt)
-    return _ABSTAIN
+    return ABSTAIN
 
 
 def _is(value: Any, cls: Any) -> bool:
     """``isinstance`` against a class looked up at call time (not a narrowing check)."""
     return isinstance(cls, type) and isinstance(value, cls)
-
-
-def _close(result: Any) -> None:
-    close = getattr(type(result), "close", None)
-    if close is not None:
-        try:
-            close(result)
-        except BaseException:
-            pass
-
-
-def _awaitable(result: Any) -> bool:
-    if result is None or type(result) in _PLAIN:
-        return False
-    try:
-        return inspect.isawaitable(result)
-    except BaseException:
-        return False
 
 
 class StrandsAdapter(Adapter):
@@ -380,7 +361,7 @@ class StrandsAdapter(Adapter):
             tagged = agent._middleware_registry._handlers.get(stage) if stage is not None else None
         except Exception:
             return ()
-        return tuple(self._hook(_user_handler(t.handler)) for t in tagged or () if getattr(t, "phase", None) != "output")
+        return tuple(self.callable_id(_user_handler(t.handler)) for t in tagged or () if getattr(t, "phase", None) != "output")
 
     def _unpatch(self) -> None:
         self._boundary_on = False
@@ -504,16 +485,6 @@ class StrandsAdapter(Adapter):
 
         return restore
 
-    def _hook(self, cb: Any) -> str:
-        known = self._ids.get(id(cb))
-        if known is not None and known[0] is cb:
-            return known[1]
-        hook_id = self.callable_id(cb)
-        if len(self._ids) > 4096:
-            self._ids.clear()
-        self._ids[id(cb)] = (cb, hook_id)
-        return hook_id
-
     # ------------------------------------------------------------ one callback
 
     def _call_sync(self, cb: Any, event: Any, origin: Optional[list] = None) -> _Did:
@@ -525,8 +496,8 @@ class StrandsAdapter(Adapter):
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
-        if _awaitable(result):  # a sync callable handing back a coroutine: never run upstream
-            _close(result)
+        if awaitable(result):  # a sync callable handing back a coroutine: never run upstream
+            close_awaitable(result)
         return _Did(before, event.cancel_tool, result)
 
     async def _call_async(self, cb: Any, event: Any, origin: Optional[list] = None) -> _Did:
@@ -553,7 +524,7 @@ class StrandsAdapter(Adapter):
                     if i <= last[0]:
                         event.cancel_tool = start  # each pass starts from the call site's state
                     last[0] = i
-                    return self.hook_calls([(self._hook(cb), self._call_sync, (cb, event), None, _verdict)])
+                    return self.hook_calls([(self.callable_id(cb), self._call_sync, (cb, event), None, _verdict)])
 
                 return run
 
@@ -616,9 +587,9 @@ class StrandsAdapter(Adapter):
             handlers = self._interventions(cb)
             if handlers is None:
                 if inspect.iscoroutinefunction(cb):
-                    entries.append(((self._hook(cb), self._call_async, (cb, event, origin), None, _verdict), True))
+                    entries.append(((self.callable_id(cb), self._call_async, (cb, event, origin), None, _verdict), True))
                 else:
-                    entries.append(((self._hook(cb), self._in_loop, (loop, self._call_sync, cb, event, origin), None, _verdict), False))
+                    entries.append(((self.callable_id(cb), self._in_loop, (loop, self._call_sync, cb, event, origin), None, _verdict), False))
                 continue
             for handler, method in handlers:
                 hook_id = self._handler_hook(handler)
@@ -710,8 +681,8 @@ class StrandsAdapter(Adapter):
         before = event.cancel_tool
         try:
             action = handler.before_tool_call(event)
-            if _awaitable(action):  # a sync method handing back a coroutine: judged junk, never run
-                _close(action)
+            if awaitable(action):  # a sync method handing back a coroutine: judged junk, never run
+                close_awaitable(action)
                 return _Acted(None)
             return self._act(handler, event, before, action)
         except self._interrupt_exc as exc:
@@ -749,7 +720,7 @@ class StrandsAdapter(Adapter):
             reason = action.reason
             return _Acted(Verdict(action=Action.DENY, reason=f"DENIED: {reason}") if type(reason) is str else None)
         if _is(action, proceed):
-            return _Acted(_ALLOW)
+            return _Acted(ALLOW)
         if _is(action, guide):
             feedback = action.feedback
             if type(feedback) is not str:
@@ -764,7 +735,7 @@ class StrandsAdapter(Adapter):
                     return _Acted(None)
                 if written.action is Action.DENY:
                     return _Acted(written)
-            return _Acted(_ABSTAIN)  # the rewrite is judged by the next round
+            return _Acted(ABSTAIN)  # the rewrite is judged by the next round
         if _is(action, confirm):
             extra = {"response": action.response} if action.response is not None else {}
             try:
@@ -774,7 +745,7 @@ class StrandsAdapter(Adapter):
             check: Any = action.evaluate if action.evaluate is not None else kinds.get("default_evaluate")
             ok = check(answer)
             if ok is True:
-                return _Acted(_ALLOW)
+                return _Acted(ALLOW)
             if ok is False:
                 return _Acted(Verdict(action=Action.DENY, reason=f"CONFIRMATION_FAILED: {action.prompt}"))
             return _Acted(None)
@@ -796,7 +767,7 @@ class StrandsAdapter(Adapter):
         handler = tagged.handler
         if getattr(tagged, "phase", None) == "output":
             return handler
-        hook = self._hook(_user_handler(handler))
+        hook = self.callable_id(_user_handler(handler))
         adapter = self
 
         async def layer(ctx: Any, next_fn: Any) -> Any:
@@ -1095,7 +1066,6 @@ class StrandsAdapter(Adapter):
         thread = threading.Thread(target=run, name="failsecure-strands-probe", daemon=True)
         thread.start()
         thread.join(30)
-        self._ids.pop(id(callback), None)
         cancel = event.cancel_tool
         return cancel is True or (type(cancel) is str and bool(cancel))
 
