@@ -901,15 +901,15 @@ class StrandsAdapter(Adapter):
                         if again.went is _UNSET:
                             raise
                         break  # what it does after it proceeded (nothing ran): not its decision
-                    if item is _FAILED or item is not _UNSET:
-                        break
+                    if item is _FAILED or isinstance(item, self._executor.ToolResultEvent):
+                        break  # failed, or answered with its own result
             finally:
                 await gen.aclose()
             if item is _FAILED:
                 if again.decision is not None and again.decision.action is Action.DENY:
                     return again.decision
                 continue
-            if again.went is _UNSET:  # it answered with its own result: it refuses this call
+            if again.went is _UNSET:  # it answered with its own result (or none): it refuses this call
                 outcomes.append(Outcome(hook=judged.hook, verdict=Verdict(action=Action.DENY)))
             elif not self._same_ctx(again.went, ctx):
                 outcomes.append(Outcome(hook=judged.hook, failure=Failure.INVALID))
