@@ -767,8 +767,11 @@ class StrandsAdapter(Adapter):
         handler = tagged.handler
         if getattr(tagged, "phase", None) == "output":
             return handler
-        hook = self.callable_id(_user_handler(handler))
+        user = _user_handler(handler)
+        hook = self.callable_id(user)
         adapter = self
+        if user is not handler and getattr(tagged, "phase", None) == "input" and not inspect.iscoroutinefunction(user):
+            return self._input_layer(handler, user, hook, chain, context)
 
         async def layer(ctx: Any, next_fn: Any) -> Any:
             box = _Box(ctx, hook, len(chain), handler)
@@ -796,6 +799,46 @@ class StrandsAdapter(Adapter):
                     yield item
             finally:
                 await gen.aclose()
+
+        return layer
+
+    def _input_layer(self, handler: Any, user: Any, hook: str, chain: list, context: Any) -> Any:
+        """A sync Input handler (``handler(ctx) -> ctx``, or an awaitable of it): run on the
+        guard's worker with the dispatching loop as its running loop (as the callbacks), so
+        its deadline holds even when it blocks; its answer is the context it proceeds with."""
+        adapter = self
+
+        def judge(answer: Any) -> Verdict:
+            if type(answer) is _Asked:
+                return Verdict(action=Action.ASK, data=answer)
+            if not (isinstance(context, type) and isinstance(answer, context)):
+                raise Invalid()
+            return Verdict(action=Action.ALLOW, data=answer)
+
+        def call(loop: Any, ctx: Any) -> Any:
+            try:
+                return adapter._in_loop(loop, user, ctx)
+            except adapter._interrupt_exc as exc:  # ``ctx.interrupt``: the human's stop, raised on the loop
+                return _Asked(exc)
+
+        async def layer(ctx: Any, next_fn: Any) -> Any:
+            box = _Box(ctx, hook, len(chain), handler)
+            chain.append(box)
+            loop = asyncio.get_running_loop()
+            outcome = (await adapter.ahook_calls([(hook, call, (loop, ctx), None, judge)]))[0]
+            verdict = outcome.verdict
+            if verdict is not None and verdict.action is Action.ASK:
+                raise verdict.data.exc
+            if outcome.failure is not None or verdict is None:
+                decision = adapter._stage_decision(ctx, [outcome])
+                if decision.action is Action.DENY:
+                    yield adapter._error_result(ctx, decision)
+                    return
+                passed = ctx  # a failure that does not deny: the layer is skipped
+            else:
+                passed = verdict.data
+            async for event in adapter._proceed(box, passed, next_fn, chain, context):
+                yield event
 
         return layer
 
@@ -1080,6 +1123,15 @@ class _View:
 
 
 _FAILED = object()
+
+
+class _Asked:
+    """A sync Input handler's ``ctx.interrupt``, carried off the worker."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
 
 
 class _Box:

@@ -465,6 +465,45 @@ def test_middleware_slow_tool_is_not_the_middleware_s_time(rig):
     assert ran == ["ls"]
 
 
+def test_middleware_sync_input_hang_denies_timeout(rig, release):
+    """A sync Input handler that never answers: its deadline holds (it runs off the loop)."""
+    def hanging(ctx):
+        release.wait(30)
+        return ctx
+
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, hanging)
+    agent("go")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "timeout")
+
+
+def test_middleware_sync_input_finds_the_loop_and_runs(rig):
+    seen = []
+
+    def reads_loop(ctx):
+        seen.append(asyncio.get_running_loop())
+        return ctx
+
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, reads_loop)
+    agent("go")
+    assert rig.marker.runs() == ["ls"] and seen
+
+
+def test_middleware_sync_input_interrupt_stops_for_a_human(rig):
+    def asks(ctx):
+        ctx.interrupt("approve-ls", reason="ok?")
+        return ctx
+
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, asks)
+    result = agent("go")
+    assert not rig.marker.ran
+    assert result.stop_reason == "interrupt"
+    assert [i.name for i in result.interrupts] == ["approve-ls"]
+
+
 def test_middleware_junk_context_denies_invalid(rig):
     agent = rig.agent(command="ls")
     _add_input_middleware(agent, lambda ctx: None)
