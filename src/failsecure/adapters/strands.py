@@ -341,14 +341,14 @@ class StrandsAdapter(Adapter):
             if not isinstance(cls, type) or stage is None or not callable(cls.__dict__.get("compose")):
                 continue
 
-            def compose(wrapped, instance, args, kwargs, stage=stage, context=context):
+            def compose(wrapped, instance, args, kwargs, stage=stage, context=context, original=cls.__dict__["compose"]):
                 asked = args[0] if args else kwargs.get("stage")
                 tagged = instance._handlers.get(asked) if asked is stage else None
                 if not tagged:
                     return wrapped(*args, **kwargs)
-                chain: list = []  # (handler, hook id, the context it proceeded with) per layer, outermost first
+                chain: list = []  # one _Box per layer entered, outermost first
                 view = _View({asked: [dataclasses.replace(t, handler=adapter._layer(t, chain, context)) for t in tagged]})
-                return wrapped.__func__(view, *args, **kwargs)
+                return original(view, *args, **kwargs)
 
             self.wrap(cls, "compose", compose)
             self._stage = (stage, context)
