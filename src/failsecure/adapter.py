@@ -915,6 +915,8 @@ class Adapter(abc.ABC):
 # banned-api rule in src/failsecure/adapters/ruff.toml holds every adapter to it.
 
 from .failures import INVALID, process_failure  # noqa: E402  (failure categories; a command hook's exit)
+from .guard import _awaitable as awaitable  # noqa: E402  (an answer that is an awaitable, told without running code of it)
+from .guard import _close_awaitable as close_awaitable  # noqa: E402  (an awaitable closed unrun; never raises)
 from .hookid import callable_name, command_name  # noqa: E402  (hook ids, derived in one place)
 from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
     CHANGED,
@@ -931,7 +933,8 @@ from .reduce import RANK, ask_unsupported  # noqa: E402  (what outranks what; th
 
 __all__ = (
     "Adapter", "Check", "PatchError", "Ungoverned",
-    "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "callable_name",
+    "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "awaitable",
+    "callable_name", "close_awaitable",
     "command_name", "current_config", "fingerprint", "plugin_gates", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )

@@ -46,7 +46,7 @@ from time import perf_counter
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError, settle, when_imported
-from failsecure.verdict import Action, Invalid, Verdict
+from failsecure.verdict import ABSTAIN, Action, Invalid, Verdict
 
 log = logging.getLogger("failsecure")
 
@@ -72,7 +72,6 @@ TOOL_CLASSES = (
     ("crewai.tools.structured_tool", "CrewStructuredTool", ("invoke", "ainvoke", "_run")),
 )
 
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
 _ALLOW = Verdict(action=Action.ALLOW)
 _DENY = Verdict(action=Action.DENY)
 
@@ -549,7 +548,7 @@ class CrewAIAdapter(Adapter):
         and ``HookAborted`` deny; anything else (``0``, ``"DENY"``, a dict, a coroutine,
         a hostile object) is INVALID."""
         if native is None or native is _SKIPPED:
-            return _ABSTAIN
+            return ABSTAIN
         if native is True:
             return _ALLOW
         if native is False or native is _ABORTED:

@@ -37,8 +37,11 @@ straight to upstream:
 Also gates (issue 26): each ``before_tool_call`` handler of an interventions registry
 (instead of the registry's one callback; its actions read as verdicts, its ``on_error``
 fail-open paths closed); a renamed ``tool_use["name"]`` (1.6x runs the tool of the new
-name: ``selected_tool`` is pointed at it so the gates judge it); the ExecuteToolStage
-middleware chain's terminal (a tool or tool use replaced after the gates is judged again).
+name: ``selected_tool`` is pointed at it so the gates judge it); each ExecuteToolStage
+Input and Wrap handler (a guarded layer of the chain: a deadline until it proceeds, its
+raise or junk context a failure; a call it replaced judged again by the layers outside
+it) and the chain's terminal (a tool or tool use replaced after the gates is judged
+again by them).
 Sync callbacks run on the guard's worker with the dispatching loop as its running loop,
 the loop's thread waiting (as upstream, which runs them on the loop).
 
@@ -64,13 +67,17 @@ from failsecure.adapter import (
     PatchError,
     asettle,
     ask_unsupported,
+    awaitable,
     callable_name,
+    close_awaitable,
+    current_config,
     fingerprint,
     settle,
     snapshot,
+    type_name,
     when_imported,
 )
-from failsecure.verdict import Action, Failure, Invalid, Outcome, Verdict
+from failsecure.verdict import ABSTAIN, ALLOW, Action, Failure, Invalid, Outcome, Verdict
 
 REGISTRY = "strands.hooks.registry"
 #: the trigger: the package, so its events module has finished executing too
@@ -79,6 +86,10 @@ INTERRUPT = "strands.interrupt"
 #: the tool executor: ``_lookup_tool`` (1.6x: a renamed ``tool_use`` runs the tool of the new
 #: name) and ``_make_execute_tool_terminal`` (the end of the ExecuteToolStage middleware chain)
 EXECUTOR = "strands.tools.executors._executor"
+#: the middleware registry (1.6x public, 1.52 private) and its stages: the ExecuteToolStage
+#: chain is composed per tool call (``compose``); each of its Input and Wrap handlers is a gate
+MIDDLEWARE = (("strands.middleware._registry", "strands.middleware.stages"),
+              ("strands._middleware.registry", "strands._middleware.stages"))
 #: the interventions registry: one hook callback running every handler
 INTERVENTIONS = "strands.interventions.registry"
 ACTIONS = "strands.interventions.actions"
@@ -86,10 +97,7 @@ ACTIONS = "strands.interventions.actions"
 GATED_EVENTS = ("BeforeToolCallEvent", "BidiBeforeToolCallEvent")
 #: upstream's own text for ``cancel_tool = True``
 DEFAULT_CANCEL = "tool cancelled by user"
-_ABSTAIN = Verdict(action=Action.ABSTAIN)
-_ALLOW = Verdict(action=Action.ALLOW)
 _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
-_PLAIN = (str, int, float, bool, type(None))
 #: where a stamp may be in the picture of ``_current`` (selected tool, tool use): the input
 _STAMPABLE = (1, "input")
 
@@ -143,33 +151,15 @@ def _verdict(did: Any) -> Verdict:
         if after is not False:
             raise Invalid()
         if did.interrupt is None:
-            return _ALLOW
+            return ALLOW
     if did.interrupt is not None:
         return Verdict(action=Action.ASK, data=did.interrupt)
-    return _ABSTAIN
+    return ABSTAIN
 
 
 def _is(value: Any, cls: Any) -> bool:
     """``isinstance`` against a class looked up at call time (not a narrowing check)."""
     return isinstance(cls, type) and isinstance(value, cls)
-
-
-def _close(result: Any) -> None:
-    close = getattr(type(result), "close", None)
-    if close is not None:
-        try:
-            close(result)
-        except BaseException:
-            pass
-
-
-def _awaitable(result: Any) -> bool:
-    if result is None or type(result) in _PLAIN:
-        return False
-    try:
-        return inspect.isawaitable(result)
-    except BaseException:
-        return False
 
 
 class StrandsAdapter(Adapter):
@@ -187,6 +177,7 @@ class StrandsAdapter(Adapter):
         #: call id -> (tool, fingerprint of the tool use, event class) the gates last allowed
         self._judged: dict[Any, tuple] = {}
         self._executor: Any = None  # the executor module once its terminal is wrapped
+        self._stage: Any = None  # (ExecuteToolStage, ExecuteToolContext) once compose is wrapped
         self._lookup: Any = None
         self._lock: Any = threading.Lock()
         self._bounded: set = set()  # AGENT / TOOLS / DECORATOR once wrapped
@@ -334,7 +325,43 @@ class StrandsAdapter(Adapter):
                     return adapter._judged_terminal(wrapped(*args, **kwargs))
 
                 self.wrap(executor, "_make_execute_tool_terminal", make_terminal)
+            self._wrap_middleware()
             self._executor = executor
+
+    def _wrap_middleware(self) -> None:
+        """``MiddlewareRegistry.compose`` for ``ExecuteToolStage``: the chain is built from
+        guarded layers (``_layer``), by upstream's own ``compose`` over a view of the
+        registry whose handlers are the guarded ones."""
+        adapter = self
+        for registry_name, stages_name in MIDDLEWARE:
+            registry, stages = sys.modules.get(registry_name), sys.modules.get(stages_name)
+            cls = getattr(registry, "MiddlewareRegistry", None)
+            stage = getattr(stages, "ExecuteToolStage", None)
+            context = getattr(stages, "ExecuteToolContext", None)
+            if not isinstance(cls, type) or stage is None or not callable(cls.__dict__.get("compose")):
+                continue
+
+            def compose(wrapped, instance, args, kwargs, stage=stage, context=context, original=cls.__dict__["compose"]):
+                asked = args[0] if args else kwargs.get("stage")
+                tagged = instance._handlers.get(asked) if asked is stage else None
+                if not tagged:
+                    return wrapped(*args, **kwargs)
+                chain: list = []  # one _Box per layer entered, outermost first
+                view = _View({asked: [dataclasses.replace(t, handler=adapter._layer(t, chain, context)) for t in tagged]})
+                return original(view, *args, **kwargs)
+
+            self.wrap(cls, "compose", compose)
+            self._stage = (stage, context)
+
+    def _middleware_ids(self, agent: Any) -> tuple:
+        """The hook ids of the ExecuteToolStage gates registered on ``agent``: asked later,
+        at the chain (a ``required`` naming one is met when it is registered)."""
+        stage = self._stage[0] if self._stage is not None else None
+        try:
+            tagged = agent._middleware_registry._handlers.get(stage) if stage is not None else None
+        except Exception:
+            return ()
+        return tuple(self.callable_id(_user_handler(t.handler)) for t in tagged or () if getattr(t, "phase", None) != "output")
 
     def _unpatch(self) -> None:
         self._boundary_on = False
@@ -342,7 +369,7 @@ class StrandsAdapter(Adapter):
         self._bounded = set()
         self._ids.clear()
         self._judged.clear()
-        self._executor = self._lookup = None
+        self._executor = self._lookup = self._stage = None
 
     def _lockdown(self) -> None:
         """The targets are not where expected: every before-tool event we can reach is
@@ -458,16 +485,6 @@ class StrandsAdapter(Adapter):
 
         return restore
 
-    def _hook(self, cb: Any) -> str:
-        known = self._ids.get(id(cb))
-        if known is not None and known[0] is cb:
-            return known[1]
-        hook_id = self.callable_id(cb)
-        if len(self._ids) > 4096:
-            self._ids.clear()
-        self._ids[id(cb)] = (cb, hook_id)
-        return hook_id
-
     # ------------------------------------------------------------ one callback
 
     def _call_sync(self, cb: Any, event: Any, origin: Optional[list] = None) -> _Did:
@@ -479,8 +496,8 @@ class StrandsAdapter(Adapter):
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
-        if _awaitable(result):  # a sync callable handing back a coroutine: never run upstream
-            _close(result)
+        if awaitable(result):  # a sync callable handing back a coroutine: never run upstream
+            close_awaitable(result)
         return _Did(before, event.cancel_tool, result)
 
     async def _call_async(self, cb: Any, event: Any, origin: Optional[list] = None) -> _Did:
@@ -507,7 +524,7 @@ class StrandsAdapter(Adapter):
                     if i <= last[0]:
                         event.cancel_tool = start  # each pass starts from the call site's state
                     last[0] = i
-                    return self.hook_calls([(self._hook(cb), self._call_sync, (cb, event), None, _verdict)])
+                    return self.hook_calls([(self.callable_id(cb), self._call_sync, (cb, event), None, _verdict)])
 
                 return run
 
@@ -517,7 +534,8 @@ class StrandsAdapter(Adapter):
                 self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
             )
             outcomes = _one_interrupt_per_name(outcomes)
-            decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
+            decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
+                                   later=self._middleware_ids(getattr(event, 'agent', None)))
             return self._render(event, start, decision)
         except Exception as exc:
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
@@ -554,7 +572,8 @@ class StrandsAdapter(Adapter):
                 self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
             )
             outcomes = _one_interrupt_per_name(outcomes)
-            decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event))
+            decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
+                                          later=self._middleware_ids(getattr(event, 'agent', None)))
             return self._render(event, start, decision)
         except Exception as exc:
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
@@ -568,9 +587,9 @@ class StrandsAdapter(Adapter):
             handlers = self._interventions(cb)
             if handlers is None:
                 if inspect.iscoroutinefunction(cb):
-                    entries.append(((self._hook(cb), self._call_async, (cb, event, origin), None, _verdict), True))
+                    entries.append(((self.callable_id(cb), self._call_async, (cb, event, origin), None, _verdict), True))
                 else:
-                    entries.append(((self._hook(cb), self._in_loop, (loop, self._call_sync, cb, event, origin), None, _verdict), False))
+                    entries.append(((self.callable_id(cb), self._in_loop, (loop, self._call_sync, cb, event, origin), None, _verdict), False))
                 continue
             for handler, method in handlers:
                 hook_id = self._handler_hook(handler)
@@ -662,8 +681,8 @@ class StrandsAdapter(Adapter):
         before = event.cancel_tool
         try:
             action = handler.before_tool_call(event)
-            if _awaitable(action):  # a sync method handing back a coroutine: judged junk, never run
-                _close(action)
+            if awaitable(action):  # a sync method handing back a coroutine: judged junk, never run
+                close_awaitable(action)
                 return _Acted(None)
             return self._act(handler, event, before, action)
         except self._interrupt_exc as exc:
@@ -701,7 +720,7 @@ class StrandsAdapter(Adapter):
             reason = action.reason
             return _Acted(Verdict(action=Action.DENY, reason=f"DENIED: {reason}") if type(reason) is str else None)
         if _is(action, proceed):
-            return _Acted(_ALLOW)
+            return _Acted(ALLOW)
         if _is(action, guide):
             feedback = action.feedback
             if type(feedback) is not str:
@@ -716,7 +735,7 @@ class StrandsAdapter(Adapter):
                     return _Acted(None)
                 if written.action is Action.DENY:
                     return _Acted(written)
-            return _Acted(_ABSTAIN)  # the rewrite is judged by the next round
+            return _Acted(ABSTAIN)  # the rewrite is judged by the next round
         if _is(action, confirm):
             extra = {"response": action.response} if action.response is not None else {}
             try:
@@ -726,11 +745,243 @@ class StrandsAdapter(Adapter):
             check: Any = action.evaluate if action.evaluate is not None else kinds.get("default_evaluate")
             ok = check(answer)
             if ok is True:
-                return _Acted(_ALLOW)
+                return _Acted(ALLOW)
             if ok is False:
                 return _Acted(Verdict(action=Action.DENY, reason=f"CONFIRMATION_FAILED: {action.prompt}"))
             return _Acted(None)
         return _Acted(None)  # None, or anything that is not an action
+
+    # ------------------------------------------------------------ ExecuteToolStage middleware
+
+    def _layer(self, tagged: Any, chain: list, context: Any) -> Any:
+        """One ExecuteToolStage handler as a gate. Its decision is what it does before the
+        tool: proceed (``next_fn(ctx)`` iterated: allow, with the context it passes on),
+        short-circuit with its own result, ask (``ctx.interrupt``). Until it proceeds it has
+        its deadline (an ``await`` past it is cancelled; a loop blocked past it is a
+        timeout when it proceeds); a raise, a timeout or a context that is none (junk) is
+        a failure, decided as a later stage of the call: a deny becomes the tool's error
+        result with the Decision's reason (never the exception text). A context it passes
+        on that differs from the one it got (a replaced tool or tool use) is judged again
+        by every layer outside it that proceeded with another one. Output handlers run
+        after the tool: not gates."""
+        handler = tagged.handler
+        if getattr(tagged, "phase", None) == "output":
+            return handler
+        user = _user_handler(handler)
+        hook = self.callable_id(user)
+        adapter = self
+        if user is not handler and getattr(tagged, "phase", None) == "input" and not inspect.iscoroutinefunction(user):
+            return self._input_layer(handler, user, hook, chain, context)
+
+        async def layer(ctx: Any, next_fn: Any) -> Any:
+            box = _Box(ctx, hook, len(chain), handler)
+            chain.append(box)
+
+            def proceed(passed: Any) -> Any:
+                return adapter._proceed(box, passed, next_fn, chain, context)
+
+            gen = handler(ctx, proceed)
+            try:
+                while box.went is _UNSET:
+                    try:
+                        item = await adapter._step(box, gen)
+                    except StopAsyncIteration:
+                        return
+                    if item is _FAILED:
+                        if box.decision is not None and box.decision.action is Action.DENY:
+                            yield adapter._error_result(ctx, box.decision)
+                            return
+                        async for event in next_fn(ctx):  # a failure that does not deny: the layer is skipped
+                            yield event
+                        return
+                    yield item
+                async for item in gen:
+                    yield item
+            finally:
+                await gen.aclose()
+
+        return layer
+
+    def _input_layer(self, handler: Any, user: Any, hook: str, chain: list, context: Any) -> Any:
+        """A sync Input handler (``handler(ctx) -> ctx``, or an awaitable of it): run on the
+        guard's worker with the dispatching loop as its running loop (as the callbacks), so
+        its deadline holds even when it blocks; its answer is the context it proceeds with."""
+        adapter = self
+
+        def judge(answer: Any) -> Verdict:
+            if type(answer) is _Asked:
+                return Verdict(action=Action.ASK, data=answer)
+            if not (isinstance(context, type) and isinstance(answer, context)):
+                raise Invalid()
+            return Verdict(action=Action.ALLOW, data=answer)
+
+        def call(loop: Any, ctx: Any) -> Any:
+            try:
+                return adapter._in_loop(loop, user, ctx)
+            except adapter._interrupt_exc as exc:  # ``ctx.interrupt``: the human's stop, raised on the loop
+                return _Asked(exc)
+
+        async def layer(ctx: Any, next_fn: Any) -> Any:
+            box = _Box(ctx, hook, len(chain), handler)
+            chain.append(box)
+            loop = asyncio.get_running_loop()
+            outcome = (await adapter.ahook_calls([(hook, call, (loop, ctx), None, judge)]))[0]
+            verdict = outcome.verdict
+            if verdict is not None and verdict.action is Action.ASK:
+                raise verdict.data.exc
+            if outcome.failure is not None or verdict is None:
+                decision = adapter._stage_decision(ctx, [outcome])
+                if decision.action is Action.DENY:
+                    yield adapter._error_result(ctx, decision)
+                    return
+                passed = ctx  # a failure that does not deny: the layer is skipped
+            else:
+                passed = verdict.data
+            async for event in adapter._proceed(box, passed, next_fn, chain, context):
+                yield event
+
+        return layer
+
+    async def _step(self, box: Any, gen: Any) -> Any:
+        """One step of a layer's handler before it proceeded, within its deadline; a failure
+        is decided (``box.decision``) and answered ``_FAILED``."""
+        timeout = current_config().timeout_for(box.hook)
+        loop = asyncio.get_running_loop()
+        if box.deadline is None and timeout:
+            box.deadline = loop.time() + timeout
+        try:
+            async with asyncio.timeout_at(box.deadline) as scope:
+                box.scope = scope
+                try:
+                    return await gen.__anext__()
+                finally:
+                    box.scope = None
+        except StopAsyncIteration:
+            raise
+        except self._interrupt_exc:
+            raise  # the middleware asks a human: upstream's stop
+        except TimeoutError as exc:
+            if box.went is not _UNSET:
+                raise  # the chain inside it (the tool) raised it
+            failure = Outcome(hook=box.hook, failure=Failure.TIMEOUT) if scope.expired() else \
+                Outcome(hook=box.hook, failure=Failure.RAISED, exception_type=type_name(exc))
+        except Exception as exc:
+            if box.went is not _UNSET:
+                raise
+            failure = Outcome(hook=box.hook, failure=Failure.RAISED, exception_type=type_name(exc))
+        except BaseException as exc:  # SystemExit, a hostile BaseException: the gate failed
+            if box.went is not _UNSET or isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError, GeneratorExit)):
+                raise
+            failure = Outcome(hook=box.hook, failure=Failure.RAISED, exception_type=type_name(exc))
+        box.decision = self._stage_decision(box.ctx, [failure])
+        return _FAILED
+
+    def _stage_decision(self, ctx: Any, outcomes: list) -> Any:
+        return self.decide_stage(self._ctx_tool(ctx), outcomes, call_id=self._ctx_call_id(ctx))
+
+    def _proceed(self, box: Any, passed: Any, next_fn: Any, chain: list, context: Any) -> Any:
+        """What a layer's ``next_fn(ctx)`` returns: reached (iterated), the layer's decision is
+        made: late or junk fails; a replaced call is judged again by the layers outside."""
+        adapter = self
+
+        async def reached(passed: Any = passed) -> Any:
+            first = box.went is _UNSET  # a later next_fn (a retry inside the middleware) is judged the same
+            box.went = passed
+            scope = box.scope
+            if scope is not None:
+                scope.reschedule(None)  # the tool's own time is not the middleware's
+            failure = None
+            if first and box.deadline is not None and asyncio.get_running_loop().time() > box.deadline:
+                failure = Outcome(hook=box.hook, failure=Failure.TIMEOUT)  # it blocked the loop past its deadline
+            elif not (isinstance(context, type) and isinstance(passed, context)):
+                failure = Outcome(hook=box.hook, failure=Failure.INVALID)
+            if failure is not None:
+                decision = adapter._stage_decision(box.ctx, [failure])
+                if decision.action is Action.DENY:
+                    yield adapter._error_result(box.ctx, decision)
+                    return
+                passed = box.ctx
+            elif box.index and not adapter._same_ctx(passed, box.ctx):
+                decision = await adapter._rejudge(chain[:box.index], passed)
+                if decision is not None:
+                    yield adapter._error_result(passed, decision)
+                    return
+            async for event in next_fn(passed):
+                yield event
+
+        return reached()
+
+    async def _rejudge(self, outer: list, ctx: Any) -> Any:
+        """The layers outside one that replaced the call, each asked again about ``ctx``
+        (its handler run up to where it proceeds; nothing runs after): the Decision when
+        one of them does not proceed with it unchanged (its short-circuit a deny, a
+        further change unsettled: invalid), else None."""
+        outcomes: list = []
+        for judged in outer:
+            if judged.went is _UNSET or self._same_ctx(judged.went, ctx):
+                continue
+            again = _Box(ctx, judged.hook, judged.index)
+
+            def probe(passed: Any, again: Any = again) -> Any:
+                async def reached() -> Any:
+                    again.went = passed
+                    if again.scope is not None:
+                        again.scope.reschedule(None)
+                    return
+                    yield  # an async generator that yields nothing
+
+                return reached()
+
+            gen = judged.handler_of(ctx, probe)
+            try:
+                item = _UNSET
+                while again.went is _UNSET:
+                    try:
+                        item = await self._step(again, gen)
+                    except StopAsyncIteration:
+                        break
+                    except Exception:
+                        if again.went is _UNSET:
+                            raise
+                        break  # what it does after it proceeded (nothing ran): not its decision
+                    if item is _FAILED or isinstance(item, self._executor.ToolResultEvent):
+                        break  # failed, or answered with its own result
+            finally:
+                await gen.aclose()
+            if item is _FAILED:
+                if again.decision is not None and again.decision.action is Action.DENY:
+                    return again.decision
+                continue
+            if again.went is _UNSET:  # it answered with its own result (or none): it refuses this call
+                outcomes.append(Outcome(hook=judged.hook, verdict=Verdict(action=Action.DENY)))
+            elif not self._same_ctx(again.went, ctx):
+                outcomes.append(Outcome(hook=judged.hook, failure=Failure.INVALID))
+        if not outcomes:
+            return None
+        decision = self._stage_decision(ctx, outcomes)
+        return decision if decision.action is Action.DENY else None
+
+    @staticmethod
+    def _same_ctx(a: Any, b: Any) -> bool:
+        if a is b:
+            return True
+        try:
+            return a.tool is b.tool and fingerprint(a.tool_use) == fingerprint(b.tool_use) and fingerprint(a.tool_use) is not CHANGED
+        except Exception:
+            return False
+
+    def _ctx_tool(self, ctx: Any) -> Optional[str]:
+        name = self._tool_name(getattr(ctx, "tool", None))
+        if name is None:
+            tool_use = getattr(ctx, "tool_use", None)
+            name = tool_use.get("name") if isinstance(tool_use, dict) else None
+        return name if type(name) is str else None
+
+    def _error_result(self, ctx: Any, decision: Any) -> Any:
+        text = decision.reason if type(decision.reason) is str and decision.reason else \
+            f"failsecure: hook '{decision.primary.hook if decision.primary else self.name}' denied the call"
+        result = {"toolUseId": str(self._ctx_call_id(ctx)), "status": "error", "content": [{"text": text}]}
+        return self._executor.ToolResultEvent(result)
 
     # ------------------------------------------------------------ the middleware terminal
 
@@ -858,9 +1109,54 @@ class StrandsAdapter(Adapter):
         thread = threading.Thread(target=run, name="failsecure-strands-probe", daemon=True)
         thread.start()
         thread.join(30)
-        self._ids.pop(id(callback), None)
         cancel = event.cancel_tool
         return cancel is True or (type(cancel) is str and bool(cancel))
+
+
+class _View:
+    """A registry as ``compose`` reads it: only its handlers."""
+
+    __slots__ = ("_handlers",)
+
+    def __init__(self, handlers: dict):
+        self._handlers = handlers
+
+
+_FAILED = object()
+
+
+class _Asked:
+    """A sync Input handler's ``ctx.interrupt``, carried off the worker."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+class _Box:
+    """One ExecuteToolStage layer of one call: the context it got, what it proceeded with
+    (``went``), its deadline and the failure's Decision."""
+
+    __slots__ = ("ctx", "hook", "index", "went", "deadline", "scope", "decision", "handler_of")
+
+    def __init__(self, ctx: Any, hook: str, index: int, handler: Any = None):
+        self.ctx, self.hook, self.index, self.handler_of = ctx, hook, index, handler
+        self.went: Any = _UNSET
+        self.deadline: Any = None
+        self.scope: Any = None
+        self.decision: Any = None
+
+
+def _user_handler(handler: Any) -> Any:
+    """The user's handler behind upstream's Input/Output adapter closure (named after it)."""
+    code = getattr(handler, "__code__", None)
+    if code is not None and getattr(handler, "__name__", "") == "adapted" and "handler" in code.co_freevars:
+        try:
+            return handler.__closure__[code.co_freevars.index("handler")].cell_contents
+        except Exception:
+            return handler
+    return handler
 
 
 def _one_interrupt_per_name(outcomes: list) -> list:

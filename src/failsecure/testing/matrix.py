@@ -370,6 +370,11 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
         want = case.ran_with or case.arguments
         if ran.arguments is not None and ran.arguments != want:
             return "escape" if FORBIDDEN in str(ran.arguments) else "wrong arguments", "ran with other arguments"
+        if "bypass" in needs and column != "upstream":  # an ungoverned call that runs is audited
+            events = [json.loads(line) for line in audit_text.splitlines() if line.strip()]
+            if not any(e.get("framework") == harness.framework and e.get("failure") == "ungoverned"
+                       and e.get("outcome") == "allow" for e in events):
+                return "wrong branch", "the ungoverned call that ran is not in the audit"
         return "pass", ""
     if column == "upstream":
         return "pass", "denied upstream"

@@ -6,6 +6,7 @@ Also the conformance kit's ``failsecure_harness`` fixture (``StrandsHarness``).
 """
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -432,3 +433,82 @@ __all__ = ["NotSupported"]
 
 # the test modules import the helpers above by this name (the rootdir has other conftests)
 sys.modules["failsecure_strands_rig"] = sys.modules[__name__]
+
+
+def execute_tool_stage():
+    """``ExecuteToolStage`` (1.6x ``strands.middleware``; 1.52 the private ``strands._middleware``)."""
+    try:
+        from strands.middleware import ExecuteToolStage
+    except ImportError:
+        from strands._middleware.stages import ExecuteToolStage
+    return ExecuteToolStage
+
+
+class MiddlewareHarness(StrandsHarness):
+    """``ExecuteToolStage`` Wrap middleware: each gate a handler ``(ctx, next_fn)`` that
+    proceeds (``next_fn(ctx)``: allow and no opinion), short-circuits with its own error
+    result (deny), asks (``ctx.interrupt``), proceeds with a replaced tool use (rewrite) or
+    with something that is no context (junk). They run after the ``BeforeToolCallEvent``
+    callbacks (none here), in registration order, outermost first."""
+
+    kind = "middleware"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        def seen(ctx):
+            tool_use = ctx.tool_use
+            return Seen(tool=tool_use.get("name"), arguments=dict(tool_use.get("input") or {}), native=ctx)
+
+        async def gate(ctx, next_fn):
+            answer = await behave(seen(ctx)) if is_async else behave(seen(ctx))
+            if isinstance(answer, tuple) and answer and answer[0] == "deny":
+                from strands.tools.executors._executor import ToolResultEvent
+
+                yield ToolResultEvent({"toolUseId": str(ctx.tool_use.get("toolUseId")), "status": "error",
+                                       "content": [{"text": answer[1]}]})
+                return
+            if answer is None:
+                answer = ctx
+            elif isinstance(answer, tuple) and answer and answer[0] == "junk":
+                answer = answer[1]
+            elif isinstance(answer, tuple) and answer and answer[0] == "rewrite":
+                answer = dataclasses.replace(ctx, tool_use={**ctx.tool_use, "input": dict(answer[1])})
+            async for event in next_fn(answer):
+                yield event
+
+        label = "".join(c if c.isalnum() else "_" for c in name)
+        gate.__name__ = gate.__qualname__ = f"middleware_{label}"
+        gate.__module__ = "conformance"
+        self.gates.append(gate)
+        return f"strands:conformance.middleware_{label}"
+
+    def allow(self, seen):
+        return None
+
+    def deny(self, seen):
+        return ("deny", "denied by the policy gate")
+
+    def ask(self, seen):
+        seen.native.interrupt(f"conformance-{os.urandom(4).hex()}", reason="approve?")
+        return None
+
+    def junk(self):
+        return [("next_fn(None)", ("junk", None)), ("next_fn('DENY')", ("junk", "DENY")),
+                ("next_fn(a dict)", ("junk", {"tool_use": {}}))]
+
+    def rewrite(self, seen, arguments):
+        return ("rewrite", dict(arguments))
+
+    def run(self, arguments, mode):
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        from strands import Agent
+
+        agent = Agent(model=make_model([("run_command", dict(arguments))]), tools=[marker.tool()], callback_handler=None)
+        stage = execute_tool_stage()
+        for gate in self.gates:
+            agent._middleware_registry.add_middleware(stage.Wrap, gate)
+        return _drive(agent, marker, mode)
+
+
+@pytest.fixture
+def failsecure_harness_middleware(tmp_path, adapter):
+    return MiddlewareHarness(tmp_path)

@@ -370,6 +370,201 @@ def test_middleware_tool_swap_is_judged(rig):
     assert (rig.last()["outcome"], rig.last()["tool"]) == ("deny", "dangerous")
 
 
+def _add_wrap_middleware(agent, handler):
+    try:
+        from strands.middleware import ExecuteToolStage
+    except ImportError:  # 1.52: the private module
+        from strands._middleware.stages import ExecuteToolStage
+    agent._middleware_registry.add_middleware(ExecuteToolStage.Wrap, handler)
+
+
+async def _passes(ctx, next_fn):
+    async for event in next_fn(ctx):
+        yield event
+
+
+def _raising_input(ctx):
+    raise RuntimeError(SECRET)
+
+
+def test_middleware_raise_denies_raised(rig):
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, _raising_input)
+    result = agent("go")
+    assert not rig.marker.ran
+    assert SECRET not in str(result) and "(raised)" in str(result)
+    event = rig.last()
+    assert (event["outcome"], event["failure"], event["exception_type"]) == ("deny", "raised", "RuntimeError")
+    assert event["hook"].endswith("._raising_input")
+
+
+def test_middleware_passing_on_runs(rig):
+    agent = rig.agent(command="ls")
+    _add_wrap_middleware(agent, _passes)
+    _add_input_middleware(agent, lambda ctx: ctx)
+    agent("go")
+    assert rig.marker.runs() == ["ls"]
+
+
+def test_middleware_raise_leaks_upstream(rig, adapter):
+    with unpatched(adapter):
+        agent = rig.agent(command="ls")
+        _add_input_middleware(agent, _raising_input)
+        try:
+            told = str(agent("go"))
+        except RuntimeError as exc:
+            told = str(exc)
+    assert not rig.marker.ran and SECRET in told
+
+
+def test_middleware_async_hang_denies_timeout(rig):
+    async def hanging(ctx, next_fn):
+        await asyncio.sleep(5)
+        async for event in next_fn(ctx):
+            yield event
+
+    agent = rig.agent(command="ls")
+    _add_wrap_middleware(agent, hanging)
+    assert "(timeout)" in str(agent("go"))
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "timeout")
+
+
+def test_middleware_blocking_past_its_deadline_denies_timeout(rig, release):
+    def blocking(ctx):
+        release.wait(1.0)  # the loop is held past the deadline, then it answers
+        return ctx
+
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, blocking)
+    agent("go")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "timeout")
+
+
+def test_middleware_slow_tool_is_not_the_middleware_s_time(rig):
+    """The deadline holds until the middleware proceeds; the tool's own time is not its."""
+    from strands import tool
+
+    ran = []
+
+    @tool
+    async def run_command(command: str) -> str:
+        """Runs a command.
+
+        Args:
+            command: the command line
+        """
+        await asyncio.sleep(0.6)  # twice the deadline
+        ran.append(command)
+        return "done"
+
+    agent = rig.agent(command="ls", tools=[run_command])
+    _add_wrap_middleware(agent, _passes)
+    agent("go")
+    assert ran == ["ls"]
+
+
+def test_middleware_sync_input_hang_denies_timeout(rig, release):
+    """A sync Input handler that never answers: its deadline holds (it runs off the loop)."""
+    def hanging(ctx):
+        release.wait(30)
+        return ctx
+
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, hanging)
+    agent("go")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "timeout")
+
+
+def test_middleware_sync_input_finds_the_loop_and_runs(rig):
+    seen = []
+
+    def reads_loop(ctx):
+        seen.append(asyncio.get_running_loop())
+        return ctx
+
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, reads_loop)
+    agent("go")
+    assert rig.marker.runs() == ["ls"] and seen
+
+
+def test_middleware_sync_input_interrupt_stops_for_a_human(rig):
+    def asks(ctx):
+        ctx.interrupt("approve-ls", reason="ok?")
+        return ctx
+
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, asks)
+    result = agent("go")
+    assert not rig.marker.ran
+    assert result.stop_reason == "interrupt"
+    assert [i.name for i in result.interrupts] == ["approve-ls"]
+
+
+def test_middleware_junk_context_denies_invalid(rig):
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, lambda ctx: None)
+    agent("go")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "invalid")
+
+
+async def _forbid_middleware(ctx, next_fn):
+    from strands.tools.executors._executor import ToolResultEvent
+
+    if "forbidden" in ctx.tool_use["input"].get("command", ""):
+        yield ToolResultEvent({"toolUseId": ctx.tool_use["toolUseId"], "status": "error", "content": [{"text": "policy: no"}]})
+        return
+    async for event in next_fn(ctx):
+        yield event
+
+
+def _wrap_rewriting(command):
+    async def rewriting(ctx, next_fn):
+        async for event in next_fn(_with_input(ctx, command)):
+            yield event
+
+    return rewriting
+
+
+def test_middleware_rewrite_inside_a_policy_middleware_is_judged(rig):
+    """Two Wrap middleware, the policy outside: the rewriter's call is judged by the policy again."""
+    agent = rig.agent(command="ls")
+    _add_wrap_middleware(agent, _forbid_middleware)
+    _add_wrap_middleware(agent, _wrap_rewriting("forbidden rm -rf"))
+    agent("go")
+    assert not rig.marker.ran
+    event = rig.last()
+    assert (event["outcome"], event["failure"]) == ("deny", None)
+    assert event["hook"].endswith("._forbid_middleware")
+
+
+def test_middleware_harmless_rewrite_inside_a_policy_middleware_runs(rig):
+    agent = rig.agent(command="ls")
+    _add_wrap_middleware(agent, _forbid_middleware)
+    _add_wrap_middleware(agent, _wrap_rewriting("ls --dry-run"))
+    agent("go")
+    assert rig.marker.runs() == ["ls --dry-run"]
+
+
+def test_required_middleware_is_met_when_registered(rig):
+    rig.config(top=f'required = ["strands:{__name__}._forbid_middleware"]')
+    agent = rig.agent(command="ls")
+    _add_wrap_middleware(agent, _forbid_middleware)
+    agent("go")
+    assert rig.marker.runs() == ["ls"]
+
+
+def test_required_middleware_missing_denies(rig):
+    rig.config(top=f'required = ["strands:{__name__}._forbid_middleware"]')
+    rig.agent(command="ls")("go")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "missing")
+
+
 def test_middleware_rewrite_runs_upstream(rig, adapter):
     with unpatched(adapter):
         agent = rig.agent(hooks=[provider(_forbid)], command="ls")
