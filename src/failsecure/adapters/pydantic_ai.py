@@ -120,6 +120,9 @@ _JUDGED: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai
 _CALLING: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_calling", default=None)
 #: set by the tool manager's ``_raw_execute`` while the toolsets dispatch the call
 _DISPATCH: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_dispatch", default=None)
+#: call id -> the hook ids of the approval handlers that approved it in this run (a
+#: ``required`` handler is met by the decision on the call it approved)
+_APPROVED_BY: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_approved_by", default=None)
 
 
 
@@ -423,7 +426,7 @@ class PydanticAIAdapter(Adapter):
             # them judge again; a stamping hook settles; a deny (upstream stops at a raise
             # too) ends it. Compared by fingerprint: no code of the arguments' objects runs.
             outcomes = await asettle([step(*e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
-            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later())
+            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later(call_id))
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:  # a bug here must not let the tool run unjudged
@@ -440,13 +443,15 @@ class PydanticAIAdapter(Adapter):
         finally:
             _CALLING.reset(token)
 
-    def _later(self) -> tuple:
+    def _later(self, call_id: Any = None) -> tuple:
         """The hook ids of the approval predicates on the way from the agent's toolset to
         the toolset that lists the tool being judged (``ApprovalRequiredToolset``s, asked
         after the before-tool gates): a ``required`` naming one is met by the first
-        decision, and the predicate itself is judged when it is asked."""
+        decision, and the predicate itself is judged when it is asked. Also the approval
+        handlers that approved this call in this run (judged when they answered)."""
         tool = _CALLING.get()
-        found: list = []
+        approved = _APPROVED_BY.get()
+        found: list = list(approved.get(call_id, ())) if approved is not None and call_id is not None else []
         try:
             depth = 0
             while tool is not None and depth < 32:
@@ -745,10 +750,10 @@ class PydanticAIAdapter(Adapter):
         for entry in entries:
             outcome = await self._call(entry, APPROVER, ctx, self._results_verdict, requests=remaining)
             if outcome.failure is not None:
-                # the answer is dropped: the calls still require approval
-                await self.adecide(None, [outcome])
-                continue
-            result = outcome.verdict.data  # type: ignore[union-attr]
+                result = await self._denied(remaining, outcome)
+            else:
+                result = outcome.verdict.data  # type: ignore[union-attr]
+                self._approved(outcome.hook, result)
             if result is None or not (result.approvals or result.calls):
                 continue
             any_handled = True
@@ -804,9 +809,48 @@ class PydanticAIAdapter(Adapter):
             hook = self.hook_id(f"{type(capability).__module__}.{type(capability).__qualname__}.{APPROVER}")
         outcome = await self.ahook_call(hook, capability.handle_deferred_tool_calls, ctx, requests=requests, _validate=self._results_verdict)
         if outcome.failure is not None:
-            await self.adecide(None, [outcome])  # dropped: the calls still require approval
-            return None
+            return await self._denied(requests, outcome)
+        self._approved(hook, outcome.verdict.data)  # type: ignore[union-attr]
         return outcome.verdict.data  # type: ignore[union-attr]
+
+    def _approved(self, hook: str, result: Any) -> None:
+        """The calls ``result`` approves were judged by the handler ``hook`` (for ``_later``)."""
+        if result is None:
+            return
+        try:
+            approved = [k for k, v in result.approvals.items() if v is True or isinstance(v, self._approval_types[0])]
+            if not approved:
+                return
+            seen = _APPROVED_BY.get()
+            if seen is None or len(seen) > 1024:
+                seen = {}
+                _APPROVED_BY.set(seen)
+            for call_id in approved:
+                seen[call_id] = seen.get(call_id, ()) + (hook,)
+        except Exception:
+            return  # then a required handler is missing at the call: fails closed
+
+    async def _denied(self, requests: Any, outcome: Outcome) -> Any:
+        """An approval handler failed (raised, hung, answered junk): its answer is dropped
+        and each call it was asked to approve is decided on that failure, one decision per
+        call (audited with the call's tool and id). A deny is ``ToolDenied`` with the
+        decision's reason, so the model is told the hook id and category and the run goes
+        on; a tolerated failure (``on_error = "allow"``, an observer) leaves the call
+        awaiting approval, as the handler had not answered. External calls it was asked
+        about stay with the caller."""
+        denied = self._approval_types[1]
+        approvals: dict = {}
+        calls = list(getattr(requests, "approvals", None) or ())
+        if not calls:
+            await self.adecide_stage(None, [outcome])
+            return None
+        for call in calls:
+            tool, call_id = getattr(call, "tool_name", None), getattr(call, "tool_call_id", None)
+            tool = tool if isinstance(tool, str) else None
+            decision = await self.adecide_stage(tool, [outcome], call_id=call_id if isinstance(call_id, str) and call_id else None)
+            if decision.action is Action.DENY and isinstance(call_id, str):
+                approvals[call_id] = denied(message=decision.reason or failure_reason(outcome.hook, outcome.failure))
+        return self._results_type(approvals=approvals) if approvals else None
 
     # ------------------------------------------------------------ doctor
 

@@ -118,13 +118,25 @@ def hooks_with(*gates, tools=None, timeout=None):
     return hooks
 
 
-def run_agent(agent, mode: str = "sync", **kwargs):
-    """(output text or None, exception or None)."""
+def _run_result(agent, mode: str = "sync", **kwargs):
+    """(the run's result or None, exception or None)."""
+    prompt = kwargs.pop("prompt", "go")
     try:
         if mode == "sync":
-            result = agent.run_sync("go", **kwargs)
+            return agent.run_sync(prompt, **kwargs), None
+        return asyncio.run(agent.run(prompt, **kwargs)), None
+    except Exception as exc:
+        return None, exc
+
+
+def run_agent(agent, mode: str = "sync", **kwargs):
+    """(output text or None, exception or None)."""
+    prompt = kwargs.pop("prompt", "go")
+    try:
+        if mode == "sync":
+            result = agent.run_sync(prompt, **kwargs)
         else:
-            result = asyncio.run(agent.run("go", **kwargs))
+            result = asyncio.run(agent.run(prompt, **kwargs))
         return result.output, None
     except Exception as exc:
         return None, exc
@@ -426,6 +438,158 @@ class WrapperToolsetHarness(PydanticAIHarness):
 
         capabilities = [hooks_with(*self.gates)] if self.gates else []
         return Agent(make_model([arguments]), toolsets=[Rewriting(_marked_toolset(marker))], capabilities=capabilities)
+
+
+def _approval_tool_agent(marker, arguments, capabilities):
+    """The model calls ``run_command`` with ``arguments``; the tool requires approval
+    (``requires_approval=True``: the call is deferred before any gate runs)."""
+    from pydantic_ai import Agent, DeferredToolRequests
+
+    agent = Agent(make_model([arguments]), capabilities=list(capabilities), output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain(requires_approval=True)
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    return agent
+
+
+class _JunkApproval:
+    """An approval handler's answer whose approval of the call is ``value`` (not a bool,
+    ``ToolApproved`` or ``ToolDenied``)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class ApprovalHandlerHarness(PydanticAIHarness):
+    """The gate is an approval handler: a ``Hooks().on.deferred_tool_calls`` handler
+    (``handle_deferred_tool_calls``, inventory row 8), asked about a call of a tool with
+    ``requires_approval=True``. Its answers: approve the call (the kit's allow and "no
+    opinion": a handler that leaves the call to the caller is tested on its own),
+    ``ToolDenied`` (deny), anything else is junk (``DeferredToolResults`` whose approval is
+    no bool / ``ToolApproved`` / ``ToolDenied``, or no ``DeferredToolResults`` at all).
+    Handlers are a chain (the first that answers a call decides it, as upstream): one
+    handler per case. No ask, no rewrite (a handler's ``override_args``: the
+    ``override_args`` kind and the surfaces tests)."""
+
+    kind = "approval_handler"
+    has_ask = False
+
+    def __init__(self, base):
+        super().__init__(base)
+        self.handler = None
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.handler is not None:
+            raise NotSupported("approval handlers are a chain: one handler per case")
+        harness = self
+
+        if is_async:
+
+            async def handler(ctx, *, requests):
+                return harness.answer(await behave(harness.seen_requests(requests)), requests)
+
+        else:
+
+            def handler(ctx, *, requests):
+                return harness.answer(behave(harness.seen_requests(requests)), requests)
+
+        handler.__name__ = handler.__qualname__ = f"approver_{name}"
+        handler.__module__ = "conformance"
+        self.handler = handler
+        return f"pydantic-ai:conformance.approver_{name}"
+
+    @staticmethod
+    def seen_requests(requests):
+        calls = list(requests.approvals)
+        call = calls[0] if calls else None
+        args = call.args_as_dict() if call is not None else {}
+        return Seen(tool=call.tool_name if call is not None else None, arguments=dict(args), native=requests)
+
+    @staticmethod
+    def answer(native, requests):
+        from pydantic_ai import DeferredToolResults
+        from pydantic_ai.tools import ToolDenied
+
+        ids = [c.tool_call_id for c in requests.approvals]
+        if isinstance(native, _Same):
+            return DeferredToolResults(approvals={i: True for i in ids})
+        if isinstance(native, _Deny):
+            return DeferredToolResults(approvals={i: ToolDenied(native.reason) for i in ids})
+        if isinstance(native, _JunkApproval):
+            return DeferredToolResults(approvals={i: native.value for i in ids})
+        return native
+
+    def reset(self):
+        super().reset()
+        self.handler = None
+
+    def junk(self):
+        return [
+            ("an approval 'yes'", _JunkApproval("yes")),
+            ("an approval None", _JunkApproval(None)),
+            ("an approval 1", _JunkApproval(1)),
+            ("True", True),
+            ("a dict", {"approvals": "all"}),
+        ]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("one approval handler per case")
+
+    def run(self, arguments, mode):
+        from pydantic_ai import DeferredToolRequests
+        from pydantic_ai.capabilities import Hooks
+
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        hooks = Hooks()
+        if self.handler is not None:
+            hooks.on.deferred_tool_calls(self.handler)
+        output, exc = run_agent(_approval_tool_agent(marker, dict(arguments), [hooks]), mode)
+        told = output if exc is None else f"{type(exc).__name__}: {exc}"
+        runs = marker.runs()
+        asked = isinstance(output, DeferredToolRequests)
+        return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=str(told), asked=asked)
+
+
+class OverrideArgsHarness(PydanticAIHarness):
+    """The gates are ``Hooks`` hooks (as the main harness); the arguments are a person's:
+    the model calls a tool that requires approval with arguments of its own, the run ends
+    in ``DeferredToolRequests``, and the run is resumed with
+    ``ToolApproved(override_args=<the case's arguments>)`` (inventory row 10). The gates
+    judge the override before the tool runs; an ask is met by the approval."""
+
+    kind = "override_args"
+    MODEL_ARGS = {"command": "what the model asked"}
+
+    def run(self, arguments, mode):
+        from pydantic_ai import DeferredToolRequests, DeferredToolResults
+        from pydantic_ai.tools import ToolApproved
+
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        agent = _approval_tool_agent(marker, dict(self.MODEL_ARGS), [hooks_with(*self.gates)] if self.gates else [])
+        first, exc = _run_result(agent, mode)
+        if exc is not None or not isinstance(first.output, DeferredToolRequests):
+            told = f"{type(exc).__name__}: {exc}" if exc is not None else str(first.output)
+            return Ran(ran=bool(marker.runs()), told=f"the first run did not ask for approval: {told}")
+        history = first.all_messages()
+        first = first.output
+        results = DeferredToolResults(approvals={c.tool_call_id: ToolApproved(override_args=dict(arguments)) for c in first.approvals})
+        output, exc = run_agent(agent, mode, prompt=None, message_history=history, deferred_tool_results=results)
+        told = output if exc is None else f"{type(exc).__name__}: {exc}"
+        runs = marker.runs()
+        return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=str(told))
+
+
+@pytest.fixture
+def failsecure_harness_approval_handler(tmp_path, adapter):
+    return ApprovalHandlerHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_override_args(tmp_path, adapter):
+    return OverrideArgsHarness(tmp_path)
 
 
 @pytest.fixture
