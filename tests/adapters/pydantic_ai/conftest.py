@@ -440,6 +440,25 @@ class WrapperToolsetHarness(PydanticAIHarness):
         return Agent(make_model([arguments]), toolsets=[Rewriting(_marked_toolset(marker))], capabilities=capabilities)
 
 
+class WrapToolExecuteHarness(WrapperToolsetHarness):
+    """The gates are ``Hooks`` hooks; a rewrite is made by a ``Hooks().on.tool_execute``
+    wrap hook (``wrap_tool_execute``, inventory row 4) that hands its handler other
+    arguments: 2.42.0 calls it after the before-tool hooks, 2.68.0 around them."""
+
+    kind = "wrap_tool_execute"
+
+    def agent(self, marker, arguments):
+        harness = self
+        hooks = hooks_with(*self.gates)
+
+        async def rewriting(ctx, *, call, tool_def, args, handler):
+            new = dict(harness.pending) if harness.pending is not None else args
+            return await handler(new)
+
+        hooks.on.tool_execute(rewriting)
+        return make_agent(marker, [arguments], [hooks])
+
+
 def _approval_tool_agent(marker, arguments, capabilities):
     """The model calls ``run_command`` with ``arguments``; the tool requires approval
     (``requires_approval=True``: the call is deferred before any gate runs)."""
@@ -580,6 +599,11 @@ class OverrideArgsHarness(PydanticAIHarness):
         told = output if exc is None else f"{type(exc).__name__}: {exc}"
         runs = marker.runs()
         return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=str(told))
+
+
+@pytest.fixture
+def failsecure_harness_wrap_tool_execute(tmp_path, adapter):
+    return WrapToolExecuteHarness(tmp_path)
 
 
 @pytest.fixture
