@@ -447,6 +447,18 @@ class WrapToolExecuteHarness(WrapperToolsetHarness):
 
     kind = "wrap_tool_execute"
 
+    def add_gate(self, name, behave, *, is_async=False):
+        import inspect
+
+        from pydantic_ai.tool_manager import ToolManager
+
+        if name == "rewriter" and "before_tool_execute" in inspect.getsource(ToolManager._run_execute_hooks):
+            # the kit's rewriting gate asks for a rewrite after the gates judged the call; this
+            # release calls the wrap around the gates, so what it hands on is what they judge
+            # (no rewrite after them to make; surfaces test_a_wrap_tool_execute_rewrite_is_judged)
+            raise NotSupported("this release calls wrap_tool_execute around the before-tool gates")
+        return super().add_gate(name, behave, is_async=is_async)
+
     def agent(self, marker, arguments):
         harness = self
         hooks = hooks_with(*self.gates)
