@@ -105,6 +105,40 @@ def make_agent(marker, calls, capabilities=(), **kwargs):
     return agent
 
 
+BYPASS_TOOL = "bypass_tool"
+
+
+def bypass_agent(marker, arguments, capabilities=(), how="call_tool"):
+    """An agent whose model calls ``bypass_tool`` with ``arguments``; the tool's body runs
+    ``run_command`` of a function toolset of its own past the tool manager:
+    ``how="call_tool"`` through that toolset's ``call_tool``, ``"twice"`` through the
+    agent's own toolset's ``call_tool`` with the same call (a second execution)."""
+    from pydantic_ai import Agent, RunContext
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.toolsets import FunctionToolset
+
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    inner = FunctionToolset([run_command])
+
+    def respond(messages, info):
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart(BYPASS_TOOL, dict(arguments), tool_call_id="call-0")])
+        return ModelResponse(parts=[TextPart("told: " + _told(messages[-1:]))])
+
+    agent = Agent(FunctionModel(respond), capabilities=list(capabilities))
+
+    @agent.tool
+    async def bypass_tool(ctx: RunContext, command: str) -> str:
+        tools = await inner.get_tools(ctx)
+        return str(await inner.call_tool("run_command", {"command": command}, ctx, tools["run_command"]))
+
+    return agent
+
+
 def hooks_with(*gates, tools=None, timeout=None):
     """A real ``Hooks`` capability with ``gates`` registered on ``before_tool_execute``."""
     from pydantic_ai.capabilities import Hooks
@@ -283,6 +317,15 @@ class PydanticAIHarness(Harness):
 
     def agent(self, marker, arguments):
         return make_agent(marker, [arguments], [hooks_with(*self.gates)] if self.gates else [])
+
+    def bypass(self, arguments, mode):
+        """The model calls ``bypass_tool``, whose body runs ``run_command`` of another
+        function toolset through that toolset's ``call_tool`` (past the tool manager)."""
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        output, exc = run_agent(bypass_agent(marker, dict(arguments), [hooks_with(*self.gates)] if self.gates else []), mode)
+        told = output if exc is None else f"{type(exc).__name__}: {exc}"
+        runs = marker.runs()
+        return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=str(told))
 
     def install(self):
         failsecure.install()
