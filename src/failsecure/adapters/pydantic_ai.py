@@ -311,7 +311,7 @@ class PydanticAIAdapter(Adapter):
             adapter._iters.add(cls)
             adapter.wrap_run(cls, "iter", gated=adapter._agent_gated)
 
-        pending = list(type.__subclasses__(base))
+        pending: list = list(type.__subclasses__(base))
         while pending:
             cls = pending.pop()
             own_iter(cls)
