@@ -45,6 +45,12 @@ called tool): arguments or a tool changed on the way (a ``WrapperToolset.call_to
 ``wrap_tool_execute``) are judged again there. ``ApprovalRequiredToolset``'s predicate and
 the approval handlers of capability classes run under the guard.
 
+The tool boundary (docs/ungoverned.md): the run entry points (``AbstractAgent.run`` and its
+sync and streaming forms, every agent class's ``iter``) mark an agent run; each decision
+that lets a call run grants it once (by call id and the judged arguments), and the
+toolset that runs the tool consumes the grant. A ``call_tool`` there that no tool manager
+dispatched, inside a run, or a second execution of one judged call, is ungoverned.
+
 A call with no gate at all (no hook, no capability gate, no plugin gate, nothing required)
 is left to upstream untouched (no decision, no audit). Other frameworks built on
 pydantic-ai (code-puppy) register no such hooks, so their tool calls are not affected
