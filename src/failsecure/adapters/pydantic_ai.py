@@ -518,7 +518,7 @@ class PydanticAIAdapter(Adapter):
         call_id = call_id if isinstance(call_id, str) and call_id else None
         state = {"args": arguments}
         try:
-            if entries == [] and not self._must_decide():
+            if entries == [] and not self.must_decide():
                 return None, arguments  # no gate at all for this call: upstream's, no audit
             if entries is None:
                 raise PatchError("the before-tool gates of this call could not be listed")
@@ -581,12 +581,6 @@ class PydanticAIAdapter(Adapter):
         except Exception:
             return ()  # then a required predicate is missing here: fails closed
         return tuple(found)
-
-    def _must_decide(self) -> bool:
-        """A call with no gate of its own still has a decision when a plugin gate is
-        registered (or declared and failed to load), a ``pydantic-ai:`` hook is required,
-        the config is broken or the adapter refused."""
-        return self.must_decide() or self._gated([])
 
     def _render(self, decision: Any, ctx: Any, final: Any) -> Any:
         """The Decision in pydantic-ai's shape: the final arguments, or a raise."""
