@@ -49,6 +49,48 @@ def _shape(fn: Any) -> str:
         return "async"
     return "sync"
 
+
+def _async_cm(fn: Any) -> bool:
+    """``fn`` is an ``@contextlib.asynccontextmanager`` function (a plain function over an
+    async generator function)."""
+    import inspect
+
+    fn = getattr(fn, "__func__", fn)
+    inner = getattr(fn, "__wrapped__", None)
+    return inner is not None and inspect.isasyncgenfunction(inner) and not inspect.isasyncgenfunction(fn)
+
+
+class _ScopedAsyncCM:
+    """The async context manager a run entry point returned, with the run scope entered
+    for its ``async with`` body (in the context that enters it)."""
+
+    __slots__ = ("_cm", "_enter", "_scope")
+
+    def __init__(self, cm: Any, enter: Callable[[], Any]) -> None:
+        self._cm, self._enter, self._scope = cm, enter, None
+
+    async def __aenter__(self) -> Any:
+        scope = self._enter()
+        try:
+            value = await self._cm.__aenter__()
+        except BaseException:
+            scope.__exit__()
+            raise
+        self._scope = scope
+        return value
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._cm.__aexit__(*exc)
+        finally:
+            scope, self._scope = self._scope, None
+            if scope is not None:
+                scope.__exit__()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cm, name)
+
+
 _ABSENT = object()
 
 log = logging.getLogger("failsecure")
@@ -723,8 +765,9 @@ class Adapter(abc.ABC):
         _boundary.leave(token, failed)
 
     def wrap_run(self, owner: Any, attr: str, gated: Optional[Callable[[Any], bool]] = None) -> None:
-        """Make ``owner.attr`` (a sync, async or async-generator method) a run entry point:
-        its body runs inside a run scope. ``gated(instance)``: the entering object has a
+        """Make ``owner.attr`` (a sync, async or async-generator method, or an
+        ``@asynccontextmanager`` one: its ``async with`` body) a run entry point: its body
+        runs inside a run scope. ``gated(instance)``: the entering object has a
         gate of this framework registered (its run's ungoverned calls are then denied)."""
         adapter = self
         shape = _shape(vars(owner)[attr] if attr in vars(owner) else getattr(owner, attr))
@@ -759,6 +802,10 @@ class Adapter(abc.ABC):
                     finally:
                         scope.__exit__()
                 return run_coro()
+        elif _async_cm(vars(owner)[attr] if attr in vars(owner) else getattr(owner, attr)):
+            # an ``@asynccontextmanager`` method: the run is the ``async with`` body
+            def wrapper(wrapped, instance, args, kwargs):
+                return _ScopedAsyncCM(wrapped(*args, **kwargs), lambda: enter(instance))
         else:
             def wrapper(wrapped, instance, args, kwargs):
                 scope = enter(instance)

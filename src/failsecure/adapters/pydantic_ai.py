@@ -45,6 +45,12 @@ called tool): arguments or a tool changed on the way (a ``WrapperToolset.call_to
 ``wrap_tool_execute``) are judged again there. ``ApprovalRequiredToolset``'s predicate and
 the approval handlers of capability classes run under the guard.
 
+The tool boundary (docs/ungoverned.md): the run entry points (``AbstractAgent.run`` and its
+sync and streaming forms, every agent class's ``iter``) mark an agent run; each decision
+that lets a call run grants it once (by call id and the judged arguments), and the
+toolset that runs the tool consumes the grant. A ``call_tool`` there that no tool manager
+dispatched, inside a run, or a second execution of one judged call, is ungoverned.
+
 A call with no gate at all (no hook, no capability gate, no plugin gate, nothing required)
 is left to upstream untouched (no decision, no audit). Other frameworks built on
 pydantic-ai (code-puppy) register no such hooks, so their tool calls are not affected
@@ -63,8 +69,8 @@ import sys
 import threading
 from typing import Any
 
-from failsecure.adapter import Adapter, PatchError, asettle, current_config, same, snapshot
-from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, failure_reason
+from failsecure.adapter import Adapter, PatchError, Ungoverned, asettle, current_config, same, snapshot, when_imported
+from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
 
 HOOKS = "pydantic_ai.capabilities.hooks"
 EXCEPTIONS = "pydantic_ai.exceptions"
@@ -76,6 +82,10 @@ ABSTRACT = "pydantic_ai.capabilities.abstract"
 WRAPPER_CAP = "pydantic_ai.capabilities.wrapper"
 TOOL_MANAGER = "pydantic_ai.tool_manager"
 TOOLSETS = "pydantic_ai.toolsets"
+ABSTRACT_AGENT = "pydantic_ai.agent.abstract"
+#: the run entry points (docs/ungoverned.md): ``AbstractAgent``'s, and the ``iter`` of every
+#: agent class (``Agent.iter``: the one every run and stream of an ``Agent`` goes through)
+RUN_ENTRIES = ("run", "run_sync", "run_stream", "run_stream_sync", "run_stream_events")
 APPROVAL = "pydantic_ai.toolsets.approval_required"
 
 _HOOK = "hook"  # an entry of a Hooks capability's before_tool_execute registry
@@ -120,6 +130,11 @@ _JUDGED: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai
 _CALLING: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_calling", default=None)
 #: set by the tool manager's ``_raw_execute`` while the toolsets dispatch the call
 _DISPATCH: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_dispatch", default=None)
+#: a call with no gate at all (upstream's): what the boundary is told the dispatcher let run
+_UNGATED = Decision(Verdict(action=Action.ALLOW))
+#: call id -> the hook ids of the approval handlers that approved it in this run (a
+#: ``required`` handler is met by the decision on the call it approved)
+_APPROVED_BY: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_approved_by", default=None)
 
 
 
@@ -156,6 +171,9 @@ class PydanticAIAdapter(Adapter):
         self._passthrough_toolsets: tuple = ()
         self._wrapper_toolset: Any = None
         self._leaf_classes: set = set()
+        self._runs_on = False
+        self._runs_watch = False
+        self._iters: set = set()
 
     # ------------------------------------------------------------ patching
 
@@ -247,6 +265,12 @@ class PydanticAIAdapter(Adapter):
 
         self.wrap(art, "call_tool", approval_call_tool)
         self._leaf(toolsets.FunctionToolset)
+        self._runs_on, self._iters = True, set()
+        if not self._runs_watch:  # imported after the trigger module: patched once it is
+            self._runs_watch = True
+            when_imported(ABSTRACT_AGENT, lambda _module: self._patch_runs())
+        else:
+            self._patch_runs()
 
         deferred = sys.modules.get(DEFERRED)
         if deferred is None:
@@ -271,9 +295,92 @@ class PydanticAIAdapter(Adapter):
 
                 self.wrap(combined.CombinedCapability, APPROVER, root_handle_deferred)
 
+    def _patch_runs(self) -> None:
+        """The run entry points (the tool boundary): ``AbstractAgent.run`` and its sync and
+        streaming forms, and the ``iter`` of every agent class (``Agent.iter``, an
+        ``@asynccontextmanager``: the run is its ``async with`` body), classes defined later
+        too (``Agent`` is: its module is still being imported when this one is). A run
+        whose agent has a gate denies its ungoverned calls."""
+        base = getattr(sys.modules.get(ABSTRACT_AGENT), "AbstractAgent", None)
+        if not self._runs_on or not isinstance(base, type) or base in self._iters:
+            return
+        self._iters.add(base)
+        for attr in RUN_ENTRIES:
+            if callable(base.__dict__.get(attr)):
+                self.wrap_run(base, attr, gated=self._agent_gated)
+        adapter = self
+
+        def own_iter(cls: type) -> None:
+            value = vars(cls).get("iter")
+            if cls in adapter._iters or not callable(value) or getattr(value, "__isabstractmethod__", False):
+                return
+            adapter._iters.add(cls)
+            adapter.wrap_run(cls, "iter", gated=adapter._agent_gated)
+
+        pending: list = list(type.__subclasses__(base))
+        while pending:
+            cls = pending.pop()
+            own_iter(cls)
+            pending += type.__subclasses__(cls)
+        own = vars(base).get("__init_subclass__")
+        original = own.__func__ if isinstance(own, classmethod) else None
+
+        def __init_subclass__(cls, **kwargs):
+            if original is not None:
+                original(cls, **kwargs)
+            else:
+                super(base, cls).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # base: a class, read at patch time
+            if adapter.state == "patched" and adapter._runs_on:
+                try:
+                    own_iter(cls)
+                except Exception:
+                    pass  # then its runs are entered through AbstractAgent's entry points only
+
+        self.replace(base, "__init_subclass__", classmethod(__init_subclass__))
+
+    def _agent_gated(self, agent: Any) -> bool:
+        """The agent has a gate registered: a before-tool gate or an approval handler of a
+        capability, or an ``ApprovalRequiredToolset``. An agent that is not an ``Agent`` (a
+        ``WrapperAgent``) is judged when its ``Agent``'s ``iter`` is entered."""
+        root = getattr(agent, "_root_capability", None)
+        if root is None:
+            return False
+        try:
+            if self._cap_gated(root, 0):
+                return True
+            pending = list(getattr(agent, "_user_toolsets", None) or ())
+            seen = 0
+            while pending and seen < 256:
+                toolset, seen = pending.pop(), seen + 1
+                if isinstance(toolset, self._approval_toolset):
+                    return True
+                for attr in ("wrapped", "toolsets"):
+                    inner = getattr(toolset, attr, None)
+                    if inner is not None:
+                        pending.extend(inner if isinstance(inner, (list, tuple)) else (inner,))
+            return False
+        except Exception:
+            return True  # cannot tell: fail closed
+
+    def _cap_gated(self, capability: Any, depth: int) -> bool:
+        if depth > 16:
+            return True
+        cls = type(capability)
+        if self._owner(cls) is self._combined.CombinedCapability:
+            dispatch = getattr(capability, "_dispatch", None)
+            return any(self._cap_gated(c, depth + 1) for c in (dispatch if dispatch is not None else capability.capabilities))
+        if isinstance(capability, self._hooks.Hooks):
+            return bool(capability._get(EVENT) or capability._get(APPROVER))
+        if self._owner(cls) is self._wrapper_cap and getattr(capability, "wrapped", None) is not None:
+            return self._cap_gated(capability.wrapped, depth + 1)
+        approver = next((c for c in cls.__mro__ if APPROVER in vars(c)), object)
+        return self._owner(cls) is not self._abstract_cap or approver is not self._abstract_cap
+
     def _unpatch(self) -> None:
+        self._runs_on = False
         self.restore()
         self._leaf_classes = set()
+        self._iters = set()
 
     def _lockdown(self) -> None:
         """The targets are not where expected: a ``Hooks`` capability that has
@@ -388,7 +495,17 @@ class PydanticAIAdapter(Adapter):
         except BaseException:
             entries = None
         decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        self._grant(decision, ctx, call, final)
         return self._render(decision, ctx, final)
+
+    def _grant(self, decision: Any, ctx: Any, call: Any, final: Any) -> None:
+        """The tool boundary: the call may run once with ``final`` where ``decision`` lets it
+        (an ask a person already approved included); ``None`` (no gate at all: upstream's)
+        lets it too. A deny or an ask takes back the call id's grant."""
+        if decision is None or (decision.action is Action.ASK and getattr(ctx, "tool_call_approved", False) is True):
+            decision = _UNGATED
+        tool, call_id = getattr(call, "tool_name", None), getattr(call, "tool_call_id", None)
+        self.granted(decision, tool if isinstance(tool, str) else None, call_id if isinstance(call_id, str) and call_id else None, final)
 
     async def _judge(self, entries: Any, ctx: Any, call: Any, tool_def: Any, arguments: Any) -> tuple[Any, Any]:
         """One decision on a tool call: ``entries`` (``(kind, gate, ctx)``, in dispatch
@@ -401,7 +518,7 @@ class PydanticAIAdapter(Adapter):
         call_id = call_id if isinstance(call_id, str) and call_id else None
         state = {"args": arguments}
         try:
-            if entries == [] and not self._must_decide():
+            if entries == [] and not self.must_decide():
                 return None, arguments  # no gate at all for this call: upstream's, no audit
             if entries is None:
                 raise PatchError("the before-tool gates of this call could not be listed")
@@ -423,7 +540,7 @@ class PydanticAIAdapter(Adapter):
             # them judge again; a stamping hook settles; a deny (upstream stops at a raise
             # too) ends it. Compared by fingerprint: no code of the arguments' objects runs.
             outcomes = await asettle([step(*e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
-            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later())
+            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later(call_id))
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:  # a bug here must not let the tool run unjudged
@@ -440,13 +557,15 @@ class PydanticAIAdapter(Adapter):
         finally:
             _CALLING.reset(token)
 
-    def _later(self) -> tuple:
+    def _later(self, call_id: Any = None) -> tuple:
         """The hook ids of the approval predicates on the way from the agent's toolset to
         the toolset that lists the tool being judged (``ApprovalRequiredToolset``s, asked
         after the before-tool gates): a ``required`` naming one is met by the first
-        decision, and the predicate itself is judged when it is asked."""
+        decision, and the predicate itself is judged when it is asked. Also the approval
+        handlers that approved this call in this run (judged when they answered)."""
         tool = _CALLING.get()
-        found: list = []
+        approved = _APPROVED_BY.get()
+        found: list = list(approved.get(call_id, ())) if approved is not None and call_id is not None else []
         try:
             depth = 0
             while tool is not None and depth < 32:
@@ -462,12 +581,6 @@ class PydanticAIAdapter(Adapter):
         except Exception:
             return ()  # then a required predicate is missing here: fails closed
         return tuple(found)
-
-    def _must_decide(self) -> bool:
-        """A call with no gate of its own still has a decision when a plugin gate is
-        registered (or declared and failed to load), a ``pydantic-ai:`` hook is required,
-        the config is broken or the adapter refused."""
-        return self.must_decide() or self._gated([])
 
     def _render(self, decision: Any, ctx: Any, final: Any) -> Any:
         """The Decision in pydantic-ai's shape: the final arguments, or a raise."""
@@ -572,6 +685,7 @@ class PydanticAIAdapter(Adapter):
         except BaseException:
             entries = None
         decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        self._grant(decision, ctx, call, final)
         final = self._render(decision, ctx, final)
         _JUDGED.set(_Judged(call, snapshot(final), instance, tool_def))
         return final
@@ -645,8 +759,8 @@ class PydanticAIAdapter(Adapter):
         if that allows them. A call no gate judged (a tool manager with no root
         capability) is judged here."""
         dispatch = _DISPATCH.get()
-        if dispatch is None:
-            return await wrapped(*args, **kwargs)  # not a tool manager's dispatch
+        if dispatch is None:  # not a tool manager's dispatch: the tool boundary
+            return await self._unseen(wrapped, instance, args, kwargs)
         bound = _call_tool_args(args, kwargs)
         if bound is None:  # a call shape that cannot be judged
             raise self._failed_type(failure_reason(self.hook_id(EVENT), Failure.INVALID))
@@ -666,15 +780,49 @@ class PydanticAIAdapter(Adapter):
             except BaseException:
                 entries = None
             decision, final = await self._judge(entries, ctx, call, tool_def, tool_args)
+            self._grant(decision, ctx, dispatch.call, final)
             tool_args = self._render(decision, ctx, final)
         for predicate, allowed in dispatch.approvals:
             if not same(allowed, tool_args):  # asked about other arguments: ask again
                 await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
-        token = _DISPATCH.set(None)  # what the tool itself dispatches is its own business
+        # one execution per decision: a wrapper that runs the judged call twice is ungoverned
+        call_id = getattr(dispatch.call, "tool_call_id", None)
+        denied, entered = self.at_boundary(name if isinstance(name, str) else None, call_id if isinstance(call_id, str) and call_id else None,
+                                           tool_args, where=f"{type(instance).__qualname__}.call_tool")
+        if denied is not None:
+            raise Ungoverned(denied)
+        token = _DISPATCH.set(None)  # what the tool itself dispatches is not the tool manager's
+        failed = True
         try:
-            return await wrapped(name, tool_args, ctx, tool)
+            result = await wrapped(name, tool_args, ctx, tool)
+            failed = False
+            return result
         finally:
             _DISPATCH.reset(token)
+            self.leave(entered, failed)
+
+    async def _unseen(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """A toolset's ``call_tool`` no tool manager dispatched (a tool body, a custom
+        executor, application code): outside any agent run it is application code and runs;
+        inside one it is ungoverned unless it is part of the execution under way (the
+        tool's own toolset one level further in)."""
+        bound = _call_tool_args(args, kwargs)
+        if bound is None:
+            name, call_id, tool_args = None, None, (args, kwargs)
+        else:
+            name, tool_args, ctx, _tool = bound
+            call_id = getattr(ctx, "tool_call_id", None)
+        denied, entered = self.at_boundary(name if isinstance(name, str) else None, call_id if isinstance(call_id, str) and call_id else None,
+                                           tool_args, where=f"{type(instance).__qualname__}.call_tool")
+        if denied is not None:
+            raise Ungoverned(denied)
+        failed = True
+        try:
+            result = await wrapped(*args, **kwargs)
+            failed = False
+            return result
+        finally:
+            self.leave(entered, failed)
 
     # ------------------------------------------------------------ ApprovalRequiredToolset
 
@@ -724,6 +872,8 @@ class PydanticAIAdapter(Adapter):
             raise
         except BaseException as exc:
             decision = self.failed(exc, tool_name, call_id, hook=self.hook_id("approval_required_func"))
+        if decision.action is not Action.ALLOW:
+            self.granted(decision, tool_name, call_id, tool_args)  # takes the call's grant back
         if decision.action is Action.ASK:
             raise self._ask_type()
         if decision.action is Action.DENY:
@@ -745,10 +895,10 @@ class PydanticAIAdapter(Adapter):
         for entry in entries:
             outcome = await self._call(entry, APPROVER, ctx, self._results_verdict, requests=remaining)
             if outcome.failure is not None:
-                # the answer is dropped: the calls still require approval
-                await self.adecide(None, [outcome])
-                continue
-            result = outcome.verdict.data  # type: ignore[union-attr]
+                result = await self._denied(remaining, outcome)
+            else:
+                result = outcome.verdict.data  # type: ignore[union-attr]
+                self._approved(outcome.hook, result)
             if result is None or not (result.approvals or result.calls):
                 continue
             any_handled = True
@@ -804,9 +954,48 @@ class PydanticAIAdapter(Adapter):
             hook = self.hook_id(f"{type(capability).__module__}.{type(capability).__qualname__}.{APPROVER}")
         outcome = await self.ahook_call(hook, capability.handle_deferred_tool_calls, ctx, requests=requests, _validate=self._results_verdict)
         if outcome.failure is not None:
-            await self.adecide(None, [outcome])  # dropped: the calls still require approval
-            return None
+            return await self._denied(requests, outcome)
+        self._approved(hook, outcome.verdict.data)  # type: ignore[union-attr]
         return outcome.verdict.data  # type: ignore[union-attr]
+
+    def _approved(self, hook: str, result: Any) -> None:
+        """The calls ``result`` approves were judged by the handler ``hook`` (for ``_later``)."""
+        if result is None:
+            return
+        try:
+            approved = [k for k, v in result.approvals.items() if v is True or isinstance(v, self._approval_types[0])]
+            if not approved:
+                return
+            seen = _APPROVED_BY.get()
+            if seen is None or len(seen) > 1024:
+                seen = {}
+                _APPROVED_BY.set(seen)
+            for call_id in approved:
+                seen[call_id] = seen.get(call_id, ()) + (hook,)
+        except Exception:
+            return  # then a required handler is missing at the call: fails closed
+
+    async def _denied(self, requests: Any, outcome: Outcome) -> Any:
+        """An approval handler failed (raised, hung, answered junk): its answer is dropped
+        and each call it was asked to approve is decided on that failure, one decision per
+        call (audited with the call's tool and id). A deny is ``ToolDenied`` with the
+        decision's reason, so the model is told the hook id and category and the run goes
+        on; a tolerated failure (``on_error = "allow"``, an observer) leaves the call
+        awaiting approval, as the handler had not answered. External calls it was asked
+        about stay with the caller."""
+        denied = self._approval_types[1]
+        approvals: dict = {}
+        calls = list(getattr(requests, "approvals", None) or ())
+        if not calls:
+            await self.adecide_stage(None, [outcome])
+            return None
+        for call in calls:
+            tool, call_id = getattr(call, "tool_name", None), getattr(call, "tool_call_id", None)
+            tool = tool if isinstance(tool, str) else None
+            decision = await self.adecide_stage(tool, [outcome], call_id=call_id if isinstance(call_id, str) and call_id else None)
+            if decision.action is Action.DENY and isinstance(call_id, str):
+                approvals[call_id] = denied(message=decision.reason or failure_reason(outcome.hook, outcome.failure))
+        return self._results_type(approvals=approvals) if approvals else None
 
     # ------------------------------------------------------------ doctor
 

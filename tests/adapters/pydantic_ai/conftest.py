@@ -105,6 +105,40 @@ def make_agent(marker, calls, capabilities=(), **kwargs):
     return agent
 
 
+BYPASS_TOOL = "bypass_tool"
+
+
+def bypass_agent(marker, arguments, capabilities=(), how="call_tool"):
+    """An agent whose model calls ``bypass_tool`` with ``arguments``; the tool's body runs
+    ``run_command`` of a function toolset of its own past the tool manager:
+    ``how="call_tool"`` through that toolset's ``call_tool``, ``"twice"`` through the
+    agent's own toolset's ``call_tool`` with the same call (a second execution)."""
+    from pydantic_ai import Agent, RunContext
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.toolsets import FunctionToolset
+
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    inner = FunctionToolset([run_command])
+
+    def respond(messages, info):
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart(BYPASS_TOOL, dict(arguments), tool_call_id="call-0")])
+        return ModelResponse(parts=[TextPart("told: " + _told(messages[-1:]))])
+
+    agent = Agent(FunctionModel(respond), capabilities=list(capabilities))
+
+    @agent.tool
+    async def bypass_tool(ctx: RunContext, command: str) -> str:
+        tools = await inner.get_tools(ctx)
+        return str(await inner.call_tool("run_command", {"command": command}, ctx, tools["run_command"]))
+
+    return agent
+
+
 def hooks_with(*gates, tools=None, timeout=None):
     """A real ``Hooks`` capability with ``gates`` registered on ``before_tool_execute``."""
     from pydantic_ai.capabilities import Hooks
@@ -118,13 +152,25 @@ def hooks_with(*gates, tools=None, timeout=None):
     return hooks
 
 
-def run_agent(agent, mode: str = "sync", **kwargs):
-    """(output text or None, exception or None)."""
+def _run_result(agent, mode: str = "sync", **kwargs):
+    """(the run's result or None, exception or None)."""
+    prompt = kwargs.pop("prompt", "go")
     try:
         if mode == "sync":
-            result = agent.run_sync("go", **kwargs)
+            return agent.run_sync(prompt, **kwargs), None
+        return asyncio.run(agent.run(prompt, **kwargs)), None
+    except Exception as exc:
+        return None, exc
+
+
+def run_agent(agent, mode: str = "sync", **kwargs):
+    """(output text or None, exception or None)."""
+    prompt = kwargs.pop("prompt", "go")
+    try:
+        if mode == "sync":
+            result = agent.run_sync(prompt, **kwargs)
         else:
-            result = asyncio.run(agent.run("go", **kwargs))
+            result = asyncio.run(agent.run(prompt, **kwargs))
         return result.output, None
     except Exception as exc:
         return None, exc
@@ -271,6 +317,15 @@ class PydanticAIHarness(Harness):
 
     def agent(self, marker, arguments):
         return make_agent(marker, [arguments], [hooks_with(*self.gates)] if self.gates else [])
+
+    def bypass(self, arguments, mode):
+        """The model calls ``bypass_tool``, whose body runs ``run_command`` of another
+        function toolset through that toolset's ``call_tool`` (past the tool manager)."""
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        output, exc = run_agent(bypass_agent(marker, dict(arguments), [hooks_with(*self.gates)] if self.gates else []), mode)
+        told = output if exc is None else f"{type(exc).__name__}: {exc}"
+        runs = marker.runs()
+        return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=str(told))
 
     def install(self):
         failsecure.install()
@@ -426,6 +481,197 @@ class WrapperToolsetHarness(PydanticAIHarness):
 
         capabilities = [hooks_with(*self.gates)] if self.gates else []
         return Agent(make_model([arguments]), toolsets=[Rewriting(_marked_toolset(marker))], capabilities=capabilities)
+
+
+class WrapToolExecuteHarness(WrapperToolsetHarness):
+    """The gates are ``Hooks`` hooks; a rewrite is made by a ``Hooks().on.tool_execute``
+    wrap hook (``wrap_tool_execute``, inventory row 4) that hands its handler other
+    arguments: 2.42.0 calls it after the before-tool hooks, 2.68.0 around them."""
+
+    kind = "wrap_tool_execute"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        import inspect
+
+        from pydantic_ai.tool_manager import ToolManager
+
+        # 2.68.0: the wrap is given a handler (``lifecycle``) that runs the before-tool gates,
+        # then the tool; 2.42.0 runs the gates first, then the wrap around the tool alone
+        around = "def lifecycle" in inspect.getsource(ToolManager._run_execute_hooks)
+        if name == "rewriter" and around:
+            # the kit's rewriting gate asks for a rewrite after the gates judged the call; this
+            # release calls the wrap around the gates, so what it hands on is what they judge
+            # (no rewrite after them to make; surfaces test_a_wrap_tool_execute_rewrite_is_judged)
+            raise NotSupported("this release calls wrap_tool_execute around the before-tool gates")
+        return super().add_gate(name, behave, is_async=is_async)
+
+    def agent(self, marker, arguments):
+        harness = self
+        hooks = hooks_with(*self.gates)
+
+        async def rewriting(ctx, *, call, tool_def, args, handler):
+            new = dict(harness.pending) if harness.pending is not None else args
+            return await handler(new)
+
+        hooks.on.tool_execute(rewriting)
+        return make_agent(marker, [arguments], [hooks])
+
+
+def _approval_tool_agent(marker, arguments, capabilities):
+    """The model calls ``run_command`` with ``arguments``; the tool requires approval
+    (``requires_approval=True``: the call is deferred before any gate runs)."""
+    from pydantic_ai import Agent, DeferredToolRequests
+
+    agent = Agent(make_model([arguments]), capabilities=list(capabilities), output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain(requires_approval=True)
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    return agent
+
+
+class _JunkApproval:
+    """An approval handler's answer whose approval of the call is ``value`` (not a bool,
+    ``ToolApproved`` or ``ToolDenied``)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class ApprovalHandlerHarness(PydanticAIHarness):
+    """The gate is an approval handler: a ``Hooks().on.deferred_tool_calls`` handler
+    (``handle_deferred_tool_calls``, inventory row 8), asked about a call of a tool with
+    ``requires_approval=True``. Its answers: approve the call (the kit's allow and "no
+    opinion": a handler that leaves the call to the caller is tested on its own),
+    ``ToolDenied`` (deny), anything else is junk (``DeferredToolResults`` whose approval is
+    no bool / ``ToolApproved`` / ``ToolDenied``, or no ``DeferredToolResults`` at all).
+    Handlers are a chain (the first that answers a call decides it, as upstream): one
+    handler per case. No ask, no rewrite (a handler's ``override_args``: the
+    ``override_args`` kind and the surfaces tests)."""
+
+    kind = "approval_handler"
+    has_ask = False
+
+    def __init__(self, base):
+        super().__init__(base)
+        self.handler = None
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.handler is not None:
+            raise NotSupported("approval handlers are a chain: one handler per case")
+        harness = self
+
+        if is_async:
+
+            async def handler(ctx, *, requests):
+                return harness.answer(await behave(harness.seen_requests(requests)), requests)
+
+        else:
+
+            def handler(ctx, *, requests):
+                return harness.answer(behave(harness.seen_requests(requests)), requests)
+
+        handler.__name__ = handler.__qualname__ = f"approver_{name}"
+        handler.__module__ = "conformance"
+        self.handler = handler
+        return f"pydantic-ai:conformance.approver_{name}"
+
+    @staticmethod
+    def seen_requests(requests):
+        calls = list(requests.approvals)
+        call = calls[0] if calls else None
+        args = call.args_as_dict() if call is not None else {}
+        return Seen(tool=call.tool_name if call is not None else None, arguments=dict(args), native=requests)
+
+    @staticmethod
+    def answer(native, requests):
+        from pydantic_ai import DeferredToolResults
+        from pydantic_ai.tools import ToolDenied
+
+        ids = [c.tool_call_id for c in requests.approvals]
+        if isinstance(native, _Same):
+            return DeferredToolResults(approvals={i: True for i in ids})
+        if isinstance(native, _Deny):
+            return DeferredToolResults(approvals={i: ToolDenied(native.reason) for i in ids})
+        if isinstance(native, _JunkApproval):
+            return DeferredToolResults(approvals={i: native.value for i in ids})
+        return native
+
+    def reset(self):
+        super().reset()
+        self.handler = None
+
+    def junk(self):
+        return [
+            ("an approval 'yes'", _JunkApproval("yes")),
+            ("an approval None", _JunkApproval(None)),
+            ("an approval 1", _JunkApproval(1)),
+            ("True", True),
+            ("a dict", {"approvals": "all"}),
+        ]
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("one approval handler per case")
+
+    def run(self, arguments, mode):
+        from pydantic_ai import DeferredToolRequests
+        from pydantic_ai.capabilities import Hooks
+
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        hooks = Hooks()
+        if self.handler is not None:
+            hooks.on.deferred_tool_calls(self.handler)
+        output, exc = run_agent(_approval_tool_agent(marker, dict(arguments), [hooks]), mode)
+        told = output if exc is None else f"{type(exc).__name__}: {exc}"
+        runs = marker.runs()
+        asked = isinstance(output, DeferredToolRequests)
+        return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=str(told), asked=asked)
+
+
+class OverrideArgsHarness(PydanticAIHarness):
+    """The gates are ``Hooks`` hooks (as the main harness); the arguments are a person's:
+    the model calls a tool that requires approval with arguments of its own, the run ends
+    in ``DeferredToolRequests``, and the run is resumed with
+    ``ToolApproved(override_args=<the case's arguments>)`` (inventory row 10). The gates
+    judge the override before the tool runs; an ask is met by the approval."""
+
+    kind = "override_args"
+    MODEL_ARGS = {"command": "what the model asked"}
+
+    def run(self, arguments, mode):
+        from pydantic_ai import DeferredToolRequests, DeferredToolResults
+        from pydantic_ai.tools import ToolApproved
+
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        agent = _approval_tool_agent(marker, dict(self.MODEL_ARGS), [hooks_with(*self.gates)] if self.gates else [])
+        first, exc = _run_result(agent, mode)
+        if exc is not None or not isinstance(first.output, DeferredToolRequests):
+            told = f"{type(exc).__name__}: {exc}" if exc is not None else str(first.output)
+            return Ran(ran=bool(marker.runs()), told=f"the first run did not ask for approval: {told}")
+        history = first.all_messages()
+        first = first.output
+        results = DeferredToolResults(approvals={c.tool_call_id: ToolApproved(override_args=dict(arguments)) for c in first.approvals})
+        output, exc = run_agent(agent, mode, prompt=None, message_history=history, deferred_tool_results=results)
+        told = output if exc is None else f"{type(exc).__name__}: {exc}"
+        runs = marker.runs()
+        return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=str(told))
+
+
+@pytest.fixture
+def failsecure_harness_wrap_tool_execute(tmp_path, adapter):
+    return WrapToolExecuteHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_approval_handler(tmp_path, adapter):
+    return ApprovalHandlerHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_override_args(tmp_path, adapter):
+    return OverrideArgsHarness(tmp_path)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 
 from failsecure import activation, plugins
 from failsecure.verdict import Action, Verdict
-from failsecure_pai_rig import hooks_with, make_agent, run_agent
+from failsecure_pai_rig import hook_id, hooks_with, make_agent, run_agent
 
 
 def _allow(ctx, *, call, tool_def, args):
@@ -220,8 +220,9 @@ def test_ask_then_deny_denies(rig):
 
 
 @pytest.mark.parametrize("kind", ["raise", "junk", "hang"])
-def test_a_failing_approver_leaves_the_call_awaiting_approval(rig, release, kind):
-    from pydantic_ai import DeferredToolRequests
+def test_a_failing_approver_denies_the_call(rig, release, kind):
+    """A failed approver decides: the call it was asked about is denied with the audited
+    category (the model is told), not left for someone else to approve."""
     from pydantic_ai.exceptions import ApprovalRequired
 
     def asking(ctx, *, call, tool_def, args):
@@ -237,9 +238,11 @@ def test_a_failing_approver_leaves_the_call_awaiting_approval(rig, release, kind
         return "approved"
 
     output, exc = run_agent(_deferred_agent(rig, asking, handler=approver))
-    assert exc is None and isinstance(output, DeferredToolRequests) and rig.ran() == []
-    event = [e for e in rig.events() if e["tool"] is None][-1]
-    assert event["failure"] == {"raise": "raised", "junk": "invalid", "hang": "timeout"}[kind]
+    failure = {"raise": "raised", "junk": "invalid", "hang": "timeout"}[kind]
+    assert exc is None and rig.ran() == []
+    assert f"hook '{hook_id(approver)}' failed closed ({failure})" in output and "secret" not in output
+    event = [e for e in rig.events() if e["hook"] == hook_id(approver)][-1]
+    assert (event["tool"], event["outcome"], event["failure"], event["call_id"]) == ("run_command", "deny", failure, "call-0")
 
 
 def test_a_valid_approver_approves_twin(rig):

@@ -523,16 +523,107 @@ def test_a_deferred_call_handler_that_approves_runs_the_tool(rig):
 @pytest.mark.parametrize(
     "handler, failure", [(_handler_raises, "raised"), (_handler_junk, "invalid"), (_handler_slow, "timeout")]
 )
-def test_a_failing_deferred_call_handler_leaves_the_call_awaiting_approval(rig, handler, failure):
-    from pydantic_ai import DeferredToolRequests
+def test_a_failing_deferred_call_handler_denies_the_call(rig, handler, failure):
+    """A failed handler's calls are denied with its category (``ToolDenied``: the model is
+    told the hook id and category), one audited decision per call."""
     from pydantic_ai.capabilities import HandleDeferredToolCalls
 
     output, exc = run_agent(_approval_agent(rig, _pred_true, gates=[HandleDeferredToolCalls(handler=handler)]))
     assert exc is None and rig.ran() == []
-    assert isinstance(output, DeferredToolRequests) and [c.tool_name for c in output.approvals] == [TOOL]
+    assert f"hook '{hook_id(handler)}' failed closed ({failure})" in output and SECRET not in output
     failed = [e for e in rig.events() if e["hook"] == hook_id(handler)]
-    assert [(e["failure"], e["tool"]) for e in failed] == [(failure, None)]
+    assert [(e["failure"], e["tool"], e["outcome"]) for e in failed] == [(failure, TOOL, "deny")]
     assert SECRET not in rig.audit_path.read_text()
+
+
+def _deferring_agent(rig, *handlers, output_deferred=True, gates=()):
+    """A tool with ``requires_approval=True`` and ``handlers`` as ``Hooks`` approval
+    handlers, in order."""
+    from pydantic_ai import Agent, DeferredToolRequests
+    from pydantic_ai.capabilities import Hooks
+
+    hooks = hooks_with(*gates) if gates else Hooks()
+    for handler in handlers:
+        hooks.on.deferred_tool_calls(handler)
+    output_type = [str, DeferredToolRequests] if output_deferred else str
+    agent = Agent(make_model([{"command": "harmless"}]), capabilities=[hooks], output_type=output_type)
+    marker = rig.marker
+
+    @agent.tool_plain(requires_approval=True)
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    return agent
+
+
+def _handler_approves(ctx, *, requests):
+    from pydantic_ai import DeferredToolResults
+
+    return DeferredToolResults(approvals={c.tool_call_id: True for c in requests.approvals})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_failed_approver_is_not_overruled_by_a_later_one(rig, mode):
+    """The failed handler was asked about the call: its failure decides it, so a later
+    approving handler is not asked (the chain's "first answer decides")."""
+    output, exc = run_agent(_deferring_agent(rig, _handler_raises, _handler_approves), mode)
+    assert exc is None and rig.ran() == [] and "failed closed (raised)" in output
+    assert [e["outcome"] for e in rig.events() if e["hook"] == hook_id(_handler_approves)] == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_approver_after_one_that_passes_runs_the_tool(rig, mode):
+    """Twin: a handler that leaves the call (``None``) hands it on; the next approves."""
+
+    def passes(ctx, *, requests):
+        return None
+
+    output, exc = run_agent(_deferring_agent(rig, passes, _handler_approves), mode)
+    assert exc is None and rig.ran() == ["harmless"]
+
+
+@pytest.mark.parametrize("handler", [_handler_raises, _handler_approves])
+def test_a_failed_approver_without_deferred_output_is_told_to_the_model(rig, handler):
+    """An agent whose output types do not include ``DeferredToolRequests``: upstream
+    raises ``UserError`` for a call left pending; a failed approver's deny is the model's
+    tool result instead and the run goes on. Twin: the approving handler runs the tool."""
+    output, exc = run_agent(_deferring_agent(rig, handler, output_deferred=False))
+    assert exc is None
+    if handler is _handler_raises:
+        assert rig.ran() == [] and f"hook '{hook_id(handler)}' failed closed (raised)" in output
+    else:
+        assert rig.ran() == ["harmless"]
+
+
+def test_a_tolerated_approver_failure_leaves_the_call_awaiting_approval(rig):
+    """``on_error = "allow"`` for the handler (trusted config): its failure is no deny, so
+    the call is left as if it had not answered."""
+    from pydantic_ai import DeferredToolRequests
+
+    rig.config(tables=f'[hooks."{hook_id(_handler_raises)}"]\non_error = "allow"\n')
+    output, exc = run_agent(_deferring_agent(rig, _handler_raises))
+    assert exc is None and rig.ran() == [] and isinstance(output, DeferredToolRequests)
+
+
+@pytest.mark.parametrize("override, ran", [("forbidden rm", []), ("harmless-edited", ["harmless-edited"])])
+def test_an_approval_handlers_override_arguments_are_judged(rig, override, ran):
+    """A handler answering ``ToolApproved(override_args=...)`` inline: the gates judge the
+    override before the tool runs."""
+    from pydantic_ai import DeferredToolResults
+    from pydantic_ai.tools import ToolApproved
+
+    def overriding(ctx, *, requests):
+        return DeferredToolResults(approvals={c.tool_call_id: ToolApproved(override_args={"command": override}) for c in requests.approvals})
+
+    output, exc = run_agent(_deferring_agent(rig, overriding, gates=[_policy_hook]))
+    assert exc is None and rig.ran() == ran
+    event = rig.last()
+    if ran:
+        assert event["outcome"] == "allow"
+    else:
+        assert (event["outcome"], event["hook"]) == ("deny", hook_id(_policy_hook))
+        assert "policy: forbidden command" in output
 
 
 # ------------------------------------------------------------ every dispatch path
