@@ -952,7 +952,10 @@ class PydanticAIAdapter(Adapter):
             hook = self.callable_id(handler)  # a built-in capability running the user's handler
         else:
             hook = self.hook_id(f"{type(capability).__module__}.{type(capability).__qualname__}.{APPROVER}")
-        outcome = await self.ahook_call(hook, capability.handle_deferred_tool_calls, ctx, requests=requests, _validate=self._results_verdict)
+        # an approval handler may wait for a person (a UI, a terminal prompt): no default
+        # deadline, as upstream; the user bounds it with [hooks."<id>"] timeout
+        outcome = await self.ahook_call(hook, capability.handle_deferred_tool_calls, ctx, requests=requests,
+                                        _validate=self._results_verdict, _interactive=True)
         if outcome.failure is not None:
             return await self._denied(requests, outcome)
         self._approved(hook, outcome.verdict.data)  # type: ignore[union-attr]

@@ -553,6 +553,7 @@ class ApprovalHandlerHarness(PydanticAIHarness):
 
     kind = "approval_handler"
     has_ask = False
+    interactive = True  # it may wait for a person: no default deadline, the kit gives it its own
 
     def __init__(self, base):
         super().__init__(base)

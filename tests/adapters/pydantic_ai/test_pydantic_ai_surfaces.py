@@ -528,12 +528,24 @@ def test_a_failing_deferred_call_handler_denies_the_call(rig, handler, failure):
     told the hook id and category), one audited decision per call."""
     from pydantic_ai.capabilities import HandleDeferredToolCalls
 
+    # an approval handler may wait for a person: it has no default deadline, the user gives it one
+    rig.config(tables=f'[hooks."{hook_id(handler)}"]\ntimeout = 0.3\n')
     output, exc = run_agent(_approval_agent(rig, _pred_true, gates=[HandleDeferredToolCalls(handler=handler)]))
     assert exc is None and rig.ran() == []
     assert f"hook '{hook_id(handler)}' failed closed ({failure})" in output and SECRET not in output
     failed = [e for e in rig.events() if e["hook"] == hook_id(handler)]
     assert [(e["failure"], e["tool"], e["outcome"]) for e in failed] == [(failure, TOOL, "deny")]
     assert SECRET not in rig.audit_path.read_text()
+
+
+def test_a_deferred_call_handler_waiting_for_a_person_has_no_default_deadline(rig):
+    """Twin of the timeout row: with only the global deadline (0.3 s here), a handler that
+    takes longer (a person deciding) is waited for, as upstream, and its approval runs."""
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    output, exc = run_agent(_approval_agent(rig, _pred_true, gates=[HandleDeferredToolCalls(handler=_handler_slow)]))
+    assert exc is None and rig.ran() == ["harmless"]
+    assert not [e for e in rig.events() if e["hook"] == hook_id(_handler_slow) and e["outcome"] == "deny"]
 
 
 def _deferring_agent(rig, *handlers, output_deferred=True, gates=()):
