@@ -388,14 +388,16 @@ class _Rule:
         self.pic = now
         return done and now is not _CHANGED and _equal(now, before)
 
-    def done(self, i: int, outs: Any) -> bool:
+    def done(self, i: int, outs: Any, after: Any = _NOTHING) -> bool:
         """Gate ``i`` answered ``outs``: book its change; True when the pass must end
-        (a deny that stands)."""
+        (a deny that stands). ``after``: the picture of the call right after the gate
+        (taken where it ran, see ``settle``'s ``first``); default: taken now."""
         if type(outs) is not list:
             outs = [outs]
         self.latest[i] = outs
         if self.watch:
-            after = self.take(self.current())
+            if after is _NOTHING:
+                after = self.take(self.current())
             before, self.pic = self.pic, after
             if before is _CHANGED or after is _CHANGED or not _equal(before, after):
                 paths = changed_paths(before, after)
@@ -406,6 +408,17 @@ class _Rule:
                 self.history[i].append((before, after, self.passes))
         self.judged[i] = self.version
         return self._stops(outs)
+
+    def replay(self, ran: list, finish_pass: bool) -> bool:
+        """Book a pass already run: ``ran`` is ``(outcomes, picture after)`` per gate in
+        order, as ``done`` would have booked them one by one; True on a deny that stands."""
+        denied = False
+        for i, (outs, after) in enumerate(ran):
+            if self.done(i, outs, after):
+                denied = True
+                if not finish_pass:
+                    break
+        return denied
 
     def end_pass(self) -> None:
         if self.watch:
@@ -501,7 +514,7 @@ def _put_back(live: Any) -> Optional[Callable[[Any], bool]]:
 
 def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
            *, fail_closed: Any = (), stamp_root: tuple = (), finish_pass: bool = False,
-           save: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
+           save: Optional[Callable[[Any], Any]] = None, first: Optional[Callable[[Any, Any], list]] = None) -> list[Outcome]:
     """Run the gate ``steps`` (each runs one gate on the call as ``current()`` reads it
     now and returns its Outcome or Outcomes) under the settling rule (module docstring).
     Returns each gate's latest outcomes in gate order, plus ``unsettled(hook)`` when the
@@ -512,18 +525,26 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
     ``finish_pass``: a deny still ends the settling, but the gates after it in the same
     pass run first (for a framework that runs, and audits, every gate of a round).
     ``save``: given the call, how to put it back later (a callable answering True once it
-    did, or None); default: a plain dict or list restored in place."""
+    did, or None); default: a plain dict or list restored in place.
+    ``first``: runs pass 1 at once instead of the steps (with ``finish_pass``: every gate
+    of a pass runs anyway): given how to picture the call and its picture now, it returns per gate its
+    outcomes and the picture of the call right after that gate, taken where it ran
+    (``Adapter.settle_calls``: all the sync gates on one worker, one thread hand-off
+    for the pass, instead of one per gate). Later passes run the steps."""
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
         rule.passes = n
         denied = False
-        for i in order:
-            rule.before()
-            if rule.done(i, steps[i]()):
-                denied = True
-                if not finish_pass:
-                    break
+        if n == 1 and first is not None:
+            denied = rule.replay(first(rule.take, rule.pic), finish_pass)
+        else:
+            for i in order:
+                rule.before()
+                if rule.done(i, steps[i]()):
+                    denied = True
+                    if not finish_pass:
+                        break
         rule.end_pass()
         order = rule.stale()
         if denied or not order:
@@ -533,19 +554,23 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
 
 async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callable[[], Any], hook: str,
                   picture: Optional[Callable[[Any], Any]] = None, *, fail_closed: Any = (), stamp_root: tuple = (),
-                  finish_pass: bool = False, save: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
-    """``settle`` for async steps."""
+                  finish_pass: bool = False, save: Optional[Callable[[Any], Any]] = None,
+                  first: Optional[Callable[[Any, Any], Awaitable[list]]] = None) -> list[Outcome]:
+    """``settle`` for async steps (``first``: a coroutine function)."""
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
         rule.passes = n
         denied = False
-        for i in order:
-            rule.before()
-            if rule.done(i, await steps[i]()):
-                denied = True
-                if not finish_pass:
-                    break
+        if n == 1 and first is not None:
+            denied = rule.replay(await first(rule.take, rule.pic), finish_pass)
+        else:
+            for i in order:
+                rule.before()
+                if rule.done(i, await steps[i]()):
+                    denied = True
+                    if not finish_pass:
+                        break
         rule.end_pass()
         order = rule.stale()
         if denied or not order:
