@@ -537,16 +537,32 @@ class Adapter(abc.ABC):
         return settle(steps or _one_by_one(self.hook_calls, calls, _interactive), current, hook, first=first, **rule)
 
     async def asettle_calls(self, calls: list, current: Callable[[], Any], hook: str, steps: Optional[list] = None,
-                            _interactive: bool = False, **rule: Any) -> list[Outcome]:
+                            _interactive: bool = False, hold_loop: bool = False, **rule: Any) -> list[Outcome]:
         """``settle_calls`` from an async dispatcher: pass 1 is one ``ahook_calls`` (each
         run of consecutive sync gates one hand-off, coroutine gates awaited on the loop,
-        each pictured right after it ends)."""
+        each pictured right after it ends). ``hold_loop``: each run of sync gates holds
+        the loop while it runs (``hook_calls``), as a dispatcher that calls them on the
+        loop itself does."""
         if len(calls) < 2 or not rule.get("finish_pass"):
             return await asettle(steps or _aone_by_one(self.ahook_calls, calls, _interactive), current, hook, **rule)
 
         async def first(take: Callable[[Any], Any], start: Any) -> list:
-            seen, batch = _pictured(calls, current, take, True)
-            return _ran(calls, await self.ahook_calls(batch, _interactive), seen, start)
+            seen, batch = _pictured(calls, current, take, not hold_loop)
+            if not hold_loop:
+                return _ran(calls, await self.ahook_calls(batch, _interactive), seen, start)
+            outcomes: list = []
+            run: list = []
+            for c in batch:
+                if not guard.is_async(c[1]):
+                    run.append(c)
+                    continue
+                if run:
+                    outcomes += self.hook_calls(run, _interactive)
+                    run = []
+                outcomes += await self.ahook_calls([c], _interactive)
+            if run:
+                outcomes += self.hook_calls(run, _interactive)
+            return _ran(calls, outcomes, seen, start)
 
         return await asettle(steps or _aone_by_one(self.ahook_calls, calls, _interactive), current, hook, first=first, **rule)
 
@@ -985,15 +1001,15 @@ _UNSEEN = object()
 
 def _pictured(calls: list, current: Callable[[], Any], take: Callable[[Any], Any], loop: bool = False) -> tuple:
     """The gates of ``calls`` (no Outcome) with each ``fn`` wrapped to picture the call
-    right after it, where it runs -> (the pictures per entry, the batch). From an async
-    dispatcher a sync gate that answers an awaitable has it run after the batch: its
-    picture then reads as changed (the gates before it judge again)."""
+    right after it, where it runs -> (the pictures per entry, the batch). ``loop``: the
+    batch is ``ahook_calls``'s, where a sync gate that answers an awaitable has it run
+    after the batch: its picture then reads as changed (the gates before it judge again)."""
     seen: list = [_UNSEEN] * len(calls)
     batch: list = []
     for i, c in enumerate(calls):
         if not isinstance(c, Outcome):
             h, fn, a, k, v = c
-            wrapped = _apictured(fn, i, seen, current, take) if loop and guard.is_async(fn) else _spictured(fn, i, seen, current, take, loop)
+            wrapped = _apictured(fn, i, seen, current, take) if guard.is_async(fn) else _spictured(fn, i, seen, current, take, loop)
             batch.append((h, wrapped, a, k, v))
     return seen, batch
 

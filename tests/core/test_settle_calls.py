@@ -13,6 +13,7 @@ from failsecure import guard
 from failsecure.adapter import Adapter, asettle, settle
 from failsecure.verdict import Action, Failure, Outcome, Verdict
 
+
 class Toy(Adapter):
     name = "toy"
     distribution = "pytest"
@@ -150,21 +151,22 @@ def test_batched_pass_settles_as_one_gate_per_step(scenario, command, monkeypatc
         assert ("toy:args", Failure.INVALID) in _summary(got)
 
 
+@pytest.mark.parametrize("hold_loop", [False, True])
 @pytest.mark.parametrize("command", ["ls", "rm -rf /"])
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_async_batched_pass_settles_as_one_gate_per_step(scenario, command):
+def test_async_batched_pass_settles_as_one_gate_per_step(scenario, command, hold_loop):
     adapter = Toy()
 
     one, calls = _both(command, scenario)
     expected = asyncio.run(asettle([_astep(adapter, c) for c in calls], lambda: one.args, "toy:args", finish_pass=True))
     two, calls = _both(command, scenario)
-    got = asyncio.run(adapter.asettle_calls(calls, lambda: two.args, "toy:args", finish_pass=True))
+    got = asyncio.run(adapter.asettle_calls(calls, lambda: two.args, "toy:args", hold_loop=hold_loop, finish_pass=True))
     assert _summary(got) == _summary(expected)
     assert (two.runs, two.seen) == (one.runs, one.seen)
     # every other gate a coroutine function: awaited on the loop between the sync runs
     three = Gates({"command": command})
     calls = [_as_coro(c) if not isinstance(c, Outcome) and i % 2 else c for i, c in enumerate(SCENARIOS[scenario](three))]
-    got = asyncio.run(adapter.asettle_calls(calls, lambda: three.args, "toy:args", finish_pass=True))
+    got = asyncio.run(adapter.asettle_calls(calls, lambda: three.args, "toy:args", hold_loop=hold_loop, finish_pass=True))
     assert _summary(got) == _summary(expected)
     assert (three.runs, three.seen) == (one.runs, one.seen)
 
