@@ -18,7 +18,17 @@ import sys
 import sysconfig
 import time
 
-from common import GOAL, Run, _idle_gap, added_spread, after_handoff_us, floor_spread, handoff_floor_us, show_spreads, small_file  # benchmarks/ is on sys.path
+from common import (  # benchmarks/ is on sys.path
+    GOAL,
+    Run,
+    _idle_gap,
+    added_spread,
+    after_handoff_us,
+    floor_spread,
+    handoff_floor_us,
+    show_spreads,
+    small_file,
+)
 
 from failsecure import guard
 from failsecure.verdict import ABSTAIN, Invalid
