@@ -82,12 +82,46 @@ def fingerprint(value: Any, budget: int = BUDGET) -> Any:
         return ("f", value.hex())  # NaN equals itself here
     if kind is dict or kind is list or kind is tuple:
         try:
+            if budget >= _QUICK_TOKENS:
+                out: list = []
+                if _quick(value, out, _QUICK_DEPTH) and len(out) <= _QUICK_TOKENS:
+                    return tuple(out)
             return _stream(value, budget)
         except BaseException:  # a container resized by another thread while read, memory
             return _CHANGED
     # Same id while both pictures hold their object: the same object, and the tuple
     # comparison stops at the id or at the identity check, never calling the object's __eq__.
     return ("id", id(value), value)
+
+
+#: a container this shallow and small is pictured by ``_quick`` (a tool call's arguments,
+#: mostly): the very tokens ``_stream`` makes, without its bookkeeping; a deeper one, a
+#: cycle (it never ends) or a larger one goes to ``_stream``
+_QUICK_DEPTH = 12
+_QUICK_TOKENS = 256
+
+
+def _quick(value: Any, out: list, depth: int) -> bool:
+    """Append ``value``'s tokens (a dict, list or tuple) to ``out`` as ``_stream`` would;
+    False when it is deeper than ``depth`` or longer than ``_QUICK_TOKENS``."""
+    kind = type(value)
+    append = out.append
+    append((_OPEN[kind], len(value)))
+    plain = _PLAIN
+    for v in chain.from_iterable(_ITEMS(value)) if kind is dict else value:
+        k = type(v)
+        if k in plain:
+            append(v)
+        elif k is bool:
+            append(("b", v))
+        elif k is float:
+            append(("f", v.hex()))
+        elif k is dict or k is list or k is tuple:
+            if depth <= 0 or not _quick(v, out, depth - 1):
+                return False
+        else:
+            append(("id", id(v), v))
+    return len(out) <= _QUICK_TOKENS
 
 
 def _stream(root: Any, budget: int) -> Any:
