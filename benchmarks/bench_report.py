@@ -101,7 +101,7 @@ def adapter_row(label: str, data: dict) -> tuple:
         label,
         _ups(data),
         f"{r['gates']}; {r['path']}",
-        f"+{r['noop']['added_us']:.1f} µs ({r['noop']['unpatched_us']:.1f} → {r['noop']['patched_us']:.1f}"
+        f"{r['noop']['added_us']:+.1f} µs ({r['noop']['unpatched_us']:.1f} → {r['noop']['patched_us']:.1f}"
         f"{_added_rounds(r['noop'].get('added_rounds'))})",
         f"x{r['file']['ratio']:.2f} ({r['file']['unpatched_us']:.1f} → {r['file']['patched_us']:.1f} µs)",
         _floor(r["floor_us"], r.get("floor_rounds")),
@@ -117,7 +117,7 @@ def rows(fresh: dict, stale: dict) -> list[tuple]:
         added = g.get("added_rounds")
         ratio = {"ratio_q1": added["q1"] / g["floor_us"], "ratio_q3": added["q3"] / g["floor_us"]} if added else {}
         out.append(("failsecure guard alone", "", "3 trivial sync gates, `guard.call_each` with deadlines vs inline",
-                    f"+{g['three_gates_added_us']:.1f} µs" + (f" ({_added_rounds(added)[2:]})" if added else ""), "",
+                    f"{g['three_gates_added_us']:+.1f} µs" + (f" ({_added_rounds(added)[2:]})" if added else ""), "",
                     _floor(g["floor_us"], g.get("floor_rounds")), _ratio(g["three_gates_ratio"], ratio)))
     else:
         out.append(_missing("failsecure guard alone", "bench-core", stale))
@@ -131,7 +131,7 @@ def rows(fresh: dict, stale: dict) -> list[tuple]:
         if command and key in command.get("runner", {}):
             c = command["runner"][key]
             out.append((label, "", "hook `/bin/true` under the runner vs run directly",
-                        f"+{c['added_ms']:.1f} ms ({c['direct_ms']:.1f} → {c['runner_ms']:.1f})", "", "", ""))
+                        f"{c['added_ms']:+.1f} ms ({c['direct_ms']:.1f} → {c['runner_ms']:.1f})", "", "", ""))
         else:
             out.append(_missing(label, "bench-command", stale))
     start = core.get("start") if core else None
@@ -139,7 +139,7 @@ def rows(fresh: dict, stale: dict) -> list[tuple]:
                              ("import", "`import failsecure`", "`python -c 'import failsecure'` vs `python -c pass`")):
         if start:
             out.append((label, "", what + f" (median of {start['runs']})",
-                        f"+{start[key + '_added_ms']:.1f} ms ({start['bare_ms']:.1f} → {start[key + '_ms']:.1f})",
+                        f"{start[key + '_added_ms']:+.1f} ms ({start['bare_ms']:.1f} → {start[key + '_ms']:.1f})",
                         "", "", ""))
         else:
             out.append(_missing(label, "bench-core", stale))
