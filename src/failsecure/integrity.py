@@ -565,6 +565,9 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
     outcomes and the picture of the call right after that gate, taken where it ran
     (``Adapter.settle_calls``: all the sync gates on one worker, one thread hand-off
     for the pass, instead of one per gate). Later passes run the steps."""
+    if len(steps) == 1 and first is None:  # one gate: nothing can have judged a stale call
+        outs = steps[0]()
+        return list(outs) if type(outs) is list else [outs]
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
@@ -591,6 +594,9 @@ async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callab
                   finish_pass: bool = False, save: Optional[Callable[[Any], Any]] = None,
                   first: Optional[Callable[[Any, Any], Awaitable[list]]] = None) -> list[Outcome]:
     """``settle`` for async steps (``first``: a coroutine function)."""
+    if len(steps) == 1 and first is None:  # one gate: nothing can have judged a stale call
+        outs = await steps[0]()
+        return list(outs) if type(outs) is list else [outs]
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
