@@ -567,7 +567,7 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
     for the pass, instead of one per gate). Later passes run the steps."""
     if len(steps) == 1 and first is None:  # one gate: nothing can have judged a stale call
         outs = steps[0]()
-        return list(outs) if type(outs) is list else [outs]
+        return list(outs) if isinstance(outs, list) else [outs]
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
@@ -596,7 +596,7 @@ async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callab
     """``settle`` for async steps (``first``: a coroutine function)."""
     if len(steps) == 1 and first is None:  # one gate: nothing can have judged a stale call
         outs = await steps[0]()
-        return list(outs) if type(outs) is list else [outs]
+        return list(outs) if isinstance(outs, list) else [outs]
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
