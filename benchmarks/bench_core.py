@@ -18,7 +18,17 @@ import sys
 import sysconfig
 import time
 
-from common import GOAL, Run, _idle_gap, after_handoff_us, handoff_floor_us, small_file  # benchmarks/ is on sys.path
+from common import (  # benchmarks/ is on sys.path
+    GOAL,
+    Run,
+    _idle_gap,
+    added_spread,
+    after_handoff_us,
+    floor_spread,
+    handoff_floor_us,
+    show_spreads,
+    small_file,
+)
 
 from failsecure import guard
 from failsecure.verdict import ABSTAIN, Invalid
@@ -99,12 +109,15 @@ def bench_guard(run, rounds=7):
           f"x{added / floor:.2f} the floor   goal x{GOAL:.1f}: {'OK' if added <= GOAL * floor else 'OVER'}")
     print(f"  {'(CPU time, all threads)':<22}{cpu_deadline:8.2f}   per batch with deadlines: +{cpu_deadline - cpu_inline:.2f} us "
           f"over inline; a bare round trip with the idle gap {cpu_floor:.2f} us")
+    spreads = added_spread(inline_us, deadline_us), floor_spread(floors)
+    print(f"  {'(over the rounds)':<22}" + show_spreads(*spreads))
     alone, after = after_handoff_us(small_file())
     print(f"  {'(work after a hand-off)':<22}{after:8.2f}   the 4 KiB read: {alone:.2f} us alone, x{after / alone:.2f} "
           "right after a bare hand-off (the caller's CPU coming back from idle; no failsecure code)")
     run["guard"] = {
         "direct_us": direct, "no_deadline_added_us": guarded - direct, "deadline_added_us": deadlined - direct,
         "floor_us": floor, "three_gates_added_us": added, "three_gates_ratio": added / floor, "goal": GOAL,
+        "added_rounds": spreads[0], "floor_rounds": spreads[1],
         "polled_floor_us": statistics.median(polled), "spin_us": guard.SPIN * 1e6, "compiled_poll": guard._cwait is not None,
         "cpu_three_gates_added_us": cpu_deadline - cpu_inline, "cpu_floor_us": cpu_floor,
         "read_alone_us": alone, "read_after_handoff_us": after,

@@ -34,7 +34,8 @@ ADAPTERS = [
 ]
 # <<< generated <<<
 HEAD = ("", "upstream", "what is timed", "added: no-op tool / hook / start",
-        "small file read: patched / unpatched", "hand-off floor (same run)", "deadline path / floor")
+        "small file read: patched / unpatched", "hand-off floor: median (lowest–highest round: placements)",
+        "deadline path / median floor")
 
 
 def load(folder: str) -> tuple[dict, dict]:
@@ -67,22 +68,43 @@ def _ups(data: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in data.get("upstream", {}).items())
 
 
+def _added_rounds(added: dict | None) -> str:
+    """The added cost's own spread: the middle half of the rounds."""
+    return f"; rounds {added['q1']:+.1f} to {added['q3']:+.1f}" if added else ""
+
+
+def _floor(floor_us: float, rounds: dict | None) -> str:
+    """The median floor, its lowest and highest round, and the two placements."""
+    if not rounds:
+        return f"{floor_us:.1f} µs"
+    where = [f"{name} {p['median']:.1f} ×{p['rounds']}" for name, p in
+             (("same CPU", rounds.get("same_cpu")), ("other CPU", rounds.get("other_cpu"))) if p]
+    return f"{floor_us:.1f} µs ({rounds['low']:.1f}–{rounds['high']:.1f}: {', '.join(where)})"
+
+
+def _ratio(ratio: float, d: dict) -> str:
+    if "ratio_q1" in d:
+        return f"x{ratio:.2f} (rounds x{d['ratio_q1']:.2f}–{d['ratio_q3']:.2f})"
+    return f"x{ratio:.2f}"
+
+
 def adapter_row(label: str, data: dict) -> tuple:
     r = data["row"]
     d = r["deadline"]
     if "na" in d:
         deadline = f"n/a: {d['na']}"
     else:
-        deadline = f"x{d['ratio']:.2f}"
+        deadline = _ratio(d["ratio"], d)
         if "deadlines_ratio" in d:
-            deadline += f" (the deadlines alone x{d['deadlines_ratio']:.2f})"
+            deadline += f"; the deadlines alone x{d['deadlines_ratio']:.2f}"
     return (
         label,
         _ups(data),
         f"{r['gates']}; {r['path']}",
-        f"+{r['noop']['added_us']:.1f} µs ({r['noop']['unpatched_us']:.1f} → {r['noop']['patched_us']:.1f})",
+        f"{r['noop']['added_us']:+.1f} µs ({r['noop']['unpatched_us']:.1f} → {r['noop']['patched_us']:.1f}"
+        f"{_added_rounds(r['noop'].get('added_rounds'))})",
         f"x{r['file']['ratio']:.2f} ({r['file']['unpatched_us']:.1f} → {r['file']['patched_us']:.1f} µs)",
-        f"{r['floor_us']:.1f} µs",
+        _floor(r["floor_us"], r.get("floor_rounds")),
         deadline,
     )
 
@@ -92,8 +114,11 @@ def rows(fresh: dict, stale: dict) -> list[tuple]:
     core = fresh.get("bench-core")
     if core and "guard" in core:
         g = core["guard"]
+        added = g.get("added_rounds")
+        ratio = {"ratio_q1": added["q1"] / g["floor_us"], "ratio_q3": added["q3"] / g["floor_us"]} if added else {}
         out.append(("failsecure guard alone", "", "3 trivial sync gates, `guard.call_each` with deadlines vs inline",
-                    f"+{g['three_gates_added_us']:.1f} µs", "", f"{g['floor_us']:.1f} µs", f"x{g['three_gates_ratio']:.2f}"))
+                    f"{g['three_gates_added_us']:+.1f} µs" + (f" ({_added_rounds(added)[2:]})" if added else ""), "",
+                    _floor(g["floor_us"], g.get("floor_rounds")), _ratio(g["three_gates_ratio"], ratio)))
     else:
         out.append(_missing("failsecure guard alone", "bench-core", stale))
     known = {env for env, _ in ADAPTERS}
@@ -106,7 +131,7 @@ def rows(fresh: dict, stale: dict) -> list[tuple]:
         if command and key in command.get("runner", {}):
             c = command["runner"][key]
             out.append((label, "", "hook `/bin/true` under the runner vs run directly",
-                        f"+{c['added_ms']:.1f} ms ({c['direct_ms']:.1f} → {c['runner_ms']:.1f})", "", "", ""))
+                        f"{c['added_ms']:+.1f} ms ({c['direct_ms']:.1f} → {c['runner_ms']:.1f})", "", "", ""))
         else:
             out.append(_missing(label, "bench-command", stale))
     start = core.get("start") if core else None
@@ -114,7 +139,7 @@ def rows(fresh: dict, stale: dict) -> list[tuple]:
                              ("import", "`import failsecure`", "`python -c 'import failsecure'` vs `python -c pass`")):
         if start:
             out.append((label, "", what + f" (median of {start['runs']})",
-                        f"+{start[key + '_added_ms']:.1f} ms ({start['bare_ms']:.1f} → {start[key + '_ms']:.1f})",
+                        f"{start[key + '_added_ms']:+.1f} ms ({start['bare_ms']:.1f} → {start[key + '_ms']:.1f})",
                         "", "", ""))
         else:
             out.append(_missing(label, "bench-core", stale))

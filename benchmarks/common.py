@@ -157,6 +157,47 @@ def read_small(path: str) -> str:
     return text
 
 
+def spread(values: list) -> dict:
+    """A figure measured once per round, as the report shows it: the median, the middle
+    half of the rounds (quartiles) and the lowest and highest round."""
+    values = sorted(values)
+    if len(values) > 1:
+        q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    else:
+        q1 = q3 = values[0]
+    return {"median": statistics.median(values), "q1": q1, "q3": q3, "low": values[0], "high": values[-1],
+            "rounds": len(values)}
+
+
+def floor_spread(floors: list) -> dict:
+    """``spread`` of the hand-off floor over a run's rounds, and the placements it saw:
+    the rounds within 1.5x of the lowest one (the worker on the caller's CPU, a round
+    trip with no idle CPU to wake) and the rest (the worker on the other CPU)."""
+    row = spread(floors)
+    near = [f for f in floors if f <= 1.5 * row["low"]]
+    far = [f for f in floors if f > 1.5 * row["low"]]
+    row["same_cpu"] = {"rounds": len(near), "median": statistics.median(near)} if near else None
+    row["other_cpu"] = {"rounds": len(far), "median": statistics.median(far)} if far else None
+    return row
+
+
+def added_spread(unpatched: list, patched: list) -> dict:
+    """``spread`` of the added cost of each round (patched minus unpatched of the same
+    round: the two ran back to back, on the same machine state)."""
+    return spread([p - u for u, p in zip(unpatched, patched)])
+
+
+def show_spreads(added: dict, floor: dict) -> str:
+    """One line: the added cost's own spread, the floor's, and the ratio to the median floor."""
+    placements = ", ".join(f"{where} {p['median']:.1f} us in {p['rounds']}" for where, p in
+                           (("same CPU", floor["same_cpu"]), ("other CPU", floor["other_cpu"])) if p)
+    return (f"added per round: median {added['median']:+.1f} us, middle half {added['q1']:+.1f}..{added['q3']:+.1f}, "
+            f"all {added['low']:+.1f}..{added['high']:+.1f}; floor per round: median {floor['median']:.1f} us, "
+            f"{floor['low']:.1f}..{floor['high']:.1f} ({placements}); added / median floor "
+            f"x{added['median'] / floor['median']:.2f} (middle half x{added['q1'] / floor['median']:.2f}.."
+            f"x{added['q3'] / floor['median']:.2f})")
+
+
 def versions(*dists: str) -> dict:
     import importlib.metadata
 
@@ -192,11 +233,12 @@ class Run:
         u, p = statistics.median(noop[0]), statistics.median(noop[1])
         fu, fp = statistics.median(file[0]), statistics.median(file[1])
         floor = statistics.median(floors)
+        added, floor_rounds = added_spread(noop[0], noop[1]), floor_spread(floors)
         row = {
             "adapter": adapter, "gates": gates, "path": path, "rounds": rounds,
-            "noop": {"unpatched_us": u, "patched_us": p, "added_us": p - u},
+            "noop": {"unpatched_us": u, "patched_us": p, "added_us": p - u, "added_rounds": added},
             "file": {"unpatched_us": fu, "patched_us": fp, "ratio": fp / fu, "bytes": FILE_BYTES},
-            "floor_us": floor,
+            "floor_us": floor, "floor_rounds": floor_rounds,
         }
         if inline is not None:
             iu, ip = statistics.median(inline[0]), statistics.median(inline[1])
@@ -204,11 +246,13 @@ class Run:
         if na:
             row["deadline"] = {"na": na}
         else:
-            row["deadline"] = {"added_us": p - u, "ratio": (p - u) / floor, "goal": GOAL}
+            row["deadline"] = {"added_us": p - u, "ratio": (p - u) / floor, "goal": GOAL,
+                               "ratio_q1": added["q1"] / floor, "ratio_q3": added["q3"] / floor}
             if inline is not None:
                 share = (p - u) - row["inline"]["added_us"]
                 row["deadline"].update(deadlines_us=share, deadlines_ratio=share / floor)
         self.data["row"] = row
+        print("  " + show_spreads(added, floor_rounds))
         print(f"  table row: no-op tool +{p - u:.1f} us, small file read x{fp / fu:.3f}, hand-off floor "
               f"{floor:.1f} us, deadline path " + (f"n/a ({na})" if na else f"x{(p - u) / floor:.2f} the floor"))
         return row

@@ -561,6 +561,53 @@ class Adapter(abc.ABC):
             outcomes += await guard.acall_each(run)
         return outcomes
 
+    def settle_calls(self, calls: list, current: Callable[[], Any], hook: str, steps: Optional[list] = None,
+                     _interactive: bool = False, **rule: Any) -> list[Outcome]:
+        """``settle`` for gates that run in order, every one of a pass (``finish_pass``):
+        ``calls`` is one entry per gate, a ``hook_calls`` tuple or an Outcome (a gate
+        already judged: it runs nothing). Pass 1 is one ``hook_calls`` batch, one thread
+        hand-off for all its sync gates instead of one per gate: each gate's picture of
+        the call is taken on the worker right after it. The passes after it (a gate
+        rewrote the call) run ``steps`` (default: each gate's own ``hook_calls``)."""
+        if len(calls) < 2 or not rule.get("finish_pass"):
+            return settle(steps or _one_by_one(self.hook_calls, calls, _interactive), current, hook, **rule)
+
+        def first(take: Callable[[Any], Any], start: Any) -> list:
+            seen, batch = _pictured(calls, current, take)
+            return _ran(calls, self.hook_calls(batch, _interactive), seen, start)
+
+        return settle(steps or _one_by_one(self.hook_calls, calls, _interactive), current, hook, first=first, **rule)
+
+    async def asettle_calls(self, calls: list, current: Callable[[], Any], hook: str, steps: Optional[list] = None,
+                            _interactive: bool = False, hold_loop: bool = False, **rule: Any) -> list[Outcome]:
+        """``settle_calls`` from an async dispatcher: pass 1 is one ``ahook_calls`` (each
+        run of consecutive sync gates one hand-off, coroutine gates awaited on the loop,
+        each pictured right after it ends). ``hold_loop``: each run of sync gates holds
+        the loop while it runs (``hook_calls``), as a dispatcher that calls them on the
+        loop itself does."""
+        if len(calls) < 2 or not rule.get("finish_pass"):
+            return await asettle(steps or _aone_by_one(self.ahook_calls, calls, _interactive), current, hook, **rule)
+
+        async def first(take: Callable[[Any], Any], start: Any) -> list:
+            seen, batch = _pictured(calls, current, take, not hold_loop)
+            if not hold_loop:
+                return _ran(calls, await self.ahook_calls(batch, _interactive), seen, start)
+            outcomes: list = []
+            run: list = []
+            for c in batch:
+                if not guard.is_async(c[1]):
+                    run.append(c)
+                    continue
+                if run:
+                    outcomes += self.hook_calls(run, _interactive)
+                    run = []
+                outcomes += await self.ahook_calls([c], _interactive)
+            if run:
+                outcomes += self.hook_calls(run, _interactive)
+            return _ran(calls, outcomes, seen, start)
+
+        return await asettle(steps or _aone_by_one(self.ahook_calls, calls, _interactive), current, hook, first=first, **rule)
+
     async def ahook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, _within=None, **kwargs) -> Outcome:
         """``_within``: the deadline the framework itself holds for this call (seconds
         left before the host stops waiting for the answer); the shorter of it and the
@@ -985,6 +1032,76 @@ __all__ = (
     "command_name", "current_config", "fingerprint", "plugin_gates", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )
+
+
+def _one_by_one(run: Callable, calls: list, interactive: bool) -> list:
+    """The settling steps of ``calls``: each gate its own ``hook_calls``."""
+    return [(lambda c=c: c) if isinstance(c, Outcome) else (lambda c=c: run([c], interactive)) for c in calls]
+
+
+def _aone_by_one(run: Callable, calls: list, interactive: bool) -> list:
+    async def given(c: Outcome) -> Outcome:
+        return c
+
+    return [(lambda c=c: given(c)) if isinstance(c, Outcome) else (lambda c=c: run([c], interactive)) for c in calls]
+
+
+_UNSEEN = object()
+
+
+def _pictured(calls: list, current: Callable[[], Any], take: Callable[[Any], Any], loop: bool = False) -> tuple:
+    """The gates of ``calls`` (no Outcome) with each ``fn`` wrapped to picture the call
+    right after it, where it runs -> (the pictures per entry, the batch). ``loop``: the
+    batch is ``ahook_calls``'s, where a sync gate that answers an awaitable has it run
+    after the batch: its picture then reads as changed (the gates before it judge again)."""
+    seen: list = [_UNSEEN] * len(calls)
+    batch: list = []
+    for i, c in enumerate(calls):
+        if not isinstance(c, Outcome):
+            h, fn, a, k, v = c
+            wrapped = _apictured(fn, i, seen, current, take) if guard.is_async(fn) else _spictured(fn, i, seen, current, take, loop)
+            batch.append((h, wrapped, a, k, v))
+    return seen, batch
+
+
+def _spictured(fn: Callable, i: int, seen: list, current: Callable[[], Any], take: Callable[[Any], Any], loop: bool) -> Callable:
+    def gate(*args: Any, **kwargs: Any) -> Any:
+        answer: Any = None
+        try:
+            answer = fn(*args, **kwargs)
+            return answer
+        finally:
+            seen[i] = CHANGED if loop and guard._awaitable(answer) else take(current())
+
+    return gate
+
+
+def _apictured(fn: Callable, i: int, seen: list, current: Callable[[], Any], take: Callable[[Any], Any]) -> Callable:
+    async def gate(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            seen[i] = take(current())
+
+    return gate
+
+
+def _ran(calls: list, outcomes: list, seen: list, start: Any) -> list:
+    """``(outcomes, picture after)`` per entry of ``calls`` for ``_Rule.replay``. A gate
+    with no picture of its own (abandoned at its deadline, refused by the bounds) and an
+    Outcome entry read as the call did after the entry before (``start`` for the first)."""
+    ran: list = []
+    at = 0
+    last = start
+    for i, c in enumerate(calls):
+        if isinstance(c, Outcome):
+            ran.append(([c], last))
+            continue
+        if seen[i] is not _UNSEEN:
+            last = seen[i]
+        ran.append(([outcomes[at]], last))
+        at += 1
+    return ran
 
 
 def when_imported(module: str, callback) -> None:

@@ -82,12 +82,46 @@ def fingerprint(value: Any, budget: int = BUDGET) -> Any:
         return ("f", value.hex())  # NaN equals itself here
     if kind is dict or kind is list or kind is tuple:
         try:
+            if budget >= _QUICK_TOKENS:
+                out: list = []
+                if _quick(value, out, _QUICK_DEPTH) and len(out) <= _QUICK_TOKENS:
+                    return tuple(out)
             return _stream(value, budget)
         except BaseException:  # noqa: BLE001 - a container resized by another thread, memory: pictured as changed
             return _CHANGED
     # Same id while both pictures hold their object: the same object, and the tuple
     # comparison stops at the id or at the identity check, never calling the object's __eq__.
     return ("id", id(value), value)
+
+
+#: a container this shallow and small is pictured by ``_quick`` (a tool call's arguments,
+#: mostly): the very tokens ``_stream`` makes, without its bookkeeping; a deeper one, a
+#: cycle (it never ends) or a larger one goes to ``_stream``
+_QUICK_DEPTH = 12
+_QUICK_TOKENS = 256
+
+
+def _quick(value: Any, out: list, depth: int) -> bool:
+    """Append ``value``'s tokens (a dict, list or tuple) to ``out`` as ``_stream`` would;
+    False when it is deeper than ``depth`` or longer than ``_QUICK_TOKENS``."""
+    kind = type(value)
+    append = out.append
+    append((_OPEN[kind], len(value)))
+    plain = _PLAIN
+    for v in chain.from_iterable(_ITEMS(value)) if kind is dict else value:
+        k = type(v)
+        if k in plain:
+            append(v)
+        elif k is bool:
+            append(("b", v))
+        elif k is float:
+            append(("f", v.hex()))
+        elif k is dict or k is list or k is tuple:
+            if depth <= 0 or not _quick(v, out, depth - 1):
+                return False
+        else:
+            append(("id", id(v), v))
+    return len(out) <= _QUICK_TOKENS
 
 
 def _stream(root: Any, budget: int) -> Any:
@@ -388,14 +422,16 @@ class _Rule:
         self.pic = now
         return done and now is not _CHANGED and _equal(now, before)
 
-    def done(self, i: int, outs: Any) -> bool:
+    def done(self, i: int, outs: Any, after: Any = _NOTHING) -> bool:
         """Gate ``i`` answered ``outs``: book its change; True when the pass must end
-        (a deny that stands)."""
+        (a deny that stands). ``after``: the picture of the call right after the gate
+        (taken where it ran, see ``settle``'s ``first``); default: taken now."""
         if type(outs) is not list:
             outs = [outs]
         self.latest[i] = outs
         if self.watch:
-            after = self.take(self.current())
+            if after is _NOTHING:
+                after = self.take(self.current())
             before, self.pic = self.pic, after
             if before is _CHANGED or after is _CHANGED or not _equal(before, after):
                 paths = changed_paths(before, after)
@@ -406,6 +442,17 @@ class _Rule:
                 self.history[i].append((before, after, self.passes))
         self.judged[i] = self.version
         return self._stops(outs)
+
+    def replay(self, ran: list, finish_pass: bool) -> bool:
+        """Book a pass already run: ``ran`` is ``(outcomes, picture after)`` per gate in
+        order, as ``done`` would have booked them one by one; True on a deny that stands."""
+        denied = False
+        for i, (outs, after) in enumerate(ran):
+            if self.done(i, outs, after):
+                denied = True
+                if not finish_pass:
+                    break
+        return denied
 
     def end_pass(self) -> None:
         if self.watch:
@@ -501,7 +548,7 @@ def _put_back(live: Any) -> Optional[Callable[[Any], bool]]:
 
 def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
            *, fail_closed: Any = (), stamp_root: tuple = (), finish_pass: bool = False,
-           save: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
+           save: Optional[Callable[[Any], Any]] = None, first: Optional[Callable[[Any, Any], list]] = None) -> list[Outcome]:
     """Run the gate ``steps`` (each runs one gate on the call as ``current()`` reads it
     now and returns its Outcome or Outcomes) under the settling rule (module docstring).
     Returns each gate's latest outcomes in gate order, plus ``unsettled(hook)`` when the
@@ -512,18 +559,29 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
     ``finish_pass``: a deny still ends the settling, but the gates after it in the same
     pass run first (for a framework that runs, and audits, every gate of a round).
     ``save``: given the call, how to put it back later (a callable answering True once it
-    did, or None); default: a plain dict or list restored in place."""
+    did, or None); default: a plain dict or list restored in place.
+    ``first``: runs pass 1 at once instead of the steps (with ``finish_pass``: every gate
+    of a pass runs anyway): given how to picture the call and its picture now, it returns per gate its
+    outcomes and the picture of the call right after that gate, taken where it ran
+    (``Adapter.settle_calls``: all the sync gates on one worker, one thread hand-off
+    for the pass, instead of one per gate). Later passes run the steps."""
+    if len(steps) == 1 and first is None:  # one gate: nothing can have judged a stale call
+        outs = steps[0]()
+        return list(outs) if isinstance(outs, list) else [outs]
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
         rule.passes = n
         denied = False
-        for i in order:
-            rule.before()
-            if rule.done(i, steps[i]()):
-                denied = True
-                if not finish_pass:
-                    break
+        if n == 1 and first is not None:
+            denied = rule.replay(first(rule.take, rule.pic), finish_pass)
+        else:
+            for i in order:
+                rule.before()
+                if rule.done(i, steps[i]()):
+                    denied = True
+                    if not finish_pass:
+                        break
         rule.end_pass()
         order = rule.stale()
         if denied or not order:
@@ -533,19 +591,26 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
 
 async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callable[[], Any], hook: str,
                   picture: Optional[Callable[[Any], Any]] = None, *, fail_closed: Any = (), stamp_root: tuple = (),
-                  finish_pass: bool = False, save: Optional[Callable[[Any], Any]] = None) -> list[Outcome]:
-    """``settle`` for async steps."""
+                  finish_pass: bool = False, save: Optional[Callable[[Any], Any]] = None,
+                  first: Optional[Callable[[Any, Any], Awaitable[list]]] = None) -> list[Outcome]:
+    """``settle`` for async steps (``first``: a coroutine function)."""
+    if len(steps) == 1 and first is None:  # one gate: nothing can have judged a stale call
+        outs = await steps[0]()
+        return list(outs) if isinstance(outs, list) else [outs]
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
     for n in range(1, MAX_ROUNDS + 1):
         rule.passes = n
         denied = False
-        for i in order:
-            rule.before()
-            if rule.done(i, await steps[i]()):
-                denied = True
-                if not finish_pass:
-                    break
+        if n == 1 and first is not None:
+            denied = rule.replay(await first(rule.take, rule.pic), finish_pass)
+        else:
+            for i in order:
+                rule.before()
+                if rule.done(i, await steps[i]()):
+                    denied = True
+                    if not finish_pass:
+                        break
         rule.end_pass()
         order = rule.stale()
         if denied or not order:

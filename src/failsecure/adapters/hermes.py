@@ -52,7 +52,6 @@ from failsecure.adapter import (
     process_failure,
     run_command,
     same,
-    settle,
     type_name,
 )
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
@@ -271,7 +270,7 @@ class HermesAdapter(Adapter):
             # callback by callback: the ones that judged the arguments before a later one
             # rewrote them judge again (a stamping callback settles; one after the last
             # rewrite runs once); what was judged is the call as it is at the end
-            outcomes = settle(self._steps(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT), finish_pass=True)
+            outcomes = self.settle_calls(self._entries(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT), finish_pass=True)
             _judged.set((tool, fingerprint(kwargs.get("args"))))
             decision = self.decide(
                 tool,
@@ -314,29 +313,21 @@ class HermesAdapter(Adapter):
             return [directive]
         return []
 
-    def _call_all(self, manager: Any, kwargs: dict, callbacks: Any = None) -> list[Outcome]:
-        """Every ``pre_tool_call`` callback, in registration order, under the guard (one
-        thread hand-off for all of them): Python plugins with the hook kwargs, shell hooks
-        through hermes' own ``_spawn`` with their timeout bounded by ours."""
-        calls: list = []
-        unreadable: list = []
-        for cb in manager._hooks.get(EVENT, ()) if callbacks is None else callbacks:
+    def _entries(self, manager: Any, kwargs: dict) -> list:
+        """Every ``pre_tool_call`` callback, in registration order, as a gate for
+        ``settle_calls`` (pass 1 is one thread hand-off for all of them): Python plugins
+        with the hook kwargs, shell hooks through hermes' own ``_spawn`` with their
+        timeout bounded by ours, an unreadable shell hook a MISSING outcome."""
+        entries: list = []
+        for cb in list(manager._hooks.get(EVENT, ())):
             hook_id, spec = self._identify(manager, cb)
             if spec is None:
-                calls.append((hook_id, cb, (), kwargs, None))
+                entries.append((hook_id, cb, (), kwargs, None))
             elif spec is _UNREADABLE:
-                unreadable.append((len(calls) + len(unreadable), Outcome(hook=hook_id, failure=Failure.MISSING)))
+                entries.append(Outcome(hook=hook_id, failure=Failure.MISSING))
             else:
-                calls.append((hook_id, _run_shell, (spec, kwargs, current_config().timeout_for(hook_id)), None, _shell_verdict))
-        outcomes = self.hook_calls(calls)
-        for index, outcome in unreadable:  # in registration order
-            outcomes.insert(index, outcome)
-        return outcomes
-
-    def _steps(self, manager: Any, kwargs: dict) -> list:
-        """``_call_all`` one callback at a time, in registration order (the steps of
-        ``integrity.settle``)."""
-        return [lambda cb=cb: self._call_all(manager, kwargs, (cb,)) for cb in list(manager._hooks.get(EVENT, ()))]
+                entries.append((hook_id, _run_shell, (spec, kwargs, current_config().timeout_for(hook_id)), None, _shell_verdict))
+        return entries
 
     def _identify(self, manager: Any, cb: Any) -> tuple[str, Any]:
         known = self._ids.get(id(cb))

@@ -65,14 +65,12 @@ from failsecure.adapter import (
     CHANGED,
     Adapter,
     PatchError,
-    asettle,
     ask_unsupported,
     awaitable,
     callable_name,
     close_awaitable,
     current_config,
     fingerprint,
-    settle,
     snapshot,
     type_name,
     when_imported,
@@ -529,9 +527,11 @@ class StrandsAdapter(Adapter):
                 return run
 
             # callback by callback: a stamping callback settles, one after the last rewrite runs once
-            outcomes = settle(
-                [step(i, cb) for i, cb in enumerate(callbacks)], lambda: event, self.hook_id("BeforeToolCallEvent"),
-                self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
+            # (pass 1 one hand-off for all of them)
+            outcomes = self.settle_calls(
+                [(self._hook(cb), self._call_sync, (cb, event), None, _verdict) for cb in callbacks], lambda: event,
+                self.hook_id("BeforeToolCallEvent"), steps=[step(i, cb) for i, cb in enumerate(callbacks)],
+                picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
             )
             outcomes = _one_interrupt_per_name(outcomes)
             decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
@@ -567,9 +567,11 @@ class StrandsAdapter(Adapter):
 
                 return run
 
-            outcomes = await asettle(
-                [step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], lambda: event, self.hook_id("BeforeToolCallEvent"),
-                self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
+            # pass 1: each run of sync callbacks one hand-off, the loop held as upstream holds it
+            outcomes = await self.asettle_calls(
+                [entry for entry, _ in entries], lambda: event, self.hook_id("BeforeToolCallEvent"),
+                steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
+                picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
             )
             outcomes = _one_interrupt_per_name(outcomes)
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
