@@ -32,8 +32,15 @@ The patch (``wrapt``):
   anything else is ``invalid``; a raise, a hang or junk denies a function tool's call
   (``needs_approval`` answers "no approval" and the guardrail loop, before the tool,
   rejects the call with the audited reason: nobody is asked to approve a failed check);
-  for another tool (no guardrail path) it requires approval, never skips it. ``function_needs_approval`` is wrapped only to know
-  the tool's name for the audit and the plugin gates.
+  for another tool (shell, apply-patch, custom: no guardrail path) it answers "approval
+  required" and the SDK's ``resolve_approval_status``, next, rejects the call with the
+  reason (neither ``on_approval`` nor a human is asked). ``function_needs_approval`` is
+  wrapped only to know the tool's name for the audit and the plugin gates.
+- ``ComputerTool.on_safety_check``, ``on_approval`` of shell / apply-patch / custom tools
+  and ``HostedMCPTool.on_approval_request`` are gates too (``_guarded_callback``).
+- The tool boundary (docs/ungoverned.md): ``AgentRunner.run`` / ``run_sync`` /
+  ``run_streamed`` are the run entry points, the invoker of every ``function_tool`` the
+  innermost call; the guardrail path grants the call it lets run.
 
 ASK is native (``supports_ask``): an ASK decision in the approval path is an approval
 interruption (``result.interruptions``, resolved with ``state.approve``/``reject``).
@@ -589,12 +596,11 @@ class OpenAIAgentsAdapter(Adapter):
 
     @staticmethod
     def _ask_rendered(decision, hook_id: Optional[str], tool: Optional[str]) -> bool:
-        """The Decision as ``needs_approval``'s bool. ASK asks. A deny from the
-        ``needs_approval`` hook itself (it failed) that the guardrail path cannot reject
-        (not a function tool) asks too: an approval is never skipped.
-        Another deny (a plugin gate, ``required``) asks for a non-function tool (no other
-        gate follows); for a function tool it is left to the guardrail path, which runs
-        next and rejects the call with its reason."""
+        """The Decision as ``needs_approval``'s bool. ASK asks. A deny of a call that is
+        not a function tool's asks (``resolve_approval_status`` then rejects the call it
+        remembered, ``_deny_at_tool``): an approval is never skipped. A deny of a function
+        tool's call by another gate (a plugin gate, ``required``) is left to the guardrail
+        path, which runs next and rejects the call with its reason."""
         action = decision.action
         if action is Action.ASK:
             return True
