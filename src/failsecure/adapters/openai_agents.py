@@ -32,8 +32,15 @@ The patch (``wrapt``):
   anything else is ``invalid``; a raise, a hang or junk denies a function tool's call
   (``needs_approval`` answers "no approval" and the guardrail loop, before the tool,
   rejects the call with the audited reason: nobody is asked to approve a failed check);
-  for another tool (no guardrail path) it requires approval, never skips it. ``function_needs_approval`` is wrapped only to know
-  the tool's name for the audit and the plugin gates.
+  for another tool (shell, apply-patch, custom: no guardrail path) it answers "approval
+  required" and the SDK's ``resolve_approval_status``, next, rejects the call with the
+  reason (neither ``on_approval`` nor a human is asked). ``function_needs_approval`` is
+  wrapped only to know the tool's name for the audit and the plugin gates.
+- ``ComputerTool.on_safety_check``, ``on_approval`` of shell / apply-patch / custom tools
+  and ``HostedMCPTool.on_approval_request`` are gates too (``_guarded_callback``).
+- The tool boundary (docs/ungoverned.md): ``AgentRunner.run`` / ``run_sync`` /
+  ``run_streamed`` are the run entry points, the invoker of every ``function_tool`` the
+  innermost call; the guardrail path grants the call it lets run.
 
 ASK is native (``supports_ask``): an ASK decision in the approval path is an approval
 interruption (``result.interruptions``, resolved with ``state.approve``/``reject``).
@@ -67,7 +74,7 @@ import threading
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError, asettle, plugin_gates, when_imported
-from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, failure_reason
+from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
 
 PACKAGE = "agents"
 TOOL_EXECUTION = "agents.run_internal.tool_execution"
@@ -78,8 +85,15 @@ MCP_SERVER = "agents.mcp.server"
 TOOL = "agents.tool"
 APPROVAL_STATUS = "resolve_approval_status"
 #: callbacks a tool carries that decide whether its call runs: (class, attribute, kind)
-TOOL_CALLBACKS = (("ComputerTool", "on_safety_check", "safety"), ("HostedMCPTool", "on_approval_request", "approval"))
+TOOL_CALLBACKS = (("ComputerTool", "on_safety_check", "safety"), ("HostedMCPTool", "on_approval_request", "request"))
 MCP_APPROVAL = "_get_needs_approval_for_tool"
+
+#: the tool boundary (docs/ungoverned.md): the run entry points (``Runner``'s classmethods
+#: call the default ``AgentRunner``'s) and the invoker every ``function_tool`` runs through
+RUNNER = "agents.run"
+AGENT = "agents.agent"
+RUN_ENTRIES = ("run", "run_sync", "run_streamed")
+INVOKER = "_FailureHandlingFunctionToolInvoker"
 
 GUARDRAIL_LOOP = "_execute_tool_input_guardrails"
 NEEDS_APPROVAL = "evaluate_needs_approval_setting"
@@ -90,6 +104,8 @@ FAILURE_BEHAVIORS = ("reject_content", "raise_exception")
 
 _ALLOW = Verdict(action=Action.ALLOW)
 _ASK = Verdict(action=Action.ASK)
+#: the grant of a call the guardrail path lets run (an ASK a human approved included)
+_RUNS = Decision(_ALLOW)
 
 #: (tool name, parsed arguments) of the function tool call whose ``needs_approval`` is
 #: being evaluated: for the audit and the plugin gates (the setting gets ``{}`` as its
@@ -148,6 +164,42 @@ def _mcp_policy(policy: Any, agent: Any, tool: Any) -> Any:
     return needs_approval
 
 
+def _plain(value: Any) -> Any:
+    """A call's arguments as plain data for the plugin gates: a JSON object string
+    parsed, a mapping copied, a pydantic model dumped; None when it is none of these."""
+    try:
+        if type(value) is str:
+            return _parsed(value)
+        if isinstance(value, dict):
+            return dict(value)
+        dump = getattr(type(value), "model_dump", None)
+        return dump(value) if callable(dump) else None
+    except Exception:
+        return None
+
+
+def _callback_call(kind: str, tool: Optional[str], args: tuple) -> tuple:
+    """(tool name, call id, arguments) of the call a safety or approval callback judges:
+    ``on_safety_check(data)`` (a computer call), ``on_approval(ctx, item)`` (a shell,
+    apply-patch or custom call), ``on_approval_request(request)`` (a hosted MCP call)."""
+    try:
+        if kind == "safety":
+            call = getattr(args[0], "tool_call", None)
+            return tool, _text(getattr(call, "call_id", None)), _plain(getattr(call, "action", None))
+        if len(args) >= 2:  # on_approval(ctx, approval item)
+            item = getattr(args[1], "raw_item", None)
+            get = item.get if isinstance(item, dict) else lambda key: getattr(item, key, None)
+            name = _text(getattr(args[1], "tool_name", None)) or tool
+            for key in ("input", "arguments", "action"):
+                if get(key) is not None:
+                    return name, _text(get("call_id")), _plain(get(key))
+            return name, _text(get("call_id")), None
+        data = getattr(args[0], "data", None)  # on_approval_request(MCPToolApprovalRequest)
+        return _text(getattr(data, "name", None)) or tool, _text(getattr(data, "id", None)), _plain(getattr(data, "arguments", None))
+    except Exception:
+        return tool, None, None
+
+
 def _text(value: Any) -> Optional[str]:
     return value if type(value) is str else None
 
@@ -181,11 +233,16 @@ class OpenAIAgentsAdapter(Adapter):
         self._te: Any = None
         self._g: Any = None  # agents.tool_guardrails
         self._tripwire: Any = None
+        self._user_error: Any = None
         self._mcp_watch = False
+        self._runs_wrapped = False
         self._mcp_patched = False
         #: (tool name, call id) -> deny reason: function tool calls whose ``needs_approval``
         #: callable failed; nobody is asked, the guardrail loop (before the tool) rejects them
         self._failed: dict = {}
+        #: call id -> deny reason: shell / apply-patch / custom tool calls whose
+        #: ``needs_approval`` failed or was denied; ``resolve_approval_status`` rejects them
+        self._refused: dict = {}
 
     # ------------------------------------------------------------ patching
 
@@ -206,14 +263,16 @@ class OpenAIAgentsAdapter(Adapter):
         for attr in ("ToolGuardrailFunctionOutput", "ToolInputGuardrail", "ToolInputGuardrailData", "ToolInputGuardrailResult"):
             if not isinstance(getattr(guardrails, attr, None), type):
                 raise PatchError(f"{GUARDRAILS}.{attr}")
-        if not isinstance(getattr(exceptions, "ToolInputGuardrailTripwireTriggered", None), type):
-            raise PatchError(f"{EXCEPTIONS}.ToolInputGuardrailTripwireTriggered")
+        for attr in ("ToolInputGuardrailTripwireTriggered", "UserError"):
+            if not isinstance(getattr(exceptions, attr, None), type):
+                raise PatchError(f"{EXCEPTIONS}.{attr}")
         return te, approvals, guardrails, exceptions
 
     def _patch(self) -> None:
         te, approvals, guardrails, exceptions = self._targets()
         self._te, self._g = te, guardrails
         self._tripwire = exceptions.ToolInputGuardrailTripwireTriggered
+        self._user_error = exceptions.UserError
         adapter = self
 
         def guardrail_loop(wrapped, instance, args, kwargs):
@@ -239,7 +298,12 @@ class OpenAIAgentsAdapter(Adapter):
 
         def approval_status(wrapped, instance, args, kwargs):
             on_approval = kwargs.get("on_approval")
-            if adapter._active and callable(on_approval) and not getattr(on_approval, "_failsecure_guarded", False):
+            refused = adapter._refused.pop(kwargs.get("call_id"), None) if adapter._active and adapter._refused else None
+            if refused is not None:
+                # its needs_approval failed (or a gate denied it): the SDK's own rejection,
+                # with the audited reason; neither on_approval nor a human is asked
+                kwargs = dict(kwargs, on_approval=lambda _ctx, _item: {"approve": False, "reason": refused})
+            elif adapter._active and callable(on_approval) and not getattr(on_approval, "_failsecure_guarded", False):
                 kwargs = dict(kwargs, on_approval=adapter._guarded_callback(on_approval, "approval", kwargs.get("tool_name")))
             return wrapped(*args, **kwargs)
 
@@ -257,12 +321,91 @@ class OpenAIAgentsAdapter(Adapter):
             self.wrap(executor, PRE_APPROVAL, pre_approval)
         self.wrap_everywhere(approvals, NEEDS_APPROVAL, needs_approval, PACKAGE)
         self.wrap_everywhere(te, FUNCTION_NEEDS_APPROVAL, function_needs_approval, PACKAGE)
+        self._wrap_boundary(tool_module)
         self._active = True
         if MCP_SERVER in sys.modules:
             self._patch_mcp(sys.modules[MCP_SERVER])
         elif not self._mcp_watch:
             self._mcp_watch = True
             when_imported(MCP_SERVER, self._late_mcp)
+
+    def _wrap_boundary(self, tool_module: Any) -> None:
+        """The tool boundary: ``AgentRunner.run`` / ``run_sync`` / ``run_streamed`` are the
+        run entry points (``Runner``'s classmethods, a resumed run's too, go through them);
+        the innermost call is the invoker of every ``function_tool``
+        (``_FailureHandlingFunctionToolInvoker.__call__``: what ``on_invoke_tool`` is),
+        matched by the tool call id and the arguments the guardrail path judged."""
+        invoker = getattr(tool_module, INVOKER, None)
+        if not isinstance(invoker, type) or not inspect.iscoroutinefunction(vars(invoker).get("__call__")):
+            raise PatchError(f"{TOOL}.{INVOKER}.__call__")
+        self.wrap_boundary(invoker, "__call__", self._read_invocation, where="FunctionTool.on_invoke_tool")
+        if self._runner_ready():
+            self._wrap_runs(sys.modules[RUNNER])
+            return
+        # the trigger module executes while ``agents.run`` is still being imported: the run
+        # entry points are wrapped once it has been, before the first run (every run has
+        # an ``Agent``, built after ``import agents`` returned)
+        agent = getattr(sys.modules.get(AGENT) or importlib.import_module(AGENT), "Agent", None)
+        if not isinstance(agent, type) or not callable(vars(agent).get("__post_init__")):
+            raise PatchError(f"{AGENT}.Agent.__post_init__")
+        adapter = self
+
+        def post_init(wrapped, instance, args, kwargs):
+            result = wrapped(*args, **kwargs)
+            if adapter._active and not adapter._runs_wrapped:
+                adapter._late_runner()
+            return result
+
+        self.wrap(agent, "__post_init__", post_init)
+
+    @staticmethod
+    def _runner_ready() -> bool:
+        module = sys.modules.get(RUNNER)
+        if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
+            return False
+        return hasattr(module, "AgentRunner")
+
+    def _wrap_runs(self, module: Any) -> None:
+        runner = getattr(module, "AgentRunner", None)
+        if not isinstance(runner, type) or not all(callable(vars(runner).get(attr)) for attr in RUN_ENTRIES):
+            raise PatchError(f"{RUNNER}.AgentRunner")
+        for attr in RUN_ENTRIES:
+            self.wrap_run(runner, attr)
+        self._runs_wrapped = True
+
+    def _late_runner(self) -> None:
+        if not self._runner_ready():
+            return
+        try:
+            self._wrap_runs(sys.modules[RUNNER])
+        except Exception as exc:
+            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+
+    def _read_invocation(self, invoker: Any, args: tuple, kwargs: dict) -> tuple:
+        """One ``on_invoke_tool(ctx, input)``: (tool name, call id, arguments, the tool
+        object, whether it or its agent has a gate)."""
+        ctx = args[0] if args else kwargs.get("ctx")
+        raw = args[1] if len(args) > 1 else kwargs.get("input")
+        function_tool = vars(invoker).get("_function_tool")
+        tool = _text(getattr(function_tool, "name", None))
+        call_id = _text(getattr(ctx, "tool_call_id", None))
+        parsed = _parsed(raw)
+        return tool, call_id, raw if parsed is None else parsed, ("openai-agents", id(function_tool)), self._gated(function_tool, ctx)
+
+    @staticmethod
+    def _gated(function_tool: Any, ctx: Any) -> bool:
+        """The tool, or another function tool of the agent running it, has a gate of the
+        SDK's (input guardrails, ``needs_approval``): what a call past the guardrail path
+        bypasses."""
+        tools = [function_tool, *list(getattr(getattr(ctx, "agent", None), "tools", None) or ())]
+        for tool in tools:
+            if getattr(tool, "tool_input_guardrails", None) or getattr(tool, "needs_approval", False) is not False:
+                return True
+        return False
+
+    def _granted(self, tool: Optional[str], call_id: Optional[str], arguments: Any) -> None:
+        parsed = _parsed(arguments)
+        self.granted(_RUNS, tool, call_id, arguments if parsed is None else parsed)
 
     def _guard_attribute(self, owner: type, attr: str, kind: str) -> None:
         """Every callable set as ``owner.<attr>`` (in ``__init__`` or later) is put under
@@ -281,9 +424,16 @@ class OpenAIAgentsAdapter(Adapter):
         """A tool's approval or safety callback as a gate: deadline, any exception, an
         answer of the wrong shape. ``kind`` "safety" (``on_safety_check``: a bool, True
         acknowledges) or "approval" (``on_approval`` / ``on_approval_request``: a mapping
-        with ``approve`` a bool). A failure answers "not acknowledged" / ``{"approve":
-        False, "reason": <hook id and category>}``: the SDK's own no. A valid answer is
-        passed through as it came."""
+        with ``approve`` a bool; "request" for ``on_approval_request``, which must answer).
+        It is the call's only decision point (a computer, shell,
+        apply-patch, custom or hosted MCP call has no guardrail path): the plugin gates
+        and ``required`` are consulted with it. A failure (or another gate's deny) is the
+        SDK's own no carrying the audited reason: a ``UserError`` ending the run for a
+        safety check (as the SDK's own "not acknowledged"), ``{"approve": False, "reason":
+        <reason>}`` for an approval (the model is told the reason). A plugin gate's ASK
+        leaves an ``on_approval`` to a human (the SDK's interruption); a safety check and
+        a hosted MCP request cannot ask (a no).
+        A valid answer is passed through as it came."""
         adapter = self
         validate = _safety_verdict if kind == "safety" else _approval_result_verdict
         name = _text(tool)
@@ -294,13 +444,23 @@ class OpenAIAgentsAdapter(Adapter):
                 return await result if inspect.isawaitable(result) else result
             hook_id = adapter.callable_id(callback)
             outcome = await adapter.ahook_call(hook_id, callback, *args, _validate=validate, **kwargs)
-            decision = await adapter.adecide_stage(name, [outcome], call_id=None)
-            if outcome.failure is None and not decision.denied:
+            tool_name, call_id, arguments = _callback_call(kind, name, args)
+            decision = await adapter.adecide(
+                tool_name, [outcome], call_id=call_id, arguments=arguments if adapter._has_plugin_gates() else None
+            )
+            action = decision.action
+            if outcome.failure is None and (action is Action.ALLOW or action is Action.ABSTAIN):
                 return outcome.verdict.data  # type: ignore[union-attr]
             if outcome.failure is None and outcome.verdict is not None and decision.primary is outcome:
                 return outcome.verdict.data  # the callback's own no, as it said it
+            if action is Action.ASK and kind == "approval":
+                return None  # no decision: the SDK asks a human (its approval interruption)
             reason = decision.reason or failure_reason(hook_id, outcome.failure or Failure.INVALID)
-            return False if kind == "safety" else {"approve": False, "reason": reason}
+            if kind == "safety":
+                # the SDK's own no to a safety check is a UserError that ends the run; this
+                # one carries the reason the audit records (not "not acknowledged")
+                raise adapter._user_error(reason)
+            return {"approve": False, "reason": reason}
 
         guarded._failsecure_guarded = True  # type: ignore[attr-defined]
         guarded.__wrapped__ = callback  # type: ignore[attr-defined]
@@ -340,6 +500,7 @@ class OpenAIAgentsAdapter(Adapter):
     def _unpatch(self) -> None:
         self._active = False
         self._mcp_patched = False
+        self._runs_wrapped = False
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the guardrail loop (if there) rejects every
@@ -396,10 +557,13 @@ class OpenAIAgentsAdapter(Adapter):
             tool, arguments = (named[0], self._arguments(named[1])) if named is not None else (None, rest[1] if len(rest) > 1 else None)
             call_id = _text(rest[2]) if len(rest) > 2 else None
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
-            if outcomes and outcomes[0].failure is not None and decision.action is Action.DENY:
-                reason = decision.reason or failure_reason(hook_id or self.name, outcomes[0].failure)
-                if self._deny_at_tool(tool, call_id, reason):
-                    return False
+            if decision.action is Action.DENY:
+                if outcomes and outcomes[0].failure is not None:
+                    reason = decision.reason or failure_reason(hook_id or self.name, outcomes[0].failure)
+                    if self._deny_at_tool(tool, call_id, reason):
+                        return False
+                elif named is None:  # a plugin gate or ``required`` denied a non-function call
+                    self._deny_at_tool(None, call_id, decision.reason or f"failsecure: {self.name} denied the call")
             return self._ask_rendered(decision, hook_id, tool)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
@@ -414,9 +578,16 @@ class OpenAIAgentsAdapter(Adapter):
         """A function tool call whose approval check failed is denied, not put to a human
         (who would not be told the check failed): ``needs_approval`` answers "no
         approval" and the guardrail loop, which runs before the tool, rejects the call with
-        the audited reason. False where that loop cannot find the call (not a function
-        tool, no call id): the call then asks, as before."""
-        if tool is None or call_id is None or _function_call.get() is None:
+        the audited reason. Another tool's call (shell, apply-patch, custom: no guardrail
+        loop) is remembered by its call id: ``needs_approval`` answers "approval required"
+        and the SDK's ``resolve_approval_status``, next, rejects it with the reason
+        (returns False: the caller answers True). False with no call id: the call asks."""
+        if call_id is None:
+            return False
+        if tool is None or _function_call.get() is None:
+            if len(self._refused) >= 4096 and call_id not in self._refused:
+                self._refused.pop(next(iter(self._refused)))
+            self._refused[call_id] = reason
             return False
         if len(self._failed) >= 4096 and (tool, call_id) not in self._failed:
             self._failed.pop(next(iter(self._failed)))
@@ -425,12 +596,11 @@ class OpenAIAgentsAdapter(Adapter):
 
     @staticmethod
     def _ask_rendered(decision, hook_id: Optional[str], tool: Optional[str]) -> bool:
-        """The Decision as ``needs_approval``'s bool. ASK asks. A deny from the
-        ``needs_approval`` hook itself (it failed) that the guardrail path cannot reject
-        (not a function tool) asks too: an approval is never skipped.
-        Another deny (a plugin gate, ``required``) asks for a non-function tool (no other
-        gate follows); for a function tool it is left to the guardrail path, which runs
-        next and rejects the call with its reason."""
+        """The Decision as ``needs_approval``'s bool. ASK asks. A deny of a call that is
+        not a function tool's asks (``resolve_approval_status`` then rejects the call it
+        remembered, ``_deny_at_tool``): an approval is never skipped. A deny of a function
+        tool's call by another gate (a plugin gate, ``required``) is left to the guardrail
+        path, which runs next and rejects the call with its reason."""
         action = decision.action
         if action is Action.ASK:
             return True
@@ -552,10 +722,11 @@ class OpenAIAgentsAdapter(Adapter):
             decision = await self.adecide(tool, self._approval_present(func_tool) + list(outcomes), call_id=call_id, arguments=arguments)
             self._record(results, ran)
             rendered = self._render(decision, ran, tool_context, func_tool, pre)
-            if rendered is None and not pre and guardrails:
-                final = getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None)
-                if final != entry:
-                    rendered = await self._approval_again(func_tool, tool_context, tool, call_id, final)
+            final = getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None)
+            if rendered is None and not pre and guardrails and final != entry:
+                rendered = await self._approval_again(func_tool, tool_context, tool, call_id, final)
+            if rendered is None and not pre:
+                self._granted(tool, call_id, final)  # this call may run once, with these arguments
             return rendered
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise

@@ -168,6 +168,26 @@ class OpenAIAgentsHarness(Harness):
         return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=str(told))
 
 
+    def bypass(self, arguments, mode):
+        """A wrapper function tool the model calls, whose body invokes the gated tool's
+        ``on_invoke_tool`` itself: past the guardrail path, inside the run."""
+        self.count += 1
+        tool = oa_rig.Tool(self.work / f"marker-{self.count}.jsonl")
+        inner = tool.build(self.gates)
+        model = oa_rig.make_model(arguments)
+        caught: list = []  # what the wrapper (the caller) was told: the Ungoverned text
+        agent = oa_rig.agent_with(oa_rig.wrapper_tool(inner, caught=caught), model)
+        try:
+            oa_rig.run(agent, mode)
+            told = model.told.get(oa_rig.CALL_ID) or ""
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            told = type(exc).__name__
+        runs = tool.runs()
+        return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=" ".join([str(told), *caught]))
+
+
 @pytest.fixture
 def failsecure_harness(tmp_path):
     return OpenAIAgentsHarness(tmp_path)
@@ -336,3 +356,404 @@ class MCPApprovalHarness(NeedsApprovalHarness):
 @pytest.fixture
 def failsecure_harness_mcp_require_approval(tmp_path):
     return MCPApprovalHarness(tmp_path)
+
+
+# ---------------------------------------------------------------- the other inventory items' kinds
+
+
+def _approve_all_and_resume(agent, result, mode, **config_kwargs):
+    """A human approves every pending approval and the run is resumed (the SDK's own
+    ``to_state`` / ``approve`` / ``Runner.run(agent, state)``)."""
+    state = result.to_state()
+    for item in result.interruptions:
+        state.approve(item)
+    return oa_rig.run(agent, mode, state=state, **config_kwargs)
+
+
+class PreApprovalHarness(OpenAIAgentsHarness):
+    """Row 1/4 with ``ToolExecutionConfig(pre_approval_tool_input_guardrails=True)``: the
+    tool needs approval (``needs_approval=True``), its input guardrails run before the
+    approval interruption; a human approves every interruption and the run resumes (the
+    guardrails run again before the tool)."""
+
+    kind = "guardrails before approval"
+
+    def run(self, arguments, mode):
+        from agents.run_config import ToolExecutionConfig
+
+        self.count += 1
+        tool = oa_rig.Tool(self.work / f"marker-{self.count}.jsonl")
+        model = oa_rig.make_model(arguments)
+        agent = oa_rig.agent_with(tool.build(self.gates, needs_approval=True), model)
+        config = {"tool_execution": ToolExecutionConfig(pre_approval_tool_input_guardrails=True)}
+        from agents.exceptions import ModelBehaviorError
+
+        told = []
+        try:
+            result = oa_rig.run(agent, mode, **config)
+            if result.interruptions:
+                result = _approve_all_and_resume(agent, result, mode, **config)
+            told.append(model.told.get(oa_rig.CALL_ID) or "")
+        except KeyboardInterrupt:
+            raise
+        except ModelBehaviorError:
+            # the SDK's own refusal of a call a pre-approval guardrail rewrote (with
+            # failsecure or without): the rewrite's run cannot be observed
+            raise NotSupported("the SDK refuses a call rewritten before its approval") from None
+        except BaseException as exc:  # a tripwire, or upstream's crash on a raising guardrail
+            told.append(type(exc).__name__)
+        runs = tool.runs()
+        return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=" ".join(str(t) for t in told))
+
+
+@pytest.fixture
+def failsecure_harness_pre_approval(tmp_path):
+    return PreApprovalHarness(tmp_path)
+
+
+DRAFT = {"command": "draft"}
+
+
+class RewrittenAfterApprovalHarness(NeedsApprovalHarness):
+    """Row 5: the model asks for ``draft``; the tool's ``needs_approval`` judges it (no
+    approval needed), then a guardrail of the application rewrites the call into the
+    case's arguments. The gate is the ``needs_approval`` callable as it judges the
+    rewritten arguments (failsecure asks it again); the draft is always let through."""
+
+    kind = "needs_approval of rewritten arguments"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if is_async:
+            async def judged_final(seen):
+                if seen.arguments == DRAFT:
+                    return False  # the model's draft needs no approval
+                return await behave(seen)
+        else:
+            def judged_final(seen):
+                if seen.arguments == DRAFT:
+                    return False  # the model's draft needs no approval
+                return behave(seen)
+
+        return super().add_gate(name, judged_final, is_async=is_async)
+
+    def ask(self, seen):
+        return True
+
+    def run(self, arguments, mode):
+        from agents import ToolGuardrailFunctionOutput
+
+        final = json.dumps(arguments)
+
+        def rewrite(data):
+            data.context.tool_call.arguments = final
+            return ToolGuardrailFunctionOutput.allow()
+
+        oa_rig.named(rewrite, "kit_rewrite_after_approval")
+        self.count += 1
+        tool = oa_rig.Tool(self.work / f"marker-{self.count}.jsonl")
+        model = oa_rig.make_model(DRAFT)
+        agent = oa_rig.agent_with(
+            tool.build([oa_rig.guardrail(rewrite)], needs_approval=self.needs[0] if self.needs else False), model
+        )
+        asked = False
+        try:
+            result = oa_rig.run(agent, mode)
+            asked = bool(result.interruptions)
+            told = model.told.get(oa_rig.CALL_ID) or ""
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # upstream's crash on a raising setting
+            told = type(exc).__name__
+        if self.unsupported:
+            raise self.unsupported[0]
+        runs = tool.runs()
+        if not runs and not asked and not str(told).startswith("failsecure:") and _refuses_changed_invocation():
+            # 0.21+: the SDK itself refuses to invoke a call whose arguments changed after
+            # a callable needs_approval evaluated them (its tool error, with failsecure or
+            # without): a run cannot be observed
+            raise NotSupported("the SDK refuses a call rewritten after needs_approval evaluated it")
+        return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=str(told), asked=asked)
+
+
+def _refuses_changed_invocation() -> bool:
+    try:
+        from agents._function_tool_arguments import FunctionToolApproval
+    except ImportError:
+        return False
+    return callable(getattr(FunctionToolApproval, "check_invocation", None))
+
+
+@pytest.fixture
+def failsecure_harness_needs_approval_rewritten(tmp_path):
+    return RewrittenAfterApprovalHarness(tmp_path)
+
+
+class _OneCallbackHarness(Harness):
+    """A gate kind that is one callback of one tool (a safety check, an approval
+    callback): one per tool, no rewrite."""
+
+    framework = "openai-agents"
+    modes = ("sync", "async")
+    async_gates = True
+    has_ask = False
+    prefix = "kit_cb"
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.callbacks: list = []
+        self.count = 0
+
+    def seen_of(self, native):
+        raise NotImplementedError
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.callbacks:
+            raise NotSupported("a tool has one such callback")
+        harness = self
+        if is_async:
+            async def callback(*args):
+                return await behave(harness.seen_of(args[-1]))
+        else:
+            def callback(*args):
+                return behave(harness.seen_of(args[-1]))
+
+        oa_rig.named(callback, f"{self.prefix}_{name}")
+        self.callbacks.append(callback)
+        return activation.get("openai-agents").callable_id(callback)
+
+    def reset(self):
+        self.callbacks = []
+
+    def rewrite(self, seen, arguments):
+        raise NotSupported("the callback cannot rewrite the call")
+
+    def _plugin_policy_case(self, arguments):
+        """The kit's plugin policy reads a ``command`` argument: a call whose arguments
+        have none cannot show it the forbidden command (the row is ``n/a``)."""
+        from failsecure import plugins
+        from failsecure.testing import FORBIDDEN
+
+        if FORBIDDEN in json.dumps(arguments) and plugins.gates():
+            raise NotSupported("this call's arguments have no 'command' for the kit's plugin policy")
+
+
+def _computer(marker):
+    from agents import AsyncComputer
+
+    class MarkerComputer(AsyncComputer):
+        @property
+        def environment(self):
+            return "linux"
+
+        @property
+        def dimensions(self):
+            return (100, 100)
+
+        async def screenshot(self):
+            return "iVBORw0KGgo="
+
+        async def type(self, text):
+            with open(marker, "a") as fh:
+                fh.write(json.dumps({"command": text}) + "\n")
+
+        async def click(self, x, y, button): ...
+        async def double_click(self, x, y): ...
+        async def scroll(self, x, y, scroll_x, scroll_y): ...
+        async def wait(self): ...
+        async def move(self, x, y): ...
+        async def keypress(self, keys): ...
+        async def drag(self, path): ...
+
+    return MarkerComputer()
+
+
+class SafetyCheckHarness(_OneCallbackHarness):
+    """Row 6: ``ComputerTool.on_safety_check``. The model asks the computer to type the
+    case's command (a ``type`` action with one pending safety check); the computer writes
+    what it typed to a marker file. ``True`` acknowledges (the action runs), ``False`` does
+    not (the SDK's own ``UserError`` ends the run). What the run is told is the
+    exception's text (failsecure's reason when a check failed)."""
+
+    kind = "ComputerTool on_safety_check"
+    prefix = "kit_safety"
+
+    def seen_of(self, data):
+        action = getattr(data.tool_call, "action", None)
+        return Seen(tool="computer", arguments={"command": getattr(action, "text", None)}, native=data)
+
+    def allow(self, seen):
+        return True
+
+    def abstain(self, seen):
+        return True  # a safety check has no "no opinion": not objecting acknowledges
+
+    def deny(self, seen):
+        return False
+
+    def junk(self):
+        return [("None", None), ("string 'yes'", "yes"), ("1", 1), ("list", [True]), ("dict", {"ok": True})]
+
+    def run(self, arguments, mode):
+        from agents import Agent, ComputerTool
+        from openai.types.responses import ResponseComputerToolCall
+        from openai.types.responses.response_computer_tool_call import PendingSafetyCheck
+
+        self._plugin_policy_case(arguments)
+        self.count += 1
+        marker = self.work / f"computer-{self.count}.jsonl"
+        command = arguments.get("command", "")
+
+        def first():
+            return [ResponseComputerToolCall(
+                id="cu_1", call_id="call_kit_c1", type="computer_call", status="completed",
+                action={"type": "type", "text": command},
+                pending_safety_checks=[PendingSafetyCheck(id="sc_1", code="malicious_instructions", message="check")],
+            )]
+
+        tool = ComputerTool(computer=_computer(marker), on_safety_check=self.callbacks[0] if self.callbacks else None)
+        agent = Agent(name="computer", instructions="type", tools=[tool], model=oa_rig.item_model(first))
+        told = ""
+        try:
+            oa_rig.run(agent, mode, max_turns=3)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # the SDK's own no (a UserError), or upstream's crash
+            from failsecure.report import type_name
+
+            try:
+                told = f"{type_name(exc)}: {exc}"
+            except Exception:  # a hostile exception upstream: its type is what is told
+                told = type_name(exc)
+        runs = Tool(marker).runs()
+        return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=told)
+
+
+Tool = oa_rig.Tool
+
+
+@pytest.fixture
+def failsecure_harness_on_safety_check(tmp_path):
+    return SafetyCheckHarness(tmp_path)
+
+
+class OnApprovalHarness(_OneCallbackHarness):
+    """Row 7: a custom tool's ``on_approval`` (shell and apply-patch tools' go through the
+    same ``resolve_approval_status``). The tool needs approval; the callback answers it:
+    ``{"approve": True}`` runs the tool, ``{"approve": False, "reason": ...}`` is the SDK's
+    rejection (the model is told the reason). The call's input is the case's arguments as
+    JSON; the tool writes it to a marker file."""
+
+    kind = "custom tool on_approval"
+    prefix = "kit_on_approval"
+
+    def seen_of(self, item):
+        raw = item.raw_item
+        text = raw.get("input") if isinstance(raw, dict) else getattr(raw, "input", None)
+        try:
+            arguments = json.loads(text)
+        except Exception:
+            arguments = {}
+        return Seen(tool=item.tool_name, arguments=arguments if isinstance(arguments, dict) else {}, native=item)
+
+    def allow(self, seen):
+        return {"approve": True}
+
+    def abstain(self, seen):
+        return {"approve": True}  # None would leave the call to a human: not a decision
+
+    def deny(self, seen):
+        return {"approve": False, "reason": "kit: denied"}
+
+    def junk(self):
+        return [("None", None), ("approve 'yes'", {"approve": "yes"}), ("approve 1", {"approve": 1}),
+                ("string", "approve"), ("reason not a str", {"approve": False, "reason": 5})]
+
+    def run(self, arguments, mode):
+        from agents import Agent
+        from agents.tool import CustomTool
+        from openai.types.responses import ResponseCustomToolCall
+
+        self.count += 1
+        marker = self.work / f"custom-{self.count}.jsonl"
+        text = json.dumps(arguments)
+
+        async def invoke(ctx, tool_input):
+            with open(marker, "a") as fh:
+                fh.write(tool_input + "\n")
+            return "ran"
+
+        def first():
+            return [ResponseCustomToolCall(type="custom_tool_call", call_id="call_kit_u1", name="run_custom", input=text, id="ct_1")]
+
+        tool = CustomTool(name="run_custom", description="run", on_invoke_tool=invoke, needs_approval=True,
+                          on_approval=self.callbacks[0] if self.callbacks else None)
+        model = oa_rig.item_model(first)
+        agent = Agent(name="custom", instructions="run", tools=[tool], model=model)
+        asked = False
+        try:
+            result = oa_rig.run(agent, mode, max_turns=3)
+            asked = bool(result.interruptions)
+            told = model.told.get("call_kit_u1") or ""
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # upstream's crash on a raising callback
+            told = type(exc).__name__
+        runs = Tool(marker).runs()
+        return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=str(told), asked=asked)
+
+
+@pytest.fixture
+def failsecure_harness_on_approval(tmp_path):
+    return OnApprovalHarness(tmp_path)
+
+
+class HostedMCPApprovalHarness(OnApprovalHarness):
+    """Row 8: ``HostedMCPTool.on_approval_request``. The model's hosted MCP tool asks for
+    approval of a call with the case's arguments (an ``mcp_approval_request`` item); the
+    callback's answer goes back to the model as an ``mcp_approval_response``. The tool runs
+    on the server when that answer approves: ``Ran.ran``. A no's reason is what the model
+    is told."""
+
+    kind = "HostedMCPTool on_approval_request"
+    prefix = "kit_mcp_request"
+
+    def seen_of(self, request):
+        data = request.data
+        try:
+            arguments = json.loads(data.arguments)
+        except Exception:
+            arguments = {}
+        return Seen(tool=data.name, arguments=arguments if isinstance(arguments, dict) else {}, native=request)
+
+    def run(self, arguments, mode):
+        from agents import Agent, HostedMCPTool
+        from openai.types.responses.response_output_item import McpApprovalRequest
+
+        self.count += 1
+        text = json.dumps(arguments)
+
+        def first():
+            return [McpApprovalRequest(id="mcpr_kit_1", type="mcp_approval_request", name="run_command",
+                                       arguments=text, server_label="kit")]
+
+        tool = HostedMCPTool(
+            tool_config={"type": "mcp", "server_label": "kit", "server_url": "http://127.0.0.1:9", "require_approval": "always"},
+            on_approval_request=self.callbacks[0] if self.callbacks else None,
+        )
+        model = oa_rig.item_model(first)
+        agent = Agent(name="hosted", instructions="run", tools=[tool], model=model)
+        try:
+            oa_rig.run(agent, mode, max_turns=3)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # upstream's crash on a raising callback
+            return Ran(ran=False, told=type(exc).__name__)
+        approved = [a for a in model.answers if oa_rig._item_get(a, "approve") is True]
+        denied = [a for a in model.answers if oa_rig._item_get(a, "approve") is False]
+        told = " ".join(str(oa_rig._item_get(a, "reason") or "") for a in denied)
+        return Ran(ran=bool(approved), arguments=arguments if approved else None, told=told)
+
+
+@pytest.fixture
+def failsecure_harness_on_approval_request(tmp_path):
+    return HostedMCPApprovalHarness(tmp_path)

@@ -65,8 +65,16 @@ def make_model(arguments: dict, calls: int = 1):
             ]
             return ModelResponse(output=out, usage=Usage(), response_id=None)
 
-        def stream_response(self, *args, **kwargs):
-            raise NotImplementedError
+        async def stream_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, *args, **kwargs):
+            """The same answer as one ``response.completed`` event (``Runner.run_streamed``)."""
+            from openai.types.responses import Response, ResponseCompletedEvent
+
+            answer = await self.get_response(system_instructions, input, model_settings, tools, output_schema, handoffs, tracing)
+            response = Response(
+                id="resp_failsecure", created_at=0, model="scripted", object="response", output=answer.output,
+                parallel_tool_calls=False, tool_choice="auto", tools=[],
+            )
+            yield ResponseCompletedEvent(type="response.completed", response=response, sequence_number=0)
 
     return ScriptedModel()
 
@@ -128,3 +136,63 @@ def named(fn: Callable, qualname: str) -> Callable:
     fn.__name__ = qualname
     fn.__qualname__ = qualname
     return fn
+
+
+def item_model(first: Callable[[], list]):
+    """A scripted model whose first turn answers the items ``first()`` builds (a
+    computer call, a custom tool call, a hosted MCP approval request...); once the input
+    holds an answer to one of them (an item whose type ends in ``_output`` or
+    ``_response``), it answers ``done``. What each call was told (``output``, or the
+    whole answer item) is kept in ``model.told`` by call id; ``model.answers`` keeps
+    every such input item."""
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+    class ItemModel(Model):
+        def __init__(self) -> None:
+            self.told: dict = {}
+            self.answers: list = []
+
+        async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, *args, **kwargs):
+            items = input if isinstance(input, list) else []
+            answers = [i for i in items if str(_item_type(i) or "").endswith(("_output", "_response"))]
+            for item in answers:
+                self.answers.append(item)
+                key = _item_get(item, "call_id") or _item_get(item, "approval_request_id")
+                self.told[key] = _item_get(item, "output")
+            if answers:
+                message = ResponseOutputMessage(
+                    id="msg_failsecure", type="message", role="assistant", status="completed",
+                    content=[ResponseOutputText(type="output_text", text="done", annotations=[])],
+                )
+                return ModelResponse(output=[message], usage=Usage(), response_id=None)
+            return ModelResponse(output=first(), usage=Usage(), response_id=None)
+
+        def stream_response(self, *args, **kwargs):
+            raise NotImplementedError
+
+    return ItemModel()
+
+
+def wrapper_tool(inner, name: str = TOOL, caught: Optional[list] = None):
+    """A function tool (named ``name``, as the model calls it) whose body invokes
+    ``inner``'s ``on_invoke_tool`` with its own tool context: a path to ``inner`` that
+    its guardrails and approval never see (third-party "toolkit" wrappers do this). The
+    text of an exception the inner call raised goes to ``caught`` (what the wrapper, the
+    caller, was told), then the wrapper fails with it."""
+    from agents import RunContextWrapper, function_tool
+
+    async def wrapper(ctx: RunContextWrapper, command: str) -> str:
+        """Run a command through another tool."""
+        try:
+            return str(await inner.on_invoke_tool(ctx, json.dumps({"command": command})))
+        except Exception as exc:
+            if caught is not None:
+                caught.append(str(exc))
+            raise
+
+    wrapper.__annotations__ = {"ctx": RunContextWrapper, "command": str, "return": str}
+    named(wrapper, name)
+    return function_tool(wrapper)

@@ -97,7 +97,7 @@ def run_computer(rig, on_safety_check, mode):
             Runner.run_sync(agent, "go", run_config=config, max_turns=3)
         else:
             asyncio.run(Runner.run(agent, "go", run_config=config, max_turns=3))
-    except Exception as exc:  # the SDK's own "not acknowledged" ends the run
+    except Exception as exc:  # the SDK's own no (a UserError) ends the run
         error = exc
     return marker.exists(), error
 
@@ -131,7 +131,10 @@ def test_truthy_junk_does_not_acknowledge(rig, mode, answer):
 
     ran, error = run_computer(rig, on_safety_check, mode)
     assert not ran  # upstream: truthy junk acknowledges and the action runs
-    assert "not acknowledged" in str(error)
+    from agents.exceptions import UserError
+
+    # the SDK's own no (a UserError ending the run), told the reason the audit records
+    assert isinstance(error, UserError) and f"'{hook_of(on_safety_check)}'" in str(error) and "(invalid)" in str(error)
     event = rig.last()
     assert (event["outcome"], event["failure"], event["hook"]) == ("deny", "invalid", hook_of(on_safety_check))
 
@@ -143,6 +146,7 @@ def test_a_raising_safety_check_denies_without_its_text(rig, mode):
 
     ran, error = run_computer(rig, on_safety_check, mode)
     assert not ran and SECRET not in str(error)  # upstream: the run crashes with the text
+    assert "(raised)" in str(error)
     event = rig.last()
     assert (event["failure"], event["exception_type"]) == ("raised", "RuntimeError")
     assert SECRET not in rig.audit_path.read_text()
@@ -156,6 +160,7 @@ def test_a_hanging_safety_check_denies_at_its_deadline(rig, mode):
 
     ran, error = run_computer(rig, on_safety_check, mode)
     assert not ran and rig.last()["failure"] == "timeout"  # upstream: waits, then runs
+    assert "(timeout)" in str(error)
 
 
 def test_truthy_junk_acknowledges_upstream(rig, adapter):
@@ -211,3 +216,85 @@ def test_a_raising_on_approval_rejects(rig):
 
     assert approval_status(on_approval) is False  # upstream: the exception ends the run
     assert rig.last()["failure"] == "raised" and SECRET not in rig.audit_path.read_text()
+
+
+# ---------------------------------------------------------------- needs_approval of a custom tool (no guardrail path)
+
+
+def run_custom(rig, needs_approval, mode, on_approval=None):
+    """One real run with a custom tool whose call the model makes; returns (what ran,
+    the interruptions, what the model was told)."""
+    from agents import Agent
+    from agents.tool import CustomTool
+    from openai.types.responses import ResponseCustomToolCall
+
+    marker = rig.dir / "custom.jsonl"
+
+    async def invoke(ctx, tool_input):
+        with open(marker, "a") as fh:
+            fh.write(tool_input + "\n")
+        return "ran"
+
+    def first():
+        return [ResponseCustomToolCall(type="custom_tool_call", call_id="call_u1", name="run_custom",
+                                       input='{"command": "ls"}', id="ct_1")]
+
+    from failsecure_oa_rig import item_model, run
+
+    tool = CustomTool(name="run_custom", description="run", on_invoke_tool=invoke, needs_approval=needs_approval,
+                      on_approval=on_approval)
+    model = item_model(first)
+    result = run(Agent(name="custom", instructions="run", tools=[tool], model=model), mode, max_turns=3)
+    ran = marker.read_text().splitlines() if marker.exists() else []
+    return ran, result.interruptions, model.told.get("call_u1")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("failure", ["raised", "invalid", "timeout"])
+def test_a_failed_needs_approval_of_a_custom_tool_rejects_without_asking(rig, mode, failure):
+    async def needs(ctx, params, call_id):
+        if failure == "raised":
+            raise RuntimeError(SECRET)
+        if failure == "timeout":
+            await asyncio.sleep(3)
+        return None
+
+    ran, interruptions, told = run_custom(rig, needs, mode)
+    assert ran == [] and interruptions == []  # before: an approval request for a check that failed
+    assert f"'{hook_of(needs)}'" in told and f"({failure})" in told and SECRET not in told
+    event = [e for e in rig.events() if e["hook"] == hook_of(needs) or e.get("failure")][-1]
+    assert (event["outcome"], event["failure"]) == ("deny", failure)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_custom_tool_needing_no_approval_runs(rig, mode):
+    async def needs(ctx, params, call_id):
+        return False
+
+    ran, interruptions, told = run_custom(rig, needs, mode)
+    assert ran == ['{"command": "ls"}'] and interruptions == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_custom_tool_needing_approval_asks(rig, mode):
+    def needs(ctx, params, call_id):
+        return True
+
+    ran, interruptions, told = run_custom(rig, needs, mode)
+    assert ran == [] and [i.tool_name for i in interruptions] == ["run_custom"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_failed_needs_approval_is_not_put_to_on_approval(rig, mode):
+    """The failed check is rejected; an ``on_approval`` that would approve is not asked."""
+    asked = []
+
+    def needs(ctx, params, call_id):
+        raise RuntimeError(SECRET)
+
+    def on_approval(ctx, item):
+        asked.append(item)
+        return {"approve": True}
+
+    ran, interruptions, told = run_custom(rig, needs, mode, on_approval=on_approval)
+    assert ran == [] and asked == [] and "(raised)" in told
