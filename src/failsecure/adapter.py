@@ -40,13 +40,15 @@ Ungoverned = _boundary.Ungoverned
 
 
 def _shape(fn: Any) -> str:
-    """"agen", "async" or "sync": what calling ``fn`` gives."""
+    """"agen", "async", "gen" or "sync": what calling ``fn`` gives."""
     import inspect
 
     if inspect.isasyncgenfunction(fn):
         return "agen"
     if inspect.iscoroutinefunction(fn):
         return "async"
+    if inspect.isgeneratorfunction(fn):
+        return "gen"
     return "sync"
 
 _ABSENT = object()
@@ -723,8 +725,8 @@ class Adapter(abc.ABC):
         _boundary.leave(token, failed)
 
     def wrap_run(self, owner: Any, attr: str, gated: Optional[Callable[[Any], bool]] = None) -> None:
-        """Make ``owner.attr`` (a sync, async or async-generator method) a run entry point:
-        its body runs inside a run scope. ``gated(instance)``: the entering object has a
+        """Make ``owner.attr`` (a sync, async, generator or async-generator method) a run
+        entry point: its body runs inside a run scope (a generator's: each step of it). ``gated(instance)``: the entering object has a
         gate of this framework registered (its run's ungoverned calls are then denied)."""
         adapter = self
         shape = _shape(vars(owner)[attr] if attr in vars(owner) else getattr(owner, attr))
@@ -759,6 +761,28 @@ class Adapter(abc.ABC):
                     finally:
                         scope.__exit__()
                 return run_coro()
+        elif shape == "gen":
+            # a sync generator's body runs in its consumer's context: the run is entered
+            # for each step only, so the consumer's own code between items is outside it
+            def wrapper(wrapped, instance, args, kwargs):
+                def run_gen():
+                    scope = enter(instance)
+                    try:
+                        run = _boundary.current()
+                        inner = wrapped(*args, **kwargs)
+                    finally:
+                        scope.__exit__()
+                    try:
+                        while True:
+                            with _boundary.run_scope(run):
+                                try:
+                                    item = next(inner)
+                                except StopIteration:
+                                    return
+                            yield item
+                    finally:
+                        inner.close()
+                return run_gen()
         else:
             def wrapper(wrapped, instance, args, kwargs):
                 scope = enter(instance)
