@@ -706,6 +706,11 @@ class Adapter(abc.ABC):
         except Exception as exc:  # noqa: BLE001 - failsecure's own failure: reported; no grant, so the call is ungoverned (fail closed)
             internal(exc, f"failsecure: the {self.name} grant failed ({{type}})")
 
+    @staticmethod
+    def in_run() -> bool:
+        """This code runs inside an agent run (a context-variable read)."""
+        return _boundary.current() is not None
+
     def run_scope(self) -> "_boundary.run_scope":
         """``with self.run_scope():`` around a run entry point's body (``wrap_run`` does it)."""
         return _boundary.run_scope()
