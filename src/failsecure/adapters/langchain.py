@@ -54,6 +54,15 @@ What is patched (``wrapt``; ``unpatch`` restores every attribute):
   escaping a task out of the loop; the middleware's ``SystemExit`` is carried out of
   that task as ``_Exited`` (no text) and taken back by the guard.
 
+- The tool boundary (docs/ungoverned.md): ``langgraph.pregel.main.Pregel``'s ``invoke``,
+  ``ainvoke``, ``stream``, ``astream`` are the run entry points; every ``BaseTool`` class's
+  own ``_run`` / ``_arun`` (``langchain_core.tools.base``, classes defined later too) the
+  innermost call. The first ``on_tool_start`` under ToolNode's execution of a call (after
+  every middleware and the HITL checks) is the dispatched tool run: when its callbacks
+  allow, that tool run (its run id, the parent run its body sees) is granted. A tool run
+  inside a graph's run without one (a node's or a wrapper tool's own ``invoke`` /
+  ``_run`` of a tool) is ungoverned.
+
 ``langchain`` and ``langgraph`` may be imported after ``langchain_core``: their patches
 are applied by post-import hooks as soon as they are imported.
 
@@ -95,6 +104,15 @@ FACTORY = "langchain.agents.factory"
 HITL = "langchain.agents.middleware.human_in_the_loop"
 TOOL_NODE = "langgraph.prebuilt.tool_node"
 EVENT = "on_tool_start"
+#: the tool boundary (docs/ungoverned.md): the run entry points and the innermost call
+PREGEL = "langgraph.pregel.main"
+RUN_ENTRIES = ("invoke", "ainvoke", "stream", "astream")
+TOOLS = "langchain_core.tools.base"
+CONFIG = "langchain_core.runnables.config"
+#: ToolNode's own execution of one tool call, while the call has not reached its tool's
+#: callbacks yet: [tool call id, tool name]; emptied by the first ``on_tool_start`` under
+#: it (the tool's own), so a tool that the tool runs in turn is never the dispatched call
+_DISPATCH: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("failsecure_langchain_dispatch", default=None)
 #: the hooks that judged this call on its way to the tool: ``wrap_tool_call`` middleware
 #: that handed it on (outermost first), the HITL ``when`` predicate that judged it
 _TOOK_PART: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed_on", default=())
@@ -139,6 +157,9 @@ class LangChainAdapter(Adapter):
         #: (thread id, model message id, tool call id) -> (guarded ``when``, pictures of
         #: the calls it judged): what a later rewrite is compared against
         self._judged: dict = {}
+        #: tool run ids whose ``on_tool_start`` had a gate handler (the tool's own
+        #: callbacks are not in its body's context): an ungoverned call of it is denied
+        self._gated_runs: dict = {}
 
     def handler_id(self, handler: Any) -> str:
         """The hook id of a callback handler: ``langchain:<module>.<qualname>`` of its class."""
@@ -296,6 +317,7 @@ class LangChainAdapter(Adapter):
                 # gate by gate: a stamping gate settles, a gate after the last rewrite runs once
                 outcomes += settle([step(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
+            self._grant(decision, tool, gates, kwargs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         if decision.denied:
@@ -324,6 +346,7 @@ class LangChainAdapter(Adapter):
 
                 outcomes += await asettle([astep(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
+            self._grant(decision, tool, gates, kwargs)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         if decision.denied:
@@ -331,6 +354,67 @@ class LangChainAdapter(Adapter):
             if observers:
                 await _observe_async(wrapped, observers, "on_tool_error", ignore, (denied,), _error_kwargs(kwargs))
             raise denied
+
+    # ------------------------------------------------------------ the tool boundary
+
+    def _grant(self, decision: Any, tool: Optional[str], gates: list, kwargs: dict) -> None:
+        """After the tool's callbacks decided: the tool run ToolNode dispatched (after every
+        ``wrap_tool_call`` middleware and the HITL checks) may run once; any other tool
+        run inside an agent run reached its tool past ToolNode (a custom node, a wrapper
+        tool): it gets no grant. Keyed by the tool run's id, which the tool's body sees as
+        its parent run."""
+        run_id = kwargs.get("run_id")
+        if run_id is None or not self.in_run():
+            return
+        if gates:
+            _remember(self._gated_runs, str(run_id), True)
+        dispatch = _DISPATCH.get()
+        if dispatch is None or not dispatch:
+            return
+        call_id, name = dispatch
+        dispatch.clear()  # the first tool start under ToolNode's execution is the tool's own
+        if call_id == kwargs.get("tool_call_id") and name == tool:
+            self.granted(decision, tool, str(run_id), None)
+
+    def _read_tool(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
+        """A tool's ``_run`` / ``_arun``: (name, the tool run it is the body of, no
+        arguments: the run's callbacks judged what its ``run`` parses, key, gated)."""
+        call_id = None
+        config = _child_config()
+        if config is not None:
+            callbacks = config.get("callbacks")
+            parent = getattr(callbacks, "parent_run_id", None)
+            if parent is not None:
+                call_id = str(parent)
+        gated = self._gated_runs.pop(call_id, None) if call_id is not None else None
+        return tool.name, call_id, None, id(tool), gated
+
+    def user_gates(self) -> bool:
+        """A gate handler is in the callbacks the tool's body runs with (the run's)."""
+        config = _child_config()
+        callbacks = config.get("callbacks") if config is not None else None
+        if callbacks is None:
+            return False
+        if isinstance(callbacks, (list, tuple)):
+            handlers = list(callbacks)
+        else:
+            handlers = list(getattr(callbacks, "handlers", None) or ()) + list(getattr(callbacks, "inheritable_handlers", None) or ())
+        return bool(self._split(handlers, None)[0])
+
+    def _agent_gated(self, graph: Any) -> bool:
+        """A graph with a gate of its own: a ToolNode with ``wrap_tool_call`` middleware
+        (``create_agent``'s, or handed to it), or a HITL middleware's node."""
+        hitl = getattr(sys.modules.get(HITL), "HumanInTheLoopMiddleware", None)
+        node_type = getattr(sys.modules.get(TOOL_NODE), "ToolNode", None)
+        for node in list((getattr(graph, "nodes", None) or {}).values()):
+            bound = getattr(node, "bound", None)
+            if isinstance(node_type, type) and isinstance(bound, node_type):
+                if getattr(bound, "_wrap_tool_call", None) is not None or getattr(bound, "_awrap_tool_call", None) is not None:
+                    return True
+            owner = getattr(getattr(bound, "func", None), "__self__", None)
+            if isinstance(hitl, type) and isinstance(owner, hitl):
+                return True
+        return False
 
     # ------------------------------------------------------------ HITL `when`
 
@@ -787,11 +871,13 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         if answer is not None:
             return answer
         token = _TOOK_PART.set(_TOOK_PART.get() + judged)
+        dispatch = _DISPATCH.set(_dispatched(request))
         try:
             return wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
         finally:
+            _DISPATCH.reset(dispatch)
             _TOOK_PART.reset(token)
 
     async def _execute_async(wrapped, args, kwargs):
@@ -804,11 +890,13 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         if answer is not None:
             return answer
         token = _TOOK_PART.set(_TOOK_PART.get() + judged)
+        dispatch = _DISPATCH.set(_dispatched(request))
         try:
             return await wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
         finally:
+            _DISPATCH.reset(dispatch)
             _TOOK_PART.reset(token)
 
     def execute_async(wrapped, instance, args, kwargs):
@@ -879,7 +967,23 @@ def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
         adapter.wrap(module, "traceable", traceable)
 
 
-_LATE = {TOOL_NODE: _patch_tool_node, HITL: _patch_hitl, FACTORY: _patch_factory}
+def _patch_tools(adapter: LangChainAdapter, module: Any) -> None:
+    base = getattr(module, "BaseTool", None)
+    if not isinstance(base, type):
+        raise PatchError(f"{TOOLS}.BaseTool")
+    adapter.wrap_subclasses(base, ("_run", "_arun"), adapter._read_tool)
+
+
+def _patch_pregel(adapter: LangChainAdapter, module: Any) -> None:
+    pregel = getattr(module, "Pregel", None)
+    if not isinstance(pregel, type) or not all(callable(vars(pregel).get(a)) for a in RUN_ENTRIES):
+        raise PatchError(f"{PREGEL}.Pregel")
+    for attr in RUN_ENTRIES:
+        adapter.wrap_run(pregel, attr, gated=adapter._agent_gated)
+
+
+_LATE = {TOOL_NODE: _patch_tool_node, HITL: _patch_hitl, FACTORY: _patch_factory, TOOLS: _patch_tools,
+         PREGEL: _patch_pregel}
 
 
 def _late_hook(adapter: LangChainAdapter, module: str) -> Any:
@@ -938,6 +1042,25 @@ class _GuardedWhen:
             tool, call_id = _request_ids(request)
             decision = self.adapter.failed(exc, self.tool or tool, call_id)
             raise ToolCallDenied(decision.reason or "failsecure: denied") from None
+
+
+def _dispatched(request: Any) -> list:
+    """[tool call id, the name of the tool that runs] of the call ToolNode executes."""
+    name, call_id = _request_ids(request)
+    try:
+        tool = getattr(request, "tool", None)
+        name = tool.name if tool is not None else name
+    except Exception:
+        pass
+    return [call_id, name]
+
+
+def _child_config() -> Optional[dict]:
+    """The runnable config the current code runs under (LangChain's context variable)."""
+    config_module = sys.modules.get(CONFIG)
+    var = getattr(config_module, "var_child_runnable_config", None) if config_module is not None else None
+    config = var.get() if var is not None else None
+    return config if isinstance(config, dict) else None
 
 
 def _remember(table: dict, key: Any, value: Any) -> None:
