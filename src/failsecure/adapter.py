@@ -638,6 +638,14 @@ class Adapter(abc.ABC):
         asked = set(later)
         return [r for r in config.required_for(self.name) if r not in asked]
 
+    @staticmethod
+    def role(hook_id: str, strict: Optional[bool], config: Optional[policy.Config] = None) -> str:
+        """``"gate"`` or ``"observer"`` for a hook the framework runs with every tool call:
+        the adapter says what it saw (``strict``: the framework's own "my failure stops
+        the call" mark; ``None``: unreadable), the config in force says what it means
+        (``Config.role_for``)."""
+        return (config or policy.current()).role_for(hook_id, strict)
+
     def would_deny(self, hook_id: str, failed: bool) -> bool:
         """Whether a deny answer (``failed=False``) or a failure (``failed=True``) of this
         hook would deny the call under the config in force: an observer's never does, a
