@@ -257,14 +257,11 @@ class LangChainAdapter(Adapter):
         gates, observers = [], []
         for handler in list(handlers):
             hook_id = self.handler_id(handler)
-            own = config.hooks.get(hook_id)
-            role = getattr(own, "role", None) if own is not None else None
-            if role is None:
-                try:
-                    role = "gate" if handler.raise_error else "observer"
-                except Exception:
-                    role = "gate"  # unreadable: judged, never waved through
-            if role == "observer":
+            try:
+                strict: Optional[bool] = bool(handler.raise_error)
+            except Exception:
+                strict = None  # unreadable: the core makes it a gate
+            if self.role(hook_id, strict, config) == "observer":
                 observers.append(handler)
             else:
                 gates.append((hook_id, handler))
