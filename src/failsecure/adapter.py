@@ -888,14 +888,18 @@ class Adapter(abc.ABC):
         except Exception:  # noqa: BLE001 - only a marker for doctor; the wrapper is in place either way
             pass
 
-    def wrap_subclasses(self, base: type, attrs: tuple, read: Callable[[Any, tuple, dict], Any]) -> None:
+    def wrap_subclasses(self, base: type, attrs: tuple, read: Callable[[Any, tuple, dict], Any],
+                        base_attrs: Optional[tuple] = None) -> None:
         """``wrap_boundary`` on ``attrs`` of ``base`` and of every subclass that defines its
         own (the tool classes a framework and its users write), those defined later too
-        (through ``base.__init_subclass__``). An abstract method is left alone."""
+        (through ``base.__init_subclass__``). An abstract method is left alone.
+        ``base_attrs``: those of ``attrs`` wrapped on ``base`` itself (default: all; a
+        base's default that only hands on to another of them, and that the framework
+        compares by identity, stays as it is)."""
         adapter = self
 
         def bound(cls: type) -> None:
-            for attr in attrs:
+            for attr in (attrs if cls is not base or base_attrs is None else base_attrs):
                 value = vars(cls).get(attr)
                 if value is None or not callable(value) or getattr(value, "__isabstractmethod__", False):
                     continue
