@@ -305,8 +305,9 @@ class LangChainAdapter(Adapter):
             if observers:
                 _observe_sync(wrapped, observers, event, ignore, rest, kwargs)
             tool, call_id, inputs = self._describe(rest, kwargs)
+            dispatched, took = self._dispatch_of(tool, kwargs)
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
-            outcomes = _took_part() + fixed
+            outcomes = _took_part(took) + fixed
             if calls:
                 def step(h: str, m: Any) -> Any:
                     return lambda: self.hook_calls([(h, _drive, (m,) + rest, kwargs, None)])
@@ -314,7 +315,7 @@ class LangChainAdapter(Adapter):
                 # gate by gate: a stamping gate settles, a gate after the last rewrite runs once
                 outcomes += settle([step(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
-            self._grant(decision, tool, gates, kwargs)
+            self._grant(decision, tool, gates, kwargs, dispatched)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         if decision.denied:
@@ -332,8 +333,9 @@ class LangChainAdapter(Adapter):
             if observers:
                 await _observe_async(wrapped, observers, event, ignore, rest, kwargs)
             tool, call_id, inputs = self._describe(rest, kwargs)
+            dispatched, took = self._dispatch_of(tool, kwargs)
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
-            outcomes = _took_part() + fixed
+            outcomes = _took_part(took) + fixed
             if calls:
                 def astep(h: str, m: Any) -> Any:
                     async def run() -> Outcome:
@@ -343,7 +345,7 @@ class LangChainAdapter(Adapter):
 
                 outcomes += await asettle([astep(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
-            self._grant(decision, tool, gates, kwargs)
+            self._grant(decision, tool, gates, kwargs, dispatched)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         if decision.denied:
@@ -354,7 +356,7 @@ class LangChainAdapter(Adapter):
 
     # ------------------------------------------------------------ the tool boundary
 
-    def _grant(self, decision: Any, tool: Optional[str], gates: list, kwargs: dict) -> None:
+    def _grant(self, decision: Any, tool: Optional[str], gates: list, kwargs: dict, dispatched: bool) -> None:
         """After the tool's callbacks decided: the tool run ToolNode dispatched (after every
         ``wrap_tool_call`` middleware and the HITL checks) may run once; any other tool
         run inside an agent run reached its tool past ToolNode (a custom node, a wrapper
@@ -365,13 +367,22 @@ class LangChainAdapter(Adapter):
             return
         if gates:
             _remember(self._gated_runs, str(run_id), True)
-        dispatch = _DISPATCH.get()
-        if dispatch is None or not dispatch:
-            return
-        call_id, name = dispatch
-        dispatch.clear()  # the first tool start under ToolNode's execution is the tool's own
-        if call_id == kwargs.get("tool_call_id") and name == tool:
+        if dispatched:
             self.granted(decision, tool, str(run_id), None)
+
+    @staticmethod
+    def _dispatch_of(tool: Optional[str], kwargs: dict) -> tuple:
+        """(this tool start is the one of the call ToolNode executes, the hooks that took
+        part in the call on its way here). The first tool start under ToolNode's execution
+        is the tool's own; any later one (a tool the tool runs) is not that call."""
+        dispatch = _DISPATCH.get()
+        if not dispatch:  # outside ToolNode's execution, or inside a dispatched tool's body
+            return False, _TOOK_PART.get()
+        call_id, name, took = dispatch
+        dispatch.clear()
+        if call_id == kwargs.get("tool_call_id") and name == tool:
+            return True, took
+        return False, ()
 
     def _read_tool(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
         """A tool's ``_run`` / ``_arun``: (name, the tool run it is the body of, no
@@ -867,15 +878,13 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         answer = adapter._settle_middleware(request)
         if answer is not None:
             return answer
-        token = _TOOK_PART.set(_TOOK_PART.get() + judged)
-        dispatch = _DISPATCH.set(_dispatched(request))
+        tokens = _dispatching(request, judged)
         try:
             return wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
         finally:
-            _DISPATCH.reset(dispatch)
-            _TOOK_PART.reset(token)
+            _dispatched_done(tokens)
 
     async def _execute_async(wrapped, args, kwargs):
         request = args[0] if args else kwargs.get("request")
@@ -886,15 +895,13 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         answer = await adapter._asettle_middleware(request)
         if answer is not None:
             return answer
-        token = _TOOK_PART.set(_TOOK_PART.get() + judged)
-        dispatch = _DISPATCH.set(_dispatched(request))
+        tokens = _dispatching(request, judged)
         try:
             return await wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
         finally:
-            _DISPATCH.reset(dispatch)
-            _TOOK_PART.reset(token)
+            _dispatched_done(tokens)
 
     def execute_async(wrapped, instance, args, kwargs):
         return _execute_async(wrapped, args, kwargs)
@@ -968,7 +975,9 @@ def _patch_tools(adapter: LangChainAdapter, module: Any) -> None:
     base = getattr(module, "BaseTool", None)
     if not isinstance(base, type):
         raise PatchError(f"{TOOLS}.BaseTool")
-    adapter.wrap_subclasses(base, ("_run", "_arun"), adapter._read_tool)
+    # BaseTool's own ``_arun`` runs ``_run`` in an executor (the boundary is there), and
+    # ``arun`` compares it by identity to choose what it hands ``run_manager`` / ``config``
+    adapter.wrap_subclasses(base, ("_run", "_arun"), adapter._read_tool, base_attrs=("_run",))
 
 
 def _patch_pregel(adapter: LangChainAdapter, module: Any) -> None:
@@ -1041,15 +1050,25 @@ class _GuardedWhen:
             raise ToolCallDenied(decision.reason or "failsecure: denied") from None
 
 
-def _dispatched(request: Any) -> list:
-    """[tool call id, the name of the tool that runs] of the call ToolNode executes."""
+def _dispatching(request: Any, judged: tuple) -> tuple:
+    """ToolNode executes ``request``: the marker its tool's own ``on_tool_start`` takes
+    ([tool call id, the name of the tool that runs, the hooks that took part in the call]);
+    the tool's body (an agent run as a tool, a tool run by a tool) starts with no hook of
+    this call taking part and no middleware hand-on pictured."""
     name, call_id = _request_ids(request)
     try:
         tool = getattr(request, "tool", None)
         name = tool.name if tool is not None else name
     except Exception:
         pass
-    return [call_id, name]
+    return (_DISPATCH.set([call_id, name, _TOOK_PART.get() + judged]), _TOOK_PART.set(()), _HANDED.set(()))
+
+
+def _dispatched_done(tokens: tuple) -> None:
+    dispatch, took, handed = tokens
+    _HANDED.reset(handed)
+    _TOOK_PART.reset(took)
+    _DISPATCH.reset(dispatch)
 
 
 def _child_config() -> Optional[dict]:
@@ -1261,11 +1280,11 @@ def _tool_message(request: Any, reason: Optional[str]) -> Any:
     return ToolMessage(content=reason or "failsecure: denied", name=tool, tool_call_id=call_id or "", status="error")
 
 
-def _took_part() -> list:
+def _took_part(took: tuple) -> list:
     """The hooks that judged the call on its way here, as outcomes of the tool's
     decision: they took part (a ``required`` one is present, the audit names it), with no
     opinion of their own in it."""
-    return [Outcome(hook=h, verdict=ABSTAIN) for h in _TOOK_PART.get()]
+    return [Outcome(hook=h, verdict=ABSTAIN) for h in took]
 
 
 def _is_answer(result: Any) -> bool:

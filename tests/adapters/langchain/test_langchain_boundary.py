@@ -251,3 +251,66 @@ def test_a_forged_tool_call_id_inside_a_dispatched_tool_gets_no_grant(rig):
                          tools=[marker, StructuredTool.from_function(forging)])
     _, exc = run(agent, [gate()], "sync")
     assert not rig.marker.ran and isinstance(exc, Ungoverned)
+
+
+class Plain(BaseTool):
+    """A user's tool class with only a sync ``_run`` (BaseTool's ``_arun`` runs it)."""
+
+    name: str = TOOL
+    description: str = "writes the marker"
+    marker: object = None
+
+    def _run(self, command: str, run_manager=None) -> str:
+        # upstream hands run_manager to a class without its own _arun (by identity of _arun)
+        assert run_manager is not None
+        return self.marker._write(command)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_user_tool_class_runs_through_toolnode_as_upstream(rig, mode):
+    agent = create_agent(script({"command": "harmless"}), tools=[Plain(marker=rig.marker)], middleware=[Passes()])
+    result, exc = run(agent, [gate()], mode)
+    assert exc is None and rig.marker.calls == [{"command": "harmless"}]
+    assert tool_messages(result)[0].content == "wrote harmless" and ungoverned(rig) == []
+
+
+def test_a_user_tool_class_invoked_by_a_node_is_denied(rig):
+    plain = Plain(marker=rig.marker)
+
+    async def my_node(state):
+        await plain.ainvoke({"command": "from the node"})
+        return {"messages": []}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("mine", my_node)
+    graph.add_edge(START, "mine")
+    graph.add_edge("mine", END)
+    with pytest.raises(Ungoverned):
+        asyncio.run(graph.compile().ainvoke(STATE, config={"callbacks": [gate()]}))
+    assert rig.marker.calls == []
+    [event] = ungoverned(rig)
+    assert event["hook"].endswith("Plain._run")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_agent_used_as_a_tool_runs_its_own_tools_and_parallel_calls_run(rig, mode):
+    """A tool (dispatched by ToolNode) that runs an agent: the inner agent's ToolNode
+    dispatches its own calls; two calls of one model turn run in parallel."""
+    marker = rig.marker.tool()
+
+    def sub_agent(command: str) -> str:
+        """Run a sub-agent."""
+        inner = create_agent(script({"command": command}, call_id="inner_1"), tools=[marker], middleware=[Passes()])
+        return inner.invoke(STATE)["messages"][-1].content
+
+    from langchain_core.tools import StructuredTool
+
+    calls = [{"name": "sub_agent", "args": {"command": "a"}, "id": "c1", "type": "tool_call"},
+             {"name": TOOL, "args": {"command": "b"}, "id": "c2", "type": "tool_call"}]
+    from failsecure_langchain_rig import ScriptedChat
+
+    model = ScriptedChat(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")]))
+    agent = create_agent(model, tools=[marker, StructuredTool.from_function(sub_agent)], middleware=[Passes()])
+    result, exc = run(agent, [gate()], mode)
+    assert exc is None and sorted(c["command"] for c in rig.marker.calls) == ["a", "b"]
+    assert ungoverned(rig) == []
