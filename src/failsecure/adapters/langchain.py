@@ -366,9 +366,9 @@ class LangChainAdapter(Adapter):
         if run_id is None or not self.in_run():
             return
         if gates:
-            _remember(self._gated_runs, str(run_id), True)
+            _remember(self._gated_runs, run_id, True)
         if dispatched:
-            self.granted(decision, tool, str(run_id), None)
+            self.granted(decision, tool, run_id, None)
 
     @staticmethod
     def _dispatch_of(tool: Optional[str], kwargs: dict) -> tuple:
@@ -387,13 +387,8 @@ class LangChainAdapter(Adapter):
     def _read_tool(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
         """A tool's ``_run`` / ``_arun``: (name, the tool run it is the body of, no
         arguments: the run's callbacks judged what its ``run`` parses, key, gated)."""
-        call_id = None
         config = _child_config()
-        if config is not None:
-            callbacks = config.get("callbacks")
-            parent = getattr(callbacks, "parent_run_id", None)
-            if parent is not None:
-                call_id = str(parent)
+        call_id = getattr(config.get("callbacks"), "parent_run_id", None) if config is not None else None
         gated = self._gated_runs.pop(call_id, None) if call_id is not None else None
         return tool.name, call_id, None, id(tool), gated
 
@@ -1071,11 +1066,18 @@ def _dispatched_done(tokens: tuple) -> None:
     _DISPATCH.reset(dispatch)
 
 
+#: LangChain's context variable of the runnable config the current code runs under
+_CHILD_CONFIG: list = [None]
+
+
 def _child_config() -> Optional[dict]:
-    """The runnable config the current code runs under (LangChain's context variable)."""
-    config_module = sys.modules.get(CONFIG)
-    var = getattr(config_module, "var_child_runnable_config", None) if config_module is not None else None
-    config = var.get() if var is not None else None
+    """The runnable config the current code runs under (the tool run's, in a tool's body)."""
+    var = _CHILD_CONFIG[0]
+    if var is None:
+        var = _CHILD_CONFIG[0] = getattr(sys.modules.get(CONFIG), "var_child_runnable_config", None)
+        if var is None:
+            return None
+    config = var.get(None)
     return config if isinstance(config, dict) else None
 
 
