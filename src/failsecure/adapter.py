@@ -719,6 +719,13 @@ class Adapter(abc.ABC):
         """This code runs inside an agent run (a context-variable read)."""
         return _boundary.current() is not None
 
+    def mark_gated(self) -> None:
+        """A gate of this framework is in force for the rest of the run this code is in
+        (its ungoverned calls are denied); no-op outside a run."""
+        run = _boundary.current()
+        if run is not None:
+            run.gated[self.name] = True
+
     def run_scope(self) -> "_boundary.run_scope":
         """``with self.run_scope():`` around a run entry point's body (``wrap_run`` does it)."""
         return _boundary.run_scope()
@@ -737,19 +744,22 @@ class Adapter(abc.ABC):
         """After the execution ``at_boundary`` let run (``failed``: it raised)."""
         _boundary.leave(token, failed)
 
-    def wrap_run(self, owner: Any, attr: str, gated: Optional[Callable[[Any], bool]] = None) -> None:
+    def wrap_run(self, owner: Any, attr: str, gated: Optional[Callable[[Any], bool]] = None,
+                 gated_call: Optional[Callable[[Any, tuple, dict], bool]] = None) -> None:
         """Make ``owner.attr`` (a sync, async, generator or async-generator method) a run
-        entry point: its body runs inside a run scope (a generator's: each step of it). ``gated(instance)``: the entering object has a
-        gate of this framework registered (its run's ungoverned calls are then denied)."""
+        entry point: its body runs inside a run scope (a generator's: each step of it).
+        ``gated(instance)``: the entering object has a gate of this framework registered
+        (its run's ungoverned calls are then denied); ``gated_call(instance, args,
+        kwargs)``: the same, told from the call (a gate passed in the run's arguments)."""
         adapter = self
         shape = _shape(vars(owner)[attr] if attr in vars(owner) else getattr(owner, attr))
 
-        def enter(instance: Any) -> Any:
+        def enter(instance: Any, args: tuple, kwargs: dict) -> Any:
             scope = _boundary.run_scope()
             run = scope.__enter__()
-            if gated is not None and not run.gated.get(adapter.name):
+            if (gated is not None or gated_call is not None) and not run.gated.get(adapter.name):
                 try:
-                    if gated(instance):
+                    if (gated is not None and gated(instance)) or (gated_call is not None and gated_call(instance, args, kwargs)):
                         run.gated[adapter.name] = True
                 except Exception:  # noqa: BLE001 - the framework's own object: cannot tell, fail closed
                     run.gated[adapter.name] = True
@@ -758,7 +768,7 @@ class Adapter(abc.ABC):
         if shape == "agen":
             def wrapper(wrapped, instance, args, kwargs):
                 async def run_gen():
-                    scope = enter(instance)
+                    scope = enter(instance, args, kwargs)
                     try:
                         async for item in wrapped(*args, **kwargs):
                             yield item
@@ -768,7 +778,7 @@ class Adapter(abc.ABC):
         elif shape == "async":
             def wrapper(wrapped, instance, args, kwargs):
                 async def run_coro():
-                    scope = enter(instance)
+                    scope = enter(instance, args, kwargs)
                     try:
                         return await wrapped(*args, **kwargs)
                     finally:
@@ -779,7 +789,7 @@ class Adapter(abc.ABC):
             # for each step only, so the consumer's own code between items is outside it
             def wrapper(wrapped, instance, args, kwargs):
                 def run_gen():
-                    scope = enter(instance)
+                    scope = enter(instance, args, kwargs)
                     try:
                         run = _boundary.current()
                         inner = wrapped(*args, **kwargs)
@@ -798,7 +808,7 @@ class Adapter(abc.ABC):
                 return run_gen()
         else:
             def wrapper(wrapped, instance, args, kwargs):
-                scope = enter(instance)
+                scope = enter(instance, args, kwargs)
                 try:
                     return wrapped(*args, **kwargs)
                 finally:
