@@ -367,6 +367,7 @@ class LangChainAdapter(Adapter):
             return
         if gates:
             _remember(self._gated_runs, run_id, True)
+            self.mark_gated()  # a tool of this run had a gate: the rest of the run has it too
         if dispatched:
             self.granted(decision, tool, run_id, None)
 
@@ -394,8 +395,11 @@ class LangChainAdapter(Adapter):
 
     def user_gates(self) -> bool:
         """A gate handler is in the callbacks the tool's body runs with (the run's)."""
-        config = _child_config()
-        callbacks = config.get("callbacks") if config is not None else None
+        return self._has_gate(_child_config())
+
+    def _has_gate(self, config: Any) -> bool:
+        """A runnable config's callbacks (a list, or a callback manager) hold a gate handler."""
+        callbacks = config.get("callbacks") if isinstance(config, dict) else None
         if callbacks is None:
             return False
         if isinstance(callbacks, (list, tuple)):
@@ -403,6 +407,12 @@ class LangChainAdapter(Adapter):
         else:
             handlers = list(getattr(callbacks, "handlers", None) or ()) + list(getattr(callbacks, "inheritable_handlers", None) or ())
         return bool(self._split(handlers, None)[0])
+
+    def _call_gated(self, graph: Any, args: tuple, kwargs: dict) -> bool:
+        """A graph run entered with a gate handler in its config (``invoke(input, config)``),
+        or in the config it runs under (a graph run inside a run)."""
+        config = kwargs.get("config", args[1] if len(args) > 1 else None)
+        return self._has_gate(config) or self._has_gate(_child_config())
 
     def _agent_gated(self, graph: Any) -> bool:
         """A graph with a gate of its own: a ToolNode with ``wrap_tool_call`` middleware
@@ -980,7 +990,7 @@ def _patch_pregel(adapter: LangChainAdapter, module: Any) -> None:
     if not isinstance(pregel, type) or not all(callable(vars(pregel).get(a)) for a in RUN_ENTRIES):
         raise PatchError(f"{PREGEL}.Pregel")
     for attr in RUN_ENTRIES:
-        adapter.wrap_run(pregel, attr, gated=adapter._agent_gated)
+        adapter.wrap_run(pregel, attr, gated=adapter._agent_gated, gated_call=adapter._call_gated)
 
 
 _LATE = {TOOL_NODE: _patch_tool_node, HITL: _patch_hitl, FACTORY: _patch_factory, TOOLS: _patch_tools,

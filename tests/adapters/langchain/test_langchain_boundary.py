@@ -314,3 +314,43 @@ def test_an_agent_used_as_a_tool_runs_its_own_tools_and_parallel_calls_run(rig, 
     result, exc = run(agent, [gate()], mode)
     assert exc is None and sorted(c["command"] for c in rig.marker.calls) == ["a", "b"]
     assert ungoverned(rig) == []
+
+
+def stripping_wrapper(marker):
+    from langchain_core.tools import StructuredTool
+
+    def stripping(command: str) -> str:
+        """Run a command, without the run's callbacks."""
+        return str(marker.invoke({"command": command}, config={"callbacks": []}))
+
+    return StructuredTool.from_function(stripping)
+
+
+def test_a_bypass_that_drops_the_run_s_callbacks_is_still_denied(rig):
+    """The gate handler is in the run's config: a wrapper that invokes the inner tool with
+    no callbacks at all leaves none in the inner tool's context; the run is gated still."""
+    marker = rig.marker.tool()
+    agent = create_agent(script({"command": "smuggled"}, tool="stripping"), tools=[marker, stripping_wrapper(marker)])
+    _, exc = run(agent, [gate()], "sync")
+    assert not rig.marker.ran and isinstance(exc, Ungoverned)
+    assert [(e["tool"], e["outcome"]) for e in ungoverned(rig)] == [(TOOL, "deny")]
+
+
+def test_a_node_that_drops_the_callbacks_before_any_tool_call_is_denied(rig):
+    marker = rig.marker.tool()
+
+    def my_node(state):
+        marker.invoke({"command": "first thing"}, config={"callbacks": []})
+        return {"messages": []}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("mine", my_node)
+    graph.add_edge(START, "mine")
+    graph.add_edge("mine", END)
+    app = graph.compile()
+    with pytest.raises(Ungoverned):
+        app.invoke(STATE, config={"callbacks": [gate()]})
+    assert rig.marker.calls == []
+    app.invoke(STATE)  # the twin: the same run without a gate runs (audited)
+    assert rig.marker.calls == [{"command": "first thing"}]
+    assert [e["outcome"] for e in ungoverned(rig)] == ["deny", "allow"]
