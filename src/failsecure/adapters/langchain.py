@@ -110,8 +110,9 @@ RUN_ENTRIES = ("invoke", "ainvoke", "stream", "astream")
 TOOLS = "langchain_core.tools.base"
 CONFIG = "langchain_core.runnables.config"
 #: ToolNode's own execution of one tool call, while the call has not reached its tool's
-#: callbacks yet: [tool call id, tool name]; emptied by the first ``on_tool_start`` under
-#: it (the tool's own), so a tool that the tool runs in turn is never the dispatched call
+#: callbacks yet: [tool call id, tool name, the hooks that took part]; emptied by the first
+#: ``on_tool_start`` under it (the tool's own), so a tool that the tool runs in turn is
+#: never the dispatched call
 _DISPATCH: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("failsecure_langchain_dispatch", default=None)
 #: the hooks that judged this call on its way to the tool: ``wrap_tool_call`` middleware
 #: that handed it on (outermost first), the HITL ``when`` predicate that judged it
@@ -157,9 +158,6 @@ class LangChainAdapter(Adapter):
         #: (thread id, model message id, tool call id) -> (guarded ``when``, pictures of
         #: the calls it judged): what a later rewrite is compared against
         self._judged: dict = {}
-        #: tool run ids whose ``on_tool_start`` had a gate handler (the tool's own
-        #: callbacks are not in its body's context): an ungoverned call of it is denied
-        self._gated_runs: dict = {}
 
     def handler_id(self, handler: Any) -> str:
         """The hook id of a callback handler: ``langchain:<module>.<qualname>`` of its class."""
@@ -365,9 +363,8 @@ class LangChainAdapter(Adapter):
         run_id = kwargs.get("run_id")
         if run_id is None or not self.in_run():
             return
-        if gates:
-            _remember(self._gated_runs, run_id, True)
-            self.mark_gated()  # a tool of this run had a gate: the rest of the run has it too
+        if gates:  # a tool start of this run had a gate (a tool's own callbacks too): the run has it
+            self.mark_gated()
         if dispatched:
             self.granted(decision, tool, run_id, None)
 
@@ -390,8 +387,7 @@ class LangChainAdapter(Adapter):
         arguments: the run's callbacks judged what its ``run`` parses, key, gated)."""
         config = _child_config()
         call_id = getattr(config.get("callbacks"), "parent_run_id", None) if config is not None else None
-        gated = self._gated_runs.pop(call_id, None) if call_id is not None else None
-        return tool.name, call_id, None, id(tool), gated
+        return tool.name, call_id, None, id(tool), None
 
     def user_gates(self) -> bool:
         """A gate handler is in the callbacks the tool's body runs with (the run's)."""
