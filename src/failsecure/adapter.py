@@ -40,13 +40,15 @@ Ungoverned = _boundary.Ungoverned
 
 
 def _shape(fn: Any) -> str:
-    """"agen", "async" or "sync": what calling ``fn`` gives."""
+    """"agen", "async", "gen" or "sync": what calling ``fn`` gives."""
     import inspect
 
     if inspect.isasyncgenfunction(fn):
         return "agen"
     if inspect.iscoroutinefunction(fn):
         return "async"
+    if inspect.isgeneratorfunction(fn):
+        return "gen"
     return "sync"
 
 
@@ -725,6 +727,14 @@ class Adapter(abc.ABC):
         asked = set(later)
         return [r for r in config.required_for(self.name) if r not in asked]
 
+    @staticmethod
+    def role(hook_id: str, strict: Optional[bool], config: Optional[policy.Config] = None) -> str:
+        """``"gate"`` or ``"observer"`` for a hook the framework runs with every tool call:
+        the adapter says what it saw (``strict``: the framework's own "my failure stops
+        the call" mark; ``None``: unreadable), the config in force says what it means
+        (``Config.role_for``)."""
+        return (config or policy.current()).role_for(hook_id, strict)
+
     def would_deny(self, hook_id: str, failed: bool) -> bool:
         """Whether a deny answer (``failed=False``) or a failure (``failed=True``) of this
         hook would deny the call under the config in force: an observer's never does, a
@@ -793,6 +803,18 @@ class Adapter(abc.ABC):
         except Exception as exc:  # noqa: BLE001 - failsecure's own failure: reported; no grant, so the call is ungoverned (fail closed)
             internal(exc, f"failsecure: the {self.name} grant failed ({{type}})")
 
+    @staticmethod
+    def in_run() -> bool:
+        """This code runs inside an agent run (a context-variable read)."""
+        return _boundary.current() is not None
+
+    def mark_gated(self) -> None:
+        """A gate of this framework is in force for the rest of the run this code is in
+        (its ungoverned calls are denied); no-op outside a run."""
+        run = _boundary.current()
+        if run is not None:
+            run.gated[self.name] = True
+
     def run_scope(self) -> "_boundary.run_scope":
         """``with self.run_scope():`` around a run entry point's body (``wrap_run`` does it)."""
         return _boundary.run_scope()
@@ -811,20 +833,23 @@ class Adapter(abc.ABC):
         """After the execution ``at_boundary`` let run (``failed``: it raised)."""
         _boundary.leave(token, failed)
 
-    def wrap_run(self, owner: Any, attr: str, gated: Optional[Callable[[Any], bool]] = None) -> None:
-        """Make ``owner.attr`` (a sync, async or async-generator method, or an
+    def wrap_run(self, owner: Any, attr: str, gated: Optional[Callable[[Any], bool]] = None,
+                 gated_call: Optional[Callable[[Any, tuple, dict], bool]] = None) -> None:
+        """Make ``owner.attr`` (a sync, async, generator or async-generator method, or an
         ``@asynccontextmanager`` one: its ``async with`` body) a run entry point: its body
-        runs inside a run scope. ``gated(instance)``: the entering object has a
-        gate of this framework registered (its run's ungoverned calls are then denied)."""
+        runs inside a run scope (a generator's: each step of it). ``gated(instance)``: the
+        entering object has a gate of this framework registered (its run's ungoverned
+        calls are then denied); ``gated_call(instance, args, kwargs)``: the same, told
+        from the call (a gate passed in the run's arguments)."""
         adapter = self
         shape = _shape(vars(owner)[attr] if attr in vars(owner) else getattr(owner, attr))
 
-        def enter(instance: Any) -> Any:
+        def enter(instance: Any, args: tuple, kwargs: dict) -> Any:
             scope = _boundary.run_scope()
             run = scope.__enter__()
-            if gated is not None and not run.gated.get(adapter.name):
+            if (gated is not None or gated_call is not None) and not run.gated.get(adapter.name):
                 try:
-                    if gated(instance):
+                    if (gated is not None and gated(instance)) or (gated_call is not None and gated_call(instance, args, kwargs)):
                         run.gated[adapter.name] = True
                 except Exception:  # noqa: BLE001 - the framework's own object: cannot tell, fail closed
                     run.gated[adapter.name] = True
@@ -833,7 +858,7 @@ class Adapter(abc.ABC):
         if shape == "agen":
             def wrapper(wrapped, instance, args, kwargs):
                 async def run_gen():
-                    scope = enter(instance)
+                    scope = enter(instance, args, kwargs)
                     try:
                         async for item in wrapped(*args, **kwargs):
                             yield item
@@ -843,7 +868,7 @@ class Adapter(abc.ABC):
         elif shape == "async":
             def wrapper(wrapped, instance, args, kwargs):
                 async def run_coro():
-                    scope = enter(instance)
+                    scope = enter(instance, args, kwargs)
                     try:
                         return await wrapped(*args, **kwargs)
                     finally:
@@ -852,10 +877,32 @@ class Adapter(abc.ABC):
         elif _async_cm(vars(owner)[attr] if attr in vars(owner) else getattr(owner, attr)):
             # an ``@asynccontextmanager`` method: the run is the ``async with`` body
             def wrapper(wrapped, instance, args, kwargs):
-                return _ScopedAsyncCM(wrapped(*args, **kwargs), lambda: enter(instance))
+                return _ScopedAsyncCM(wrapped(*args, **kwargs), lambda: enter(instance, args, kwargs))
+        elif shape == "gen":
+            # a sync generator's body runs in its consumer's context: the run is entered
+            # for each step only, so the consumer's own code between items is outside it
+            def wrapper(wrapped, instance, args, kwargs):
+                def run_gen():
+                    scope = enter(instance, args, kwargs)
+                    try:
+                        run = _boundary.current()
+                        inner = wrapped(*args, **kwargs)
+                    finally:
+                        scope.__exit__()
+                    try:
+                        while True:
+                            with _boundary.run_scope(run):
+                                try:
+                                    item = next(inner)
+                                except StopIteration:
+                                    return
+                            yield item
+                    finally:
+                        inner.close()
+                return run_gen()
         else:
             def wrapper(wrapped, instance, args, kwargs):
-                scope = enter(instance)
+                scope = enter(instance, args, kwargs)
                 try:
                     return wrapped(*args, **kwargs)
                 finally:
@@ -945,14 +992,18 @@ class Adapter(abc.ABC):
         except Exception:  # noqa: BLE001 - only a marker for doctor; the wrapper is in place either way
             pass
 
-    def wrap_subclasses(self, base: type, attrs: tuple, read: Callable[[Any, tuple, dict], Any]) -> None:
+    def wrap_subclasses(self, base: type, attrs: tuple, read: Callable[[Any, tuple, dict], Any],
+                        base_attrs: Optional[tuple] = None) -> None:
         """``wrap_boundary`` on ``attrs`` of ``base`` and of every subclass that defines its
         own (the tool classes a framework and its users write), those defined later too
-        (through ``base.__init_subclass__``). An abstract method is left alone."""
+        (through ``base.__init_subclass__``). An abstract method is left alone.
+        ``base_attrs``: those of ``attrs`` wrapped on ``base`` itself (default: all; a
+        base's default that only hands on to another of them, and that the framework
+        compares by identity, stays as it is)."""
         adapter = self
 
         def bound(cls: type) -> None:
-            for attr in attrs:
+            for attr in (attrs if cls is not base or base_attrs is None else base_attrs):
                 value = vars(cls).get(attr)
                 if value is None or not callable(value) or getattr(value, "__isabstractmethod__", False):
                     continue

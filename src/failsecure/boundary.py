@@ -121,16 +121,20 @@ def current() -> Optional[Run]:
 
 class run_scope:
     """``with run_scope():`` — the code inside is an agent run (a run inside a run is the
-    same run). Reentrant per context; ``__exit__`` never raises."""
+    same run). ``run``: enter that run (a generator's next step). Reentrant per context;
+    ``__exit__`` never raises."""
 
-    __slots__ = ("_token",)
+    __slots__ = ("_token", "_given")
+
+    def __init__(self, run: Optional[Run] = None) -> None:
+        self._given = run
 
     def __enter__(self) -> Run:
         run = _run.get()
         if run is not None:
             self._token = None
             return run
-        run = Run()
+        run = self._given or Run()
         self._token = _run.set(run)
         return run
 

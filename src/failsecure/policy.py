@@ -152,6 +152,17 @@ class Config:
             self._resolved[hook_id] = got
         return got
 
+    def role_for(self, hook_id: str, strict: bool | None) -> str:
+        """What a hook is, ``"gate"`` or ``"observer"``: its own ``role`` in the config;
+        else what the framework says of it (``strict``: its failure stops the tool call,
+        as LangChain's ``raise_error``); a hook the framework says nothing readable of
+        (``None``) is a gate: judged, never waved through."""
+        own = self.hooks.get(hook_id)
+        role = own.role if own is not None else None
+        if role is None:
+            return "observer" if strict is False else "gate"
+        return "observer" if role == "observer" else "gate"
+
     def timeout_for(self, hook_id: str, interactive: bool = False) -> float | None:
         """Deadline in seconds for one call of a hook, or None for no deadline.
 

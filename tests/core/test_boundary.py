@@ -365,3 +365,50 @@ def test_ungoverned_calls_are_counted_for_doctor(toy, monkeypatch):
         Runner().run(lambda: shell.run(command="ls"))
     Runner().run(lambda: None)
     assert boundary.seen == {"toy": 1}
+
+
+class Streamer:
+    def stream(self, fn, steps):
+        for _ in range(steps):
+            yield fn()
+
+
+def test_a_generator_run_entry_is_the_run_only_while_a_step_runs():
+    adapter = Toy(gates=["toy:gate"])
+    adapter.patch()
+    adapter.wrap_run(Streamer, "stream")
+    try:
+        seen = []
+        gen = Streamer().stream(lambda: (adapter.in_run(), id(boundary.current())), 2)
+        assert not adapter.in_run()  # created, not started
+        for inside, run in gen:
+            seen.append((inside, run))
+            assert not adapter.in_run()  # the consumer's code between items
+        assert [s[0] for s in seen] == [True, True]
+        assert seen[0][1] == seen[1][1]  # one run for every step
+        assert not adapter.in_run()
+    finally:
+        adapter.unpatch()
+
+
+def test_a_generator_run_entry_closed_early_closes_its_generator():
+    adapter = Toy()
+    adapter.patch()
+    closed = []
+
+    class Early:
+        def stream(self):
+            try:
+                yield 1
+                yield 2
+            finally:
+                closed.append(True)
+
+    adapter.wrap_run(Early, "stream")
+    try:
+        gen = Early().stream()
+        assert next(gen) == 1
+        gen.close()
+        assert closed == [True] and not adapter.in_run()
+    finally:
+        adapter.unpatch()

@@ -102,3 +102,13 @@ def test_policy_module_does_not_import_pydantic():
     code = "import sys, failsecure.policy as p; p.load_light(); print('pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "FAILSECURE_AUTO": "0"})
     assert out.stdout.strip() == "False"
+
+
+def test_a_hooks_role_is_the_configs_else_what_the_framework_says(write_config):
+    c = write_config('[hooks."a:watch"]\nrole = "observer"\n[hooks."a:judge"]\nrole = "gate"\n[hooks."a:slow"]\ntimeout = 1\n')
+    assert c.role_for("a:watch", True) == "observer"  # the config says
+    assert c.role_for("a:judge", False) == "gate"
+    assert c.role_for("a:slow", False) == "observer"  # no role of its own: the framework's mark
+    assert c.role_for("a:slow", True) == "gate"
+    assert c.role_for("a:other", None) == "gate"  # unreadable: judged
+    assert c.role_for("a:other", False) == "observer"

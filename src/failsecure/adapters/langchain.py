@@ -54,6 +54,15 @@ What is patched (``wrapt``; ``unpatch`` restores every attribute):
   escaping a task out of the loop; the middleware's ``SystemExit`` is carried out of
   that task as ``_Exited`` (no text) and taken back by the guard.
 
+- The tool boundary (docs/ungoverned.md): ``langgraph.pregel.main.Pregel``'s ``invoke``,
+  ``ainvoke``, ``stream``, ``astream`` are the run entry points; every ``BaseTool`` class's
+  own ``_run`` / ``_arun`` (``langchain_core.tools.base``, classes defined later too) the
+  innermost call. The first ``on_tool_start`` under ToolNode's execution of a call (after
+  every middleware and the HITL checks) is the dispatched tool run: when its callbacks
+  allow, that tool run (its run id, the parent run its body sees) is granted. A tool run
+  inside a graph's run without one (a node's or a wrapper tool's own ``invoke`` /
+  ``_run`` of a tool) is ungoverned.
+
 ``langchain`` and ``langgraph`` may be imported after ``langchain_core``: their patches
 are applied by post-import hooks as soon as they are imported.
 
@@ -95,6 +104,16 @@ FACTORY = "langchain.agents.factory"
 HITL = "langchain.agents.middleware.human_in_the_loop"
 TOOL_NODE = "langgraph.prebuilt.tool_node"
 EVENT = "on_tool_start"
+#: the tool boundary (docs/ungoverned.md): the run entry points and the innermost call
+PREGEL = "langgraph.pregel.main"
+RUN_ENTRIES = ("invoke", "ainvoke", "stream", "astream")
+TOOLS = "langchain_core.tools.base"
+CONFIG = "langchain_core.runnables.config"
+#: ToolNode's own execution of one tool call, while the call has not reached its tool's
+#: callbacks yet: [tool call id, tool name, the hooks that took part]; emptied by the first
+#: ``on_tool_start`` under it (the tool's own), so a tool that the tool runs in turn is
+#: never the dispatched call
+_DISPATCH: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("failsecure_langchain_dispatch", default=None)
 #: the hooks that judged this call on its way to the tool: ``wrap_tool_call`` middleware
 #: that handed it on (outermost first), the HITL ``when`` predicate that judged it
 _TOOK_PART: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed_on", default=())
@@ -236,14 +255,11 @@ class LangChainAdapter(Adapter):
         gates, observers = [], []
         for handler in list(handlers):
             hook_id = self.handler_id(handler)
-            own = config.hooks.get(hook_id)
-            role = getattr(own, "role", None) if own is not None else None
-            if role is None:
-                try:
-                    role = "gate" if handler.raise_error else "observer"
-                except Exception:
-                    role = "gate"  # unreadable: judged, never waved through
-            if role == "observer":
+            try:
+                strict: Optional[bool] = bool(handler.raise_error)
+            except Exception:
+                strict = None  # unreadable: the core makes it a gate
+            if self.role(hook_id, strict, config) == "observer":
                 observers.append(handler)
             else:
                 gates.append((hook_id, handler))
@@ -287,8 +303,9 @@ class LangChainAdapter(Adapter):
             if observers:
                 _observe_sync(wrapped, observers, event, ignore, rest, kwargs)
             tool, call_id, inputs = self._describe(rest, kwargs)
+            dispatched, took = self._dispatch_of(tool, kwargs)
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
-            outcomes = _took_part() + fixed
+            outcomes = _took_part(took) + fixed
             if calls:
                 def step(h: str, m: Any) -> Any:
                     return lambda: self.hook_calls([(h, _drive, (m,) + rest, kwargs, None)])
@@ -296,6 +313,7 @@ class LangChainAdapter(Adapter):
                 # gate by gate: a stamping gate settles, a gate after the last rewrite runs once
                 outcomes += settle([step(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
+            self._grant(decision, tool, gates, kwargs, dispatched)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         if decision.denied:
@@ -313,8 +331,9 @@ class LangChainAdapter(Adapter):
             if observers:
                 await _observe_async(wrapped, observers, event, ignore, rest, kwargs)
             tool, call_id, inputs = self._describe(rest, kwargs)
+            dispatched, took = self._dispatch_of(tool, kwargs)
             calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
-            outcomes = _took_part() + fixed
+            outcomes = _took_part(took) + fixed
             if calls:
                 def astep(h: str, m: Any) -> Any:
                     async def run() -> Outcome:
@@ -324,6 +343,7 @@ class LangChainAdapter(Adapter):
 
                 outcomes += await asettle([astep(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
+            self._grant(decision, tool, gates, kwargs, dispatched)
         except Exception as exc:
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         if decision.denied:
@@ -331,6 +351,79 @@ class LangChainAdapter(Adapter):
             if observers:
                 await _observe_async(wrapped, observers, "on_tool_error", ignore, (denied,), _error_kwargs(kwargs))
             raise denied
+
+    # ------------------------------------------------------------ the tool boundary
+
+    def _grant(self, decision: Any, tool: Optional[str], gates: list, kwargs: dict, dispatched: bool) -> None:
+        """After the tool's callbacks decided: the tool run ToolNode dispatched (after every
+        ``wrap_tool_call`` middleware and the HITL checks) may run once; any other tool
+        run inside an agent run reached its tool past ToolNode (a custom node, a wrapper
+        tool): it gets no grant. Keyed by the tool run's id, which the tool's body sees as
+        its parent run."""
+        run_id = kwargs.get("run_id")
+        if run_id is None or not self.in_run():
+            return
+        if gates:  # a tool start of this run had a gate (a tool's own callbacks too): the run has it
+            self.mark_gated()
+        if dispatched:
+            self.granted(decision, tool, run_id, None)
+
+    @staticmethod
+    def _dispatch_of(tool: Optional[str], kwargs: dict) -> tuple:
+        """(this tool start is the one of the call ToolNode executes, the hooks that took
+        part in the call on its way here). The first tool start under ToolNode's execution
+        is the tool's own; any later one (a tool the tool runs) is not that call."""
+        dispatch = _DISPATCH.get()
+        if not dispatch:  # outside ToolNode's execution, or inside a dispatched tool's body
+            return False, _TOOK_PART.get()
+        call_id, name, took = dispatch
+        dispatch.clear()
+        if call_id == kwargs.get("tool_call_id") and name == tool:
+            return True, took
+        return False, ()
+
+    def _read_tool(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
+        """A tool's ``_run`` / ``_arun``: (name, the tool run it is the body of, no
+        arguments: the run's callbacks judged what its ``run`` parses, key, gated)."""
+        config = _child_config()
+        call_id = getattr(config.get("callbacks"), "parent_run_id", None) if config is not None else None
+        return tool.name, call_id, None, id(tool), None
+
+    def user_gates(self) -> bool:
+        """A gate handler is in the callbacks the tool's body runs with (the run's)."""
+        return self._has_gate(_child_config())
+
+    def _has_gate(self, config: Any) -> bool:
+        """A runnable config's callbacks (a list, or a callback manager) hold a gate handler."""
+        callbacks = config.get("callbacks") if isinstance(config, dict) else None
+        if callbacks is None:
+            return False
+        if isinstance(callbacks, (list, tuple)):
+            handlers = list(callbacks)
+        else:
+            handlers = list(getattr(callbacks, "handlers", None) or ()) + list(getattr(callbacks, "inheritable_handlers", None) or ())
+        return bool(self._split(handlers, None)[0])
+
+    def _call_gated(self, graph: Any, args: tuple, kwargs: dict) -> bool:
+        """A graph run entered with a gate handler in its config (``invoke(input, config)``),
+        or in the config it runs under (a graph run inside a run)."""
+        config = kwargs.get("config", args[1] if len(args) > 1 else None)
+        return self._has_gate(config) or self._has_gate(_child_config())
+
+    def _agent_gated(self, graph: Any) -> bool:
+        """A graph with a gate of its own: a ToolNode with ``wrap_tool_call`` middleware
+        (``create_agent``'s, or handed to it), or a HITL middleware's node."""
+        hitl = getattr(sys.modules.get(HITL), "HumanInTheLoopMiddleware", None)
+        node_type = getattr(sys.modules.get(TOOL_NODE), "ToolNode", None)
+        for node in list((getattr(graph, "nodes", None) or {}).values()):
+            bound = getattr(node, "bound", None)
+            if isinstance(node_type, type) and isinstance(bound, node_type):
+                if getattr(bound, "_wrap_tool_call", None) is not None or getattr(bound, "_awrap_tool_call", None) is not None:
+                    return True
+            owner = getattr(getattr(bound, "func", None), "__self__", None)
+            if isinstance(hitl, type) and isinstance(owner, hitl):
+                return True
+        return False
 
     # ------------------------------------------------------------ HITL `when`
 
@@ -786,13 +879,13 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         answer = adapter._settle_middleware(request)
         if answer is not None:
             return answer
-        token = _TOOK_PART.set(_TOOK_PART.get() + judged)
+        tokens = _dispatching(request, judged)
         try:
             return wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
         finally:
-            _TOOK_PART.reset(token)
+            _dispatched_done(tokens)
 
     async def _execute_async(wrapped, args, kwargs):
         request = args[0] if args else kwargs.get("request")
@@ -803,13 +896,13 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         answer = await adapter._asettle_middleware(request)
         if answer is not None:
             return answer
-        token = _TOOK_PART.set(_TOOK_PART.get() + judged)
+        tokens = _dispatching(request, judged)
         try:
             return await wrapped(*args, **kwargs)
         except ToolCallDenied as denied:
             return _tool_message(request, denied.reason)
         finally:
-            _TOOK_PART.reset(token)
+            _dispatched_done(tokens)
 
     def execute_async(wrapped, instance, args, kwargs):
         return _execute_async(wrapped, args, kwargs)
@@ -879,7 +972,25 @@ def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
         adapter.wrap(module, "traceable", traceable)
 
 
-_LATE = {TOOL_NODE: _patch_tool_node, HITL: _patch_hitl, FACTORY: _patch_factory}
+def _patch_tools(adapter: LangChainAdapter, module: Any) -> None:
+    base = getattr(module, "BaseTool", None)
+    if not isinstance(base, type):
+        raise PatchError(f"{TOOLS}.BaseTool")
+    # BaseTool's own ``_arun`` runs ``_run`` in an executor (the boundary is there), and
+    # ``arun`` compares it by identity to choose what it hands ``run_manager`` / ``config``
+    adapter.wrap_subclasses(base, ("_run", "_arun"), adapter._read_tool, base_attrs=("_run",))
+
+
+def _patch_pregel(adapter: LangChainAdapter, module: Any) -> None:
+    pregel = getattr(module, "Pregel", None)
+    if not isinstance(pregel, type) or not all(callable(vars(pregel).get(a)) for a in RUN_ENTRIES):
+        raise PatchError(f"{PREGEL}.Pregel")
+    for attr in RUN_ENTRIES:
+        adapter.wrap_run(pregel, attr, gated=adapter._agent_gated, gated_call=adapter._call_gated)
+
+
+_LATE = {TOOL_NODE: _patch_tool_node, HITL: _patch_hitl, FACTORY: _patch_factory, TOOLS: _patch_tools,
+         PREGEL: _patch_pregel}
 
 
 def _late_hook(adapter: LangChainAdapter, module: str) -> Any:
@@ -938,6 +1049,42 @@ class _GuardedWhen:
             tool, call_id = _request_ids(request)
             decision = self.adapter.failed(exc, self.tool or tool, call_id)
             raise ToolCallDenied(decision.reason or "failsecure: denied") from None
+
+
+def _dispatching(request: Any, judged: tuple) -> tuple:
+    """ToolNode executes ``request``: the marker its tool's own ``on_tool_start`` takes
+    ([tool call id, the name of the tool that runs, the hooks that took part in the call]);
+    the tool's body (an agent run as a tool, a tool run by a tool) starts with no hook of
+    this call taking part and no middleware hand-on pictured."""
+    name, call_id = _request_ids(request)
+    try:
+        tool = getattr(request, "tool", None)
+        name = tool.name if tool is not None else name
+    except Exception:
+        pass
+    return (_DISPATCH.set([call_id, name, _TOOK_PART.get() + judged]), _TOOK_PART.set(()), _HANDED.set(()))
+
+
+def _dispatched_done(tokens: tuple) -> None:
+    dispatch, took, handed = tokens
+    _HANDED.reset(handed)
+    _TOOK_PART.reset(took)
+    _DISPATCH.reset(dispatch)
+
+
+#: LangChain's context variable of the runnable config the current code runs under
+_CHILD_CONFIG: list = [None]
+
+
+def _child_config() -> Optional[dict]:
+    """The runnable config the current code runs under (the tool run's, in a tool's body)."""
+    var = _CHILD_CONFIG[0]
+    if var is None:
+        var = _CHILD_CONFIG[0] = getattr(sys.modules.get(CONFIG), "var_child_runnable_config", None)
+        if var is None:
+            return None
+    config = var.get(None)
+    return config if isinstance(config, dict) else None
 
 
 def _remember(table: dict, key: Any, value: Any) -> None:
@@ -1141,11 +1288,11 @@ def _tool_message(request: Any, reason: Optional[str]) -> Any:
     return ToolMessage(content=reason or "failsecure: denied", name=tool, tool_call_id=call_id or "", status="error")
 
 
-def _took_part() -> list:
+def _took_part(took: tuple) -> list:
     """The hooks that judged the call on its way here, as outcomes of the tool's
     decision: they took part (a ``required`` one is present, the audit names it), with no
     opinion of their own in it."""
-    return [Outcome(hook=h, verdict=ABSTAIN) for h in _TOOK_PART.get()]
+    return [Outcome(hook=h, verdict=ABSTAIN) for h in took]
 
 
 def _is_answer(result: Any) -> bool:

@@ -81,6 +81,32 @@ class Marker:
             self.path.unlink()
 
 
+WRAPPER = "wrapper_tool"
+
+
+def wrapper_tool(inner: StructuredTool, is_async: bool = False, how: str = "invoke") -> StructuredTool:
+    """A third-party style wrapper tool: runs ``inner`` itself (its ``invoke`` /
+    ``ainvoke``, or its inner ``_run`` / ``_arun``), past ToolNode."""
+
+    def wrapper_tool(command: str) -> str:
+        """Run a command through the marker tool."""
+        if how == "none":  # a wrapper that runs only its own code
+            return f"wrapped {command}"
+        if how == "_run":
+            return str(inner._run(command=command, config={}))
+        return str(inner.invoke({"command": command}))
+
+    async def awrapper_tool(command: str) -> str:
+        """Run a command through the marker tool."""
+        if how == "_run":
+            return str(await inner._arun(command=command, config={}))
+        return str(await inner.ainvoke({"command": command}))
+
+    if is_async:
+        return StructuredTool.from_function(coroutine=awrapper_tool, name=WRAPPER, description="Run via the marker.")
+    return StructuredTool.from_function(wrapper_tool, name=WRAPPER)
+
+
 def handler(name: str, on_start, *, strict: bool = True, is_async: bool = False, **attrs) -> BaseCallbackHandler:
     """A callback handler whose class is named ``name`` (its hook id is
     ``langchain:<this module>.<name>``), ``raise_error = strict``."""
@@ -221,9 +247,18 @@ class LangChainHarness(Harness):
             raise self.unsupported[0]
         return ran
 
-    def _run(self, arguments, mode):
+    def bypass(self, arguments, mode):
+        ran = self._run(arguments, mode, bypass=True)
+        if self.unsupported:
+            raise self.unsupported[0]
+        return ran
+
+    def _run(self, arguments, mode, bypass: bool = False):
         self.marker.reset()
-        agent = create_agent(script(arguments), tools=[self.marker.tool(mode == "async")])
+        tools = [self.marker.tool(mode == "async")]
+        if bypass:  # the model calls a wrapper tool that invokes the marker tool itself
+            tools.append(wrapper_tool(tools[0], is_async=mode == "async"))
+        agent = create_agent(script(arguments, tool=tools[-1].name), tools=tools)
         config = {"callbacks": list(self.handlers)}
         state = {"messages": [{"role": "user", "content": "go"}]}
         try:
