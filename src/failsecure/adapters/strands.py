@@ -529,7 +529,7 @@ class StrandsAdapter(Adapter):
             # callback by callback: a stamping callback settles, one after the last rewrite runs once
             # (pass 1 one hand-off for all of them)
             outcomes = self.settle_calls(
-                [(self._hook(cb), self._call_sync, (cb, event), None, _verdict) for cb in callbacks], lambda: event,
+                [(self.callable_id(cb), self._call_sync, (cb, event), None, _verdict) for cb in callbacks], lambda: event,
                 self.hook_id("BeforeToolCallEvent"), steps=[step(i, cb) for i, cb in enumerate(callbacks)],
                 picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
             )
