@@ -59,7 +59,6 @@ import importlib
 import logging
 import re
 import sys
-import weakref
 from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Optional
@@ -99,6 +98,18 @@ _CLI_DECIDED = Decision(Verdict(action=Action.ALLOW))
 def _mcp_name(name: Any) -> str:
     """A server or tool name as Claude Code spells it in ``mcp__<server>__<tool>``."""
     return re.sub(r"[^a-zA-Z0-9_-]", "_", name) if type(name) is str else ""
+
+
+def _has_gates(query: Any) -> bool:
+    """The session a ``Query`` starts has a gate (a ``PreToolUse`` or ``PermissionRequest``
+    callback, or ``can_use_tool``): what an in-process tool run past the CLI's dispatch
+    would pass by. Read at ``Query.start``, before ``initialize`` prepares the callbacks."""
+    if getattr(query, "can_use_tool", None) is not None:
+        return True
+    hooks = getattr(query, "hooks", None)
+    if not isinstance(hooks, dict):
+        return False
+    return any(isinstance(m, dict) and m.get("hooks") for event in GATED for m in hooks.get(event) or ())
 
 
 def _hook_output(decision: str, reason: Optional[str], updated: Any = None) -> dict:
@@ -468,8 +479,6 @@ class ClaudeSDKAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._on_failure = False  # the release sends HookMatcher.on_failure (0.2.177+)
-        #: the prepared sessions (their gates are what an ungoverned call would pass by)
-        self._sessions: "weakref.WeakSet[_Session]" = weakref.WeakSet()
 
     # ------------------------------------------------------------ patching
 
@@ -538,7 +547,7 @@ class ClaudeSDKAdapter(Adapter):
         granted on arrival (the CLI's permission rules decided it)."""
         compat = importlib.import_module(MCP_COMPAT)
         adapter = self
-        self.wrap_run(query, "start")
+        self.wrap_run(query, "start", gated=_has_gates)
 
         def build_tool_server(wrapped, instance, args, kwargs):
             server = wrapped(*args, **kwargs)
@@ -596,11 +605,6 @@ class ClaudeSDKAdapter(Adapter):
         except Exception as exc:  # noqa: BLE001 - no grant: the call is ungoverned (fail closed), said
             log.error("failsecure: claude-agent-sdk: an in-process tool call was not recorded (%s)", type(exc).__name__)
 
-    def user_gates(self) -> bool:
-        """A prepared session has a gating callback or ``can_use_tool``: what an in-process
-        tool run past the CLI's dispatch would pass by."""
-        return any(s.registered for s in list(self._sessions))
-
     def _lockdown(self) -> None:
         """The targets are not where expected: a session that has gating callbacks or
         ``can_use_tool`` (or would need failsecure's own gate) refuses to start."""
@@ -654,7 +658,6 @@ class ClaudeSDKAdapter(Adapter):
         servers = getattr(query, "sdk_mcp_servers", None)
         if isinstance(servers, dict):
             session.in_process = tuple(f"mcp__{_mcp_name(name)}__" for name in servers)
-        self._sessions.add(session)
         for new_matchers in replaced.values():
             for matcher in new_matchers:
                 if isinstance(matcher, dict) and isinstance(matcher.get("hooks"), list):

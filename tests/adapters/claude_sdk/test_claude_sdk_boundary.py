@@ -20,7 +20,7 @@ sdk_rig = sys.modules["failsecure_claude_sdk_rig"]
 KIT, WRAPPER = sdk_rig.KIT_TOOLS
 
 
-def session(rig, prompt: str, hooks=None, can_use_tool=None, allowed=("Bash", KIT, WRAPPER)):
+def session(rig, prompt, hooks=None, can_use_tool=None, allowed=("Bash", KIT, WRAPPER)):
     """One offline session with the ``kit`` server; returns (what ran, what the model
     was told, the session's error or None)."""
     ran: list = []
@@ -35,7 +35,7 @@ def session(rig, prompt: str, hooks=None, can_use_tool=None, allowed=("Bash", KI
     opts.env.update(sdk_rig.IN_PROCESS_ENV)
     error = None
     try:
-        asyncio.run(sdk_rig.run_prompts(opts, [prompt], timeout=90))
+        asyncio.run(sdk_rig.run_prompts(opts, [prompt] if isinstance(prompt, str) else list(prompt), timeout=90))
     except Exception as exc:
         error = exc
     finally:
@@ -112,6 +112,16 @@ def test_a_tool_no_callback_selects_runs_as_the_cli_decided(rig):
     assert error is None, error
     assert ran == ["harmless"]
     assert ungoverned(rig) == []
+
+
+def test_a_second_execution_on_one_decision_is_ungoverned(rig):
+    """The model's call of the kit tool was allowed and ran; the wrapper replaying it
+    with the same arguments has no decision of its own."""
+    ran, _, error = session(rig, [sdk_rig.call_line(KIT, {"command": "harmless"}), sdk_rig.call_line(WRAPPER, {"command": "harmless"})],
+                            hooks=[HookMatcher(matcher=None, hooks=[allow_all])])
+    assert error is None, error
+    assert ran == ["harmless"]
+    assert [(e["tool"], e["outcome"]) for e in ungoverned(rig)] == [("kit_tool", "deny")]
 
 
 def test_a_can_use_tool_allow_grants_the_call(rig):
