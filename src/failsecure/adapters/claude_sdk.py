@@ -63,9 +63,9 @@ from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, current_config, same, snapshot
+from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, same, snapshot
 from failsecure.adapter import adapter as registered
-from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict
+from failsecure.verdict import Action, Decision, Failure, Invalid, Outcome, Verdict
 
 log = logging.getLogger("failsecure")
 
@@ -378,17 +378,12 @@ class _Session:
         outcomes = list(outcomes)
         for earlier in rounds[:-1]:  # a deny, failure or ask of any round stands
             outcomes += [o for o in earlier if _stands(o)]
-        config = current_config()
-        required = config.required_for(adapter.name)
-        if required:
-            seen = {o.hook for o in outcomes}
-            for hook in required:  # registered with this session, not consulted for this call: present
-                if hook in self.registered and hook not in seen:
-                    outcomes.append(Outcome(hook=hook, verdict=ABSTAIN))
-                    seen.add(hook)
         call_id = tool_use_id if type(tool_use_id) is str and tool_use_id else None
         final = state["judged"]
-        decision = await adapter.adecide(tool if type(tool) is str else None, outcomes, call_id=call_id, arguments=final)
+        # the callbacks registered with this session are there (a ``required`` naming one
+        # is met), whether or not their matchers select this tool: the core says so
+        decision = await adapter.adecide(tool if type(tool) is str else None, outcomes, call_id=call_id, arguments=final,
+                                         later=tuple(self.registered))
         self.grant(decision, tool, call_id, final)
         return _Result(decision, frozenset(indices), last, final, final is not original)
 
@@ -399,15 +394,6 @@ class _Session:
         # the CLI stops waiting at its own deadline for the matcher, counted from its request
         left = entry.cli_timeout * CLI_DEADLINE_SHARE - (perf_counter() - started)
         return await adapter.ahook_call(entry.hook_id, entry.callback, payload, tool_use_id, context, _validate=validate, _within=left)
-
-    def present(self, outcomes: list) -> list:
-        """``outcomes`` with every ``required`` callback of this session that was not
-        consulted for the decision counted as present (no opinion)."""
-        required = current_config().required_for(self.adapter.name)
-        if not required:
-            return outcomes
-        seen = {o.hook for o in outcomes}
-        return outcomes + [Outcome(hook=h, verdict=ABSTAIN) for h in required if h in self.registered and h not in seen]
 
     # -------------------------------------------------------------- rendering
 
@@ -727,7 +713,8 @@ class ClaudeSDKAdapter(Adapter):
                 final = input_data
                 if verdict is not None and verdict.action is Action.ALLOW and native.updated_input is not None:
                     final = native.updated_input
-                decision = await adapter.adecide(tool, session.present([outcome]), call_id=call_id, arguments=final)
+                decision = await adapter.adecide(tool, [outcome], call_id=call_id, arguments=final,
+                                                 later=tuple(session.registered))
                 session.grant(decision, tool, call_id, final)
                 action = decision.action
                 if action is Action.ASK and verdict is not None and verdict.action is Action.ALLOW:
