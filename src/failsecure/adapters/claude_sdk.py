@@ -77,9 +77,6 @@ PERMISSION = "PermissionRequest"
 GATED = (EVENT, PERMISSION)
 #: the CLI's own deadline for a hook callback when the matcher sets none (seconds)
 CLI_DEFAULT_TIMEOUT = 60.0
-#: share of the CLI's deadline failsecure's own deadlines may use: the answer must reach
-#: the CLI before it gives up (an older CLI reads its own timeout as "no decision")
-CLI_DEADLINE_SHARE = 0.8
 #: tool calls whose shared decision is kept for the triggers still to answer
 MAX_PENDING = 256
 _DECISIONS = {"allow": Action.ALLOW, "deny": Action.DENY, "ask": Action.ASK, "defer": Action.ASK}
@@ -392,8 +389,9 @@ class _Session:
         adapter = self.adapter
         validate = adapter.to_verdict if entry.event == EVENT else adapter.permission_request_verdict
         # the CLI stops waiting at its own deadline for the matcher, counted from its request
-        left = entry.cli_timeout * CLI_DEADLINE_SHARE - (perf_counter() - started)
-        return await adapter.ahook_call(entry.hook_id, entry.callback, payload, tool_use_id, context, _validate=validate, _within=left)
+        # (an older CLI reads its own timeout as "no decision"): the core keeps within it
+        return await adapter.ahook_call(entry.hook_id, entry.callback, payload, tool_use_id, context, _validate=validate,
+                                        _host=(entry.cli_timeout, started))
 
     # -------------------------------------------------------------- rendering
 
