@@ -191,7 +191,8 @@ class _Session:
             return None
         for prefix in self.in_process:
             if tool.startswith(prefix):
-                return tool[len(prefix):]
+                local = tool[len(prefix):]
+                return self.adapter.local_names.get(local, local)  # the name as its handler knows it
         return None
 
     def grant(self, decision: Decision, tool: Any, call_id: Any, arguments: Any) -> None:
@@ -463,6 +464,8 @@ class ClaudeSDKAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._on_failure = False  # the release sends HookMatcher.on_failure (0.2.177+)
+        #: an in-process tool's name as Claude Code spells it -> its own name
+        self.local_names: dict = {}
 
     # ------------------------------------------------------------ patching
 
@@ -560,6 +563,8 @@ class ClaudeSDKAdapter(Adapter):
                 handler = vars(tool_def).get("handler") if hasattr(tool_def, "__dict__") else None
                 if type(name) is not str or not callable(handler) or getattr(handler, "_self_failsecure_boundary", False):
                     continue
+                if _mcp_name(name) != name and len(self.local_names) < 4096:
+                    self.local_names[_mcp_name(name)] = name
                 self.wrap_boundary(tool_def, "handler", self._reader(name), where=f"{_mcp_name(server)}.{name}")
         except Exception as exc:  # noqa: BLE001 - the SDK's or the user's objects: this server's tools keep no boundary (said)
             log.error("failsecure: claude-agent-sdk: an SDK MCP server's tools got no boundary (%s)", type(exc).__name__)

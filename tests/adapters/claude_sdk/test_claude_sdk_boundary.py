@@ -145,3 +145,28 @@ def test_application_code_outside_a_run_keeps_working(rig):
     assert asyncio.run(kit_tool.handler({"command": "direct"}))["content"][0]["text"] == "ran"
     assert ran == ["direct"]
     assert ungoverned(rig) == []
+
+
+def test_a_tool_name_claude_code_rewrites_is_granted_under_its_own(rig):
+    """The CLI offers the in-process tool ``kit.dot`` as ``mcp__kit__kit_dot``: the
+    PreToolUse allow still grants the handler's call (``kit.dot``)."""
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    ran: list = []
+
+    @tool("kit.dot", "Runs a command.", {"command": str})
+    async def dotted(args):
+        ran.append(args["command"])
+        return {"content": [{"type": "text", "text": "ran"}]}
+
+    api = sdk_rig.ToolCallAPI()
+    opts = sdk_rig.options(api, str(rig.home), str(rig.dir), allowed_tools=["mcp__kit__kit_dot"],
+                           mcp_servers={"kit": create_sdk_mcp_server("kit", tools=[dotted])},
+                           hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[allow_all])]})
+    opts.env.update(sdk_rig.IN_PROCESS_ENV)
+    try:
+        asyncio.run(sdk_rig.run_prompts(opts, [sdk_rig.call_line("mcp__kit__kit_dot", {"command": "harmless"})], timeout=90))
+    finally:
+        api.close()
+    assert ran == ["harmless"]
+    assert ungoverned(rig) == []
