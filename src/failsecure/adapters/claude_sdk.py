@@ -583,7 +583,9 @@ class ClaudeSDKAdapter(Adapter):
             if not isinstance(message, dict) or message.get("method") != "tools/call":
                 return
             params = message.get("params")
-            name = params.get("name") if isinstance(params, dict) else None
+            if not isinstance(params, dict):
+                return
+            name = params.get("name")
             if type(name) is not str:
                 return
             session = getattr(query, _MARK, None)

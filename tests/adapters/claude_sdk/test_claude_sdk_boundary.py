@@ -12,7 +12,6 @@ import asyncio
 import sys
 
 import pytest
-
 from claude_agent_sdk import HookMatcher
 
 sdk_rig = sys.modules["failsecure_claude_sdk_rig"]
@@ -36,7 +35,7 @@ def session(rig, prompt, hooks=None, can_use_tool=None, allowed=("Bash", KIT, WR
     error = None
     try:
         asyncio.run(sdk_rig.run_prompts(opts, [prompt] if isinstance(prompt, str) else list(prompt), timeout=90))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the test decides whether a failed session is expected
         error = exc
     finally:
         api.close()

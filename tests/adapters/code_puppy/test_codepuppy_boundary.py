@@ -205,9 +205,8 @@ def test_application_code_outside_a_run_keeps_working(rig, registry):
 def test_code_puppy_agent_run_is_a_run_entry(adapter):
     """code-puppy's own agent turn is a run entry point (the boundary knows it is inside a
     run from there on), as is the pydantic-ai run it goes through."""
-    from pydantic_ai.agent.abstract import AbstractAgent
-
     from code_puppy.agents.base_agent import BaseAgent
+    from pydantic_ai.agent.abstract import AbstractAgent
 
     assert adapter.state == "patched"
     for owner, attr in ((BaseAgent, "run_with_mcp"), (AbstractAgent, "run")):
