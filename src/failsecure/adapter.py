@@ -20,6 +20,7 @@ import sys
 import threading
 import types
 import weakref
+from time import perf_counter
 from typing import Any, Callable, ClassVar, Iterable, Optional
 
 from . import audit, guard, hookid, policy
@@ -37,6 +38,11 @@ _bounding = threading.RLock()
 
 #: raised at a framework's innermost tool call for an ungoverned call that is denied
 Ungoverned = _boundary.Ungoverned
+
+#: share of a host's own deadline for a hook's answer that failsecure's deadline may use
+#: (``ahook_call(_host=...)``): the answer must reach the host before it stops waiting (a
+#: host that reads its own timeout as "no decision" would run the tool)
+HOST_DEADLINE_SHARE = 0.8
 
 
 def _shape(fn: Any) -> str:
@@ -610,10 +616,18 @@ class Adapter(abc.ABC):
 
         return await asettle(steps or _aone_by_one(self.ahook_calls, calls, _interactive), current, hook, first=first, **rule)
 
-    async def ahook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, _within=None, **kwargs) -> Outcome:
+    async def ahook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, _within=None,
+                         _host=None, **kwargs) -> Outcome:
         """``_within``: the deadline the framework itself holds for this call (seconds
         left before the host stops waiting for the answer); the shorter of it and the
-        configured one applies, and none left is a timeout at once."""
+        configured one applies, and none left is a timeout at once. ``_host``: (the
+        host's own deadline for the answer, in seconds; ``time.perf_counter()`` when its
+        request came): failsecure's deadline ends at ``HOST_DEADLINE_SHARE`` of it, so
+        the answer reaches the host before it gives up."""
+        if _host is not None:
+            limit, since = _host
+            left = limit * HOST_DEADLINE_SHARE - (perf_counter() - since)
+            _within = left if _within is None else min(_within, left)
         timeout = policy.current().timeout_for(hook_id, _interactive)
         if _within is not None:
             if _within <= 0:

@@ -40,21 +40,34 @@ only ever sees answers that are valid and never raise:
 
 Other hook events are observers: untouched. Hook ids: ``claude-agent-sdk:<module>.<qualname>``
 of the callback (``can_use_tool`` likewise).
+
+The tool boundary (docs/ungoverned.md): most tools run inside the CLI process, where no
+Python code sees them. The tools that run in this process are the SDK MCP servers' tools
+(``create_sdk_mcp_server`` / ``@tool``): ``Query.start`` is the run entry point (the
+session's reader, which answers every control request, runs in its context), each such
+tool's ``handler`` the innermost call (wrapped when ``build_tool_server`` builds its
+server), matched by tool name and arguments (a handler is handed nothing else). A
+``PreToolUse`` / ``PermissionRequest`` / ``can_use_tool`` decision that allows grants the
+call; a ``tools/call`` the CLI sends for a tool no ``PreToolUse`` callback selects is the
+CLI's own decision (its permission rules) and is granted on arrival.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import re
 import sys
 from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, current_config, same, snapshot
+from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, same, snapshot
 from failsecure.adapter import adapter as registered
-from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
+from failsecure.verdict import Action, Decision, Failure, Invalid, Outcome, Verdict
+
+log = logging.getLogger("failsecure")
 
 QUERY = "claude_agent_sdk._internal.query"
 TYPES = "claude_agent_sdk.types"
@@ -64,9 +77,6 @@ PERMISSION = "PermissionRequest"
 GATED = (EVENT, PERMISSION)
 #: the CLI's own deadline for a hook callback when the matcher sets none (seconds)
 CLI_DEFAULT_TIMEOUT = 60.0
-#: share of the CLI's deadline failsecure's own deadlines may use: the answer must reach
-#: the CLI before it gives up (an older CLI reads its own timeout as "no decision")
-CLI_DEADLINE_SHARE = 0.8
 #: tool calls whose shared decision is kept for the triggers still to answer
 MAX_PENDING = 256
 _DECISIONS = {"allow": Action.ALLOW, "deny": Action.DENY, "ask": Action.ASK, "defer": Action.ASK}
@@ -75,6 +85,28 @@ _MARK = "_failsecure_session"
 #: the fields of a hook input the CLI sends for every event (kept from the latest
 #: request, for a PermissionRequest decision the permission callback has to start)
 _BASE_FIELDS = ("session_id", "transcript_path", "cwd", "permission_mode", "prompt_id")
+#: where the SDK builds an in-process MCP server of ``SdkMcpTool``s (the tool boundary)
+MCP_COMPAT = "claude_agent_sdk._internal._mcp_compat"
+#: a tool call the CLI itself decided to make (its permission rules; no PreToolUse
+#: callback selects the tool): the CLI is the dispatcher, the call is granted
+_CLI_DECIDED = Decision(Verdict(action=Action.ALLOW))
+
+
+def _mcp_name(name: Any) -> str:
+    """A server or tool name as Claude Code spells it in ``mcp__<server>__<tool>``."""
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", name) if type(name) is str else ""
+
+
+def _has_gates(query: Any) -> bool:
+    """The session a ``Query`` starts has a gate (a ``PreToolUse`` or ``PermissionRequest``
+    callback, or ``can_use_tool``): what an in-process tool run past the CLI's dispatch
+    would pass by. Read at ``Query.start``, before ``initialize`` prepares the callbacks."""
+    if getattr(query, "can_use_tool", None) is not None:
+        return True
+    hooks = getattr(query, "hooks", None)
+    if not isinstance(hooks, dict):
+        return False
+    return any(isinstance(m, dict) and m.get("hooks") for event in GATED for m in hooks.get(event) or ())
 
 
 def _hook_output(decision: str, reason: Optional[str], updated: Any = None) -> dict:
@@ -149,6 +181,25 @@ class _Session:
         self._selection: dict = {}  # (event, tool name) -> indices of the entries its matchers select
         self.registered = {e.hook_id for e in entries if e.callback is not None}
         self.base: dict = {}  # the latest hook input's session fields
+        #: "mcp__<server>__" of the Query's in-process (SDK MCP) servers
+        self.in_process: tuple = ()
+
+    def local_tool(self, tool: Any) -> Optional[str]:
+        """The in-process tool's own name for a CLI tool name ``mcp__<server>__<tool>`` of
+        one of this session's SDK MCP servers (None: the tool runs in the CLI)."""
+        if type(tool) is not str or not self.in_process or not tool.startswith("mcp__"):
+            return None
+        for prefix in self.in_process:
+            if tool.startswith(prefix):
+                local = tool[len(prefix):]
+                return self.adapter.local_names.get(local, local)  # the name as its handler knows it
+        return None
+
+    def grant(self, decision: Decision, tool: Any, call_id: Any, arguments: Any) -> None:
+        """The decision on an in-process tool's call: it may run once with ``arguments``."""
+        local = self.local_tool(tool)
+        if local is not None:
+            self.adapter.granted(decision, local, None, arguments)
 
     # -------------------------------------------------------------- the trigger
 
@@ -325,17 +376,13 @@ class _Session:
         outcomes = list(outcomes)
         for earlier in rounds[:-1]:  # a deny, failure or ask of any round stands
             outcomes += [o for o in earlier if _stands(o)]
-        config = current_config()
-        required = config.required_for(adapter.name)
-        if required:
-            seen = {o.hook for o in outcomes}
-            for hook in required:  # registered with this session, not consulted for this call: present
-                if hook in self.registered and hook not in seen:
-                    outcomes.append(Outcome(hook=hook, verdict=ABSTAIN))
-                    seen.add(hook)
         call_id = tool_use_id if type(tool_use_id) is str and tool_use_id else None
         final = state["judged"]
-        decision = await adapter.adecide(tool if type(tool) is str else None, outcomes, call_id=call_id, arguments=final)
+        # the callbacks registered with this session are there (a ``required`` naming one
+        # is met), whether or not their matchers select this tool: the core says so
+        decision = await adapter.adecide(tool if type(tool) is str else None, outcomes, call_id=call_id, arguments=final,
+                                         later=tuple(self.registered))
+        self.grant(decision, tool, call_id, final)
         return _Result(decision, frozenset(indices), last, final, final is not original)
 
     async def _call(self, index, payload, tool_use_id, context, started) -> Outcome:
@@ -343,17 +390,9 @@ class _Session:
         adapter = self.adapter
         validate = adapter.to_verdict if entry.event == EVENT else adapter.permission_request_verdict
         # the CLI stops waiting at its own deadline for the matcher, counted from its request
-        left = entry.cli_timeout * CLI_DEADLINE_SHARE - (perf_counter() - started)
-        return await adapter.ahook_call(entry.hook_id, entry.callback, payload, tool_use_id, context, _validate=validate, _within=left)
-
-    def present(self, outcomes: list) -> list:
-        """``outcomes`` with every ``required`` callback of this session that was not
-        consulted for the decision counted as present (no opinion)."""
-        required = current_config().required_for(self.adapter.name)
-        if not required:
-            return outcomes
-        seen = {o.hook for o in outcomes}
-        return outcomes + [Outcome(hook=h, verdict=ABSTAIN) for h in required if h in self.registered and h not in seen]
+        # (an older CLI reads its own timeout as "no decision"): the core keeps within it
+        return await adapter.ahook_call(entry.hook_id, entry.callback, payload, tool_use_id, context, _validate=validate,
+                                        _host=(entry.cli_timeout, started))
 
     # -------------------------------------------------------------- rendering
 
@@ -425,6 +464,8 @@ class ClaudeSDKAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._on_failure = False  # the release sends HookMatcher.on_failure (0.2.177+)
+        #: an in-process tool's name as Claude Code spells it -> its own name
+        self.local_names: dict = {}
 
     # ------------------------------------------------------------ patching
 
@@ -444,6 +485,11 @@ class ClaudeSDKAdapter(Adapter):
                 raise PatchError(f"{QUERY}.Query.{attr}")
             if not set(names) <= set(code.co_names):
                 raise PatchError(f"{QUERY}.Query.{attr} no longer reads {', '.join(names)}")
+        for attr in ("start", "_handle_sdk_mcp_request"):  # the tool boundary's
+            if not asyncio.iscoroutinefunction(query.__dict__.get(attr)):
+                raise PatchError(f"{QUERY}.Query.{attr}")
+        if not callable(vars(importlib.import_module(MCP_COMPAT)).get("build_tool_server")):
+            raise PatchError(f"{MCP_COMPAT}.build_tool_server")
         return query
 
     def _patch(self) -> None:
@@ -478,6 +524,77 @@ class ClaudeSDKAdapter(Adapter):
                 return wrapped(*args, **kwargs)
 
             self.wrap(query, "_send_control_request", send_control_request)
+        self._patch_boundary(query)
+
+    # ------------------------------------------------------------ the tool boundary
+
+    def _patch_boundary(self, query: Any) -> None:
+        """``Query.start`` is the run entry point; each in-process tool's handler, the
+        innermost call; a CLI ``tools/call`` of a tool no PreToolUse callback selects is
+        granted on arrival (the CLI's permission rules decided it)."""
+        compat = importlib.import_module(MCP_COMPAT)
+        adapter = self
+        self.wrap_run(query, "start", gated=_has_gates)
+
+        def build_tool_server(wrapped, instance, args, kwargs):
+            server = wrapped(*args, **kwargs)
+            run_tool = args[3] if len(args) > 3 else kwargs.get("run_tool")
+            adapter._bound_tools(args[0] if args else kwargs.get("name"), run_tool)
+            return server
+
+        self.wrap_everywhere(compat, "build_tool_server", build_tool_server, "claude_agent_sdk")
+
+        async def handle_sdk_mcp_request(wrapped, instance, args, kwargs):
+            server = args[0] if args else kwargs.get("server_name")
+            message = args[1] if len(args) > 1 else kwargs.get("message")
+            adapter._arrived(instance, server, message)
+            return await wrapped(*args, **kwargs)
+
+        self.wrap(query, "_handle_sdk_mcp_request", handle_sdk_mcp_request)
+
+    def _bound_tools(self, server: Any, run_tool: Any) -> None:
+        """Each ``SdkMcpTool`` of a server ``create_sdk_mcp_server`` builds (``run_tool``'s
+        ``tools_by_name``): its ``handler`` gets the boundary. Never raises."""
+        try:
+            code = getattr(run_tool, "__code__", None)
+            cells = dict(zip(code.co_freevars, run_tool.__closure__ or ())) if code is not None else {}
+            tools = cells["tools_by_name"].cell_contents if "tools_by_name" in cells else {}
+            for name, tool_def in list(tools.items()) if isinstance(tools, dict) else ():
+                handler = vars(tool_def).get("handler") if hasattr(tool_def, "__dict__") else None
+                if type(name) is not str or not callable(handler) or getattr(handler, "_self_failsecure_boundary", False):
+                    continue
+                if _mcp_name(name) != name and len(self.local_names) < 4096:
+                    self.local_names[_mcp_name(name)] = name
+                self.wrap_boundary(tool_def, "handler", self._reader(name), where=f"{_mcp_name(server)}.{name}")
+        except Exception as exc:  # noqa: BLE001 - the SDK's or the user's objects: this server's tools keep no boundary (said)
+            log.error("failsecure: claude-agent-sdk: an SDK MCP server's tools got no boundary (%s)", type(exc).__name__)
+
+    @staticmethod
+    def _reader(name: str):
+        def read(_instance: Any, args: tuple, kwargs: dict) -> tuple:
+            return name, None, (args[0] if args else kwargs.get("args")), name, None
+
+        return read
+
+    def _arrived(self, query: Any, server: Any, message: Any) -> None:
+        """A ``tools/call`` from the CLI for an in-process tool that no PreToolUse callback
+        of the session selects: the CLI's permission rules decided it; granted."""
+        try:
+            if not isinstance(message, dict) or message.get("method") != "tools/call":
+                return
+            params = message.get("params")
+            if not isinstance(params, dict):
+                return
+            name = params.get("name")
+            if type(name) is not str:
+                return
+            session = getattr(query, _MARK, None)
+            if session is not None and session.selects(EVENT, f"mcp__{_mcp_name(server)}__{_mcp_name(name)}"):
+                return  # the PreToolUse callbacks' decision grants it
+            arguments = params.get("arguments")
+            self.granted(_CLI_DECIDED, name, None, arguments if arguments is not None else {})
+        except Exception as exc:  # noqa: BLE001 - no grant: the call is ungoverned (fail closed), said
+            log.error("failsecure: claude-agent-sdk: an in-process tool call was not recorded (%s)", type(exc).__name__)
 
     def _lockdown(self) -> None:
         """The targets are not where expected: a session that has gating callbacks or
@@ -529,6 +646,9 @@ class ClaudeSDKAdapter(Adapter):
             if new_matchers:
                 replaced[event] = new_matchers
         session = _Session(self, entries)
+        servers = getattr(query, "sdk_mcp_servers", None)
+        if isinstance(servers, dict):
+            session.in_process = tuple(f"mcp__{_mcp_name(name)}__" for name in servers)
         for new_matchers in replaced.values():
             for matcher in new_matchers:
                 if isinstance(matcher, dict) and isinstance(matcher.get("hooks"), list):
@@ -598,7 +718,9 @@ class ClaudeSDKAdapter(Adapter):
                 final = input_data
                 if verdict is not None and verdict.action is Action.ALLOW and native.updated_input is not None:
                     final = native.updated_input
-                decision = await adapter.adecide(tool, session.present([outcome]), call_id=call_id, arguments=final)
+                decision = await adapter.adecide(tool, [outcome], call_id=call_id, arguments=final,
+                                                 later=tuple(session.registered))
+                session.grant(decision, tool, call_id, final)
                 action = decision.action
                 if action is Action.ASK and verdict is not None and verdict.action is Action.ALLOW:
                     action = Action.ALLOW  # the permission callback is the human being asked

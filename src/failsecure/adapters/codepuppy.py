@@ -69,6 +69,17 @@ FILE = "file_permission"
 STATE, FEEDBACK = "code_puppy.tools.file_permission_state", "get_last_user_feedback"
 GATING = frozenset({PRE_TOOL, SHELL, FILE})
 
+#: the tool boundary (docs/ungoverned.md): the run entry points, (module, class, methods):
+#: code-puppy's agent turn, and the pydantic-ai agent run it (and a sub-agent) goes through
+#: (``run_sync`` and ``ModelCall.run`` await ``run``)
+RUN_ENTRIES = (
+    ("code_puppy.agents.base_agent", "BaseAgent", ("run_with_mcp",)),
+    ("pydantic_ai.agent.abstract", "AbstractAgent", ("run",)),
+)
+#: ... and the innermost tool execution beneath the ``pre_tool_call`` dispatch (code-puppy's
+#: patched ``ToolManager.execute_tool_call``): every function toolset's ``call_tool``
+TOOL_CLASSES = (("pydantic_ai.toolsets.function", "FunctionToolset", ("call_tool",)),)
+
 #: the parameters each gating phase is dispatched with (callbacks.on_* signatures)
 PARAMS = {
     PRE_TOOL: ("tool_name", "tool_args", "context"),
@@ -216,6 +227,8 @@ class CodePuppyAdapter(Adapter):
         self._active = False  # between _patch and _unpatch (the import hook checks it)
         self._feedback_wrapped = False  # file_permission_state.get_last_user_feedback
         self._said = threading.Lock()
+        self._bounded: set = set()  # (module, class) of RUN_ENTRIES/TOOL_CLASSES wrapped
+        self._bound_watch = False
 
     # ------------------------------------------------------------ patching
 
@@ -246,8 +259,52 @@ class CodePuppyAdapter(Adapter):
         self._active = True
         self._watch_pre_tool_patch()
         self._patch_command_hooks()
+        self._bounded = set()
+        self._patch_boundary()
+        if not self._bound_watch:
+            self._bound_watch = True
+            for module, _, _ in RUN_ENTRIES + TOOL_CLASSES:
+                when_imported(module, lambda _module: self._patch_boundary())
 
         when_imported(STATE, self._patch_feedback)
+
+    def _patch_boundary(self) -> None:
+        """The run entry points and the innermost tool call of every module of them that
+        is loaded (the others when they are imported)."""
+        if not self._active or len(self._bounded) == len(RUN_ENTRIES) + len(TOOL_CLASSES):
+            return
+        with self._lock:
+            for module_name, class_name, attrs in RUN_ENTRIES + TOOL_CLASSES:
+                if (module_name, class_name) in self._bounded:
+                    continue
+                module = sys.modules.get(module_name)
+                cls = getattr(module, class_name, None) if module is not None else None
+                if not isinstance(cls, type):
+                    continue
+                self._bounded.add((module_name, class_name))
+                if (module_name, class_name, attrs) in TOOL_CLASSES:
+                    self.wrap_subclasses(cls, attrs, self._read_call_tool)
+                else:
+                    for attr in attrs:
+                        if callable(vars(cls).get(attr)):
+                            self.wrap_run(cls, attr)
+
+    @staticmethod
+    def _read_call_tool(toolset: Any, args: tuple, kwargs: dict) -> tuple:
+        """``call_tool(name, tool_args, ctx, tool)``: the tool, and the arguments it runs
+        with (the dict the ``pre_tool_call`` callbacks judged). Matched by name and
+        arguments: code-puppy's ``pre_tool_call`` carries no call id."""
+        name = args[0] if args else kwargs.get("name")
+        tool_args = args[1] if len(args) > 1 else kwargs.get("tool_args")
+        name = name if type(name) is str else None
+        return name, None, tool_args, name, None
+
+    def user_gates(self) -> bool:
+        """A ``pre_tool_call`` callback is registered: the gate an ungoverned call passes
+        by (the ``run_shell_command`` and ``file_permission`` callbacks still judge inside
+        the tool, whatever path reached it)."""
+        callbacks = self._callbacks
+        return callbacks is not None and bool(callbacks.get_callbacks(PRE_TOOL))
 
     def _patch_feedback(self, state: Any) -> None:
         """A ``file_permission`` deny is ``[False]`` (the phase has no reason), and
@@ -352,6 +409,7 @@ class CodePuppyAdapter(Adapter):
     def _unpatch(self) -> None:
         self._active = False
         self.restore()
+        self._bounded = set()
         self._pretool_missing = False
         self._feedback_wrapped = False
 
@@ -513,6 +571,8 @@ class CodePuppyAdapter(Adapter):
                                      fail_closed=frozenset(opted), finish_pass=True)
             tool, arguments = self._tool_and_arguments(phase, args, kwargs)
             decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments, fail_closed=frozenset(opted))
+            if phase == PRE_TOOL:
+                self.granted(decision, tool, None, arguments)  # the arguments after every callback
             results = self._native(phase, decision, outcomes)
             if phase == SHELL and not _recheck.get():
                 results = await self._recheck_rewrite(args, kwargs, results)

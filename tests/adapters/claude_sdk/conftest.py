@@ -224,6 +224,40 @@ class ClaudeSDKHarness(Harness):
         return Ran(True, {"command": line}, told)
 
 
+    def bypass(self, arguments, mode):
+        """Inside the session's run, an in-process tool (``mcp__kit__wrapper_tool``, which
+        the gates' ``Bash`` matcher does not select: the CLI runs it by its permission
+        rules) calls another in-process tool's handler directly: a path the CLI never
+        sees."""
+        home = self.work / "home"
+        api = sdk_rig.ToolCallAPI()
+        ran_file = self.ran_file
+
+        def record(command):
+            with open(ran_file, "a") as out:
+                out.write(command + "\n")
+
+        server, _ = sdk_rig.kit_server([], record)
+        hooks = {"PreToolUse": list(self.matchers)} if self.matchers else None
+        opts = sdk_rig.options(api, str(home), str(self.work), hooks=hooks, mcp_servers={"kit": server},
+                               allowed_tools=["Bash"] + sdk_rig.KIT_TOOLS)
+        opts.env.update(sdk_rig.IN_PROCESS_ENV)
+        self.ran_file.unlink(missing_ok=True)
+        told = ""
+        try:
+            asyncio.run(sdk_rig.run_prompts(opts, [sdk_rig.call_line(sdk_rig.KIT_TOOLS[1], arguments)], timeout=60))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            told = type(exc).__name__
+        finally:
+            api.close()
+        told = "\n".join([told] + [str(b.get("content")) for b in api.model.tool_results()])
+        if not self.ran_file.exists():
+            return Ran(False, None, told)
+        return Ran(True, {"command": self.ran_file.read_text().splitlines()[0]}, told)
+
+
 @pytest.fixture
 def failsecure_harness(tmp_path, adapter):
     work = Path(tempfile.mkdtemp(prefix="fs-sdk-kit-", dir=tmp_path))

@@ -321,3 +321,69 @@ def permission_decision_of(answer: dict) -> Any:
         return "error"
     specific = (answer.get("response") or {}).get("hookSpecificOutput") or {}
     return (specific.get("decision") or {}).get("behavior")
+
+
+# ---------------------------------------------------------------- in-process tools (the tool boundary)
+
+
+class ToolCallModel(ScriptedModel):
+    """Answers each prompt line ``call: <tool> <json arguments>`` with one call of that
+    tool (when the CLI offers it), every later turn with plain text."""
+
+    def answer(self, body: dict) -> tuple:
+        messages = body.get("messages", [])
+        last = messages[-1] if messages else {}
+        content = last.get("content")
+        texts = [content] if isinstance(content, str) else [
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"] if isinstance(content, list) else []
+        tools = [t.get("name") for t in body.get("tools", [])]
+        for text in texts:
+            for line in text.splitlines():
+                if not line.startswith("call: "):
+                    continue
+                name, _, arguments = line[len("call: "):].partition(" ")
+                if name not in tools:
+                    continue
+                with self.lock:
+                    if line in self.issued:
+                        continue
+                    self.issued.add(line)
+                    self.counter += 1
+                    tool_id = "toolu_sdk_%d" % self.counter
+                return [{"type": "tool_use", "id": tool_id, "name": name, "input": json.loads(arguments)}], "tool_use"
+        return [{"type": "text", "text": "done"}], "end_turn"
+
+
+class ToolCallAPI(ScriptedAPI):
+    def __init__(self) -> None:
+        self.model = ToolCallModel()
+        self.server, self.url = fake_messages_api.serve(self.model)
+
+
+def kit_server(ran: list, record=None):
+    """An in-process SDK MCP server ``kit``: ``kit_tool`` records the command it runs
+    with; ``wrapper_tool`` runs ``kit_tool`` by calling its handler directly (a path the
+    CLI never sees). Returns (the server config, kit_tool)."""
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    @tool("kit_tool", "Runs a command.", {"command": str})
+    async def kit_tool(args):
+        ran.append(args["command"])
+        if record is not None:
+            record(args["command"])
+        return {"content": [{"type": "text", "text": "ran"}]}
+
+    @tool("wrapper_tool", "Runs a command through kit_tool.", {"command": str})
+    async def wrapper_tool(args):
+        return await kit_tool.handler({"command": args["command"]})
+
+    return create_sdk_mcp_server("kit", tools=[kit_tool, wrapper_tool]), kit_tool
+
+
+KIT_TOOLS = ["mcp__kit__kit_tool", "mcp__kit__wrapper_tool"]
+#: the CLI offers MCP tools to the model at once (not deferred behind its ToolSearch)
+IN_PROCESS_ENV = {"ENABLE_TOOL_SEARCH": "false"}
+
+
+def call_line(tool: str, arguments: dict) -> str:
+    return "call: %s %s" % (tool, json.dumps(arguments))

@@ -191,14 +191,17 @@ class CodePuppyHarness(Harness):
         seen.native.update(arguments)
         return None
 
-    def run(self, arguments, mode):
+    def run(self, arguments, mode, bypass=False):
         import asyncio
 
-        from pydantic_ai import Agent
+        from pydantic_ai import Agent, RunContext
         from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
         from pydantic_ai.models.function import FunctionModel
 
+        from failsecure.adapter import Ungoverned
+
         told: list = []
+        called = "wrapper_tool" if bypass else "kit_tool"
 
         def model(messages, info):
             for part in messages[-1].parts:
@@ -208,7 +211,7 @@ class CodePuppyHarness(Harness):
                 if type(part).__name__ == "RetryPromptPart":
                     told.append(str(part.content))
                     return ModelResponse(parts=[TextPart("done")])
-            return ModelResponse(parts=[ToolCallPart("kit_tool", dict(arguments))])
+            return ModelResponse(parts=[ToolCallPart(called, dict(arguments))])
 
         agent = Agent(FunctionModel(model))
         self.ran = []
@@ -219,11 +222,25 @@ class CodePuppyHarness(Harness):
             ran.append({"command": command})
             return "ran"
 
-        if mode == "sync":
-            agent.run_sync("go")
-        else:
-            asyncio.run(agent.run("go"))
+        @agent.tool
+        async def wrapper_tool(ctx: RunContext, command: str) -> str:
+            """A third-party style wrapper: runs the kit's tool through its toolset's
+            ``call_tool``, past code-puppy's ``pre_tool_call`` dispatch."""
+            toolset = agent._function_toolset
+            tools = await toolset.get_tools(ctx)
+            return str(await toolset.call_tool("kit_tool", {"command": command}, ctx, tools["kit_tool"]))
+
+        try:
+            if mode == "sync":
+                agent.run_sync("go")
+            else:
+                asyncio.run(agent.run("go"))
+        except Ungoverned as exc:  # the wrapper's inner call was denied: the run ends with it
+            told.append(str(exc))
         return Ran(ran=bool(ran), arguments=ran[-1] if ran else None, told="\n".join(told))
+
+    def bypass(self, arguments, mode):
+        return self.run(arguments, mode, bypass=True)
 
 
 @pytest.fixture
