@@ -237,23 +237,28 @@ def check(adapter: Any, tool: Optional[str], call_id: Optional[str], arguments: 
     run = _run.get()
     if run is None:
         return None, None
+    owner = getattr(adapter, "name", None)
     key = tool if key is None else key
     if gated is None:
-        gated = run.gated.get(getattr(adapter, "name", None)) or None
+        gated = run.gated.get(owner) or None
     inside = _inside.get()
-    if inside is not None and inside == key:
-        return None, None  # the tool's own execution, one level further in
+    # the tool's own execution, one level further in: this adapter's, or one another
+    # adapter's boundary around the same tool let run on a grant (code-puppy's over
+    # pydantic-ai's); one that another adapter let run ungoverned (it had no gate) is
+    # judged here again by this adapter's rule
+    if inside is not None and inside[1] == key and (inside[0] == owner or inside[2]):
+        return None, None
     taken = _consume(run, tool, call_id, arguments)
     if taken is not None:
-        return None, _Token(_inside.set(key), run, taken)
+        return None, _Token(_inside.set((owner, key, True)), run, taken)
     decision = ungoverned(adapter, tool, call_id, where, gated)
     if decision.denied:
         return decision, None
-    return None, _Token(_inside.set(key), None, None)
+    return None, _Token(_inside.set((owner, key, False)), None, None)
 
 
 def inside() -> Any:
-    """The key of the tool whose own execution is under way in this context."""
+    """The execution under way in this context: ``(adapter name, tool key, granted)``."""
     return _inside.get()
 
 

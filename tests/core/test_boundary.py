@@ -412,3 +412,48 @@ def test_a_generator_run_entry_closed_early_closes_its_generator():
         assert closed == [True] and not adapter.in_run()
     finally:
         adapter.unpatch()
+
+
+class Outer(Toy):
+    """A second adapter whose boundary wraps the same tool call around the first's (as
+    pydantic-ai's around code-puppy's)."""
+
+    name = "outer"
+
+
+@pytest.mark.parametrize("outer_first", [True, False])
+def test_two_adapters_around_one_tool(toy, audit_file, outer_first):
+    """An execution that one adapter's boundary let on ungoverned (it has no gate) is
+    judged again by the other's: a gated adapter's ungoverned call is denied whichever
+    boundary is outermost; a call granted by either runs (allow twin)."""
+    bare = Outer(gates=[])
+    bare.patch()
+    read = lambda tool, args, kwargs: (tool.name, None, kwargs, tool.name, None)  # noqa: E731
+
+    class Inner(Tool):
+        def run(self, **kwargs):
+            self.ran.append(kwargs)
+            return "ran"
+
+    # the later wrap is the outer one
+    first, second = (toy, bare) if outer_first else (bare, toy)
+    first.wrap_boundary(Inner, "run", read)
+    second.wrap_boundary(Inner, "run", read)
+    try:
+        shell = Inner("shell")
+
+        def bypass():
+            with pytest.raises(Ungoverned):
+                shell.run(command="smuggled")
+
+        def judged():
+            allow(toy, "shell", {"command": "ls"})
+            assert shell.run(command="ls") == "ran"
+
+        Runner().run(bypass)
+        Runner().run(judged)
+    finally:
+        bare.unpatch()
+    assert shell.ran == [{"command": "ls"}]
+    events = [(e["framework"], e["outcome"]) for e in audited(audit_file) if e["failure"] == "ungoverned"]
+    assert ("toy", "deny") in events and set(events) <= {("toy", "deny"), ("outer", "allow")}
