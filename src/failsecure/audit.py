@@ -284,6 +284,8 @@ class _Lane:
         self.done: Any = None  # wakes those waiting in flush
 
     def put(self, item) -> bool:
+        if _exited:  # after the exit flush nobody waits for the writer: the caller hands it on itself
+            return False
         cond = self.cond
         if cond is None or not self.alive:
             cond = self._start()
@@ -412,6 +414,10 @@ _file_lane = _Lane("file", _write_batch)
 _plugins_lane = _Lane("plugins", _sink_batch)
 _log_lane = _Lane("log", _log_batch)
 _exit_registered = False
+#: the exit flush ran: an exit handler registered before it (atexit: last in, first out)
+#: decides after it, and the writers are stopped by the finalization before they hand
+#: anything on, so the lanes take nothing more (``put``: False, the caller's way out)
+_exited = False
 
 
 def _at_exit() -> None:
@@ -420,7 +426,15 @@ def _at_exit() -> None:
         _exit_registered = True
         import atexit
 
-        atexit.register(flush, EXIT_FLUSH)
+        atexit.register(_exit_flush)
+
+
+def _exit_flush() -> None:
+    global _exited
+    try:
+        flush(EXIT_FLUSH)
+    finally:
+        _exited = True
 
 
 def on_writer() -> bool:
