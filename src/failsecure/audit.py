@@ -503,6 +503,21 @@ def _otel_enabled() -> bool:
     return _otel_state
 
 
+def log(logger: Any, level: int, msg: str, args: tuple = (), extra: dict | None = None) -> None:
+    """One record of the ``failsecure`` logger, made here (its time, thread and process
+    are the caller's) and handed to the application's handlers on the log lane, in a copy
+    of the caller's context: a handler that blocks holds up no tool call. Raises what the
+    application's record factory raises (the caller's to swallow)."""
+    record = logger.makeRecord(logger.name, level, __file__, 0, msg, args, None, extra=extra)
+    from contextvars import copy_context
+
+    if not _log_lane.put((logger, record, copy_context())):
+        if _log_lane.pending():  # its writer is stuck in a handler (holding its lock): never wait on it
+            _drop("log", 1, "the log lane is stuck")
+        else:
+            logger.handle(record)  # no thread to be had (interpreter exit): here, as logging does
+
+
 def emit(event: dict, audit_path: str | None = None) -> None:
     """Send one event to every sink. Never raises and never waits on a sink: audit must
     not flip, nor hold up, a decision."""
@@ -512,12 +527,7 @@ def emit(event: dict, audit_path: str | None = None) -> None:
         logger = logging.getLogger("failsecure")
         level = _level(bool(event.get("failure")))
         if logger.isEnabledFor(level):
-            record = logger.makeRecord(logger.name, level, __file__, 0, "failsecure decision %s", (event.get("outcome"),),
-                                       None, extra={"failsecure": event})
-            from contextvars import copy_context
-
-            if not _log_lane.put((logger, record, copy_context())):
-                logger.handle(record)  # no thread to be had (interpreter exit): here, as logging does
+            log(logger, level, "failsecure decision %s", (event.get("outcome"),), {"failsecure": event})
     except Exception:  # noqa: BLE001 - a raising log handler or filter of the application: audit never flips a decision
         pass
     plugins = sys.modules.get("failsecure.plugins")

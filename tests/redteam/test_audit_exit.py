@@ -68,3 +68,44 @@ def test_twin_decisions_before_exit_are_logged_and_written(tmp_path):
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "decided" in done.stdout, done.stderr
     assert (tmp_path / "log.txt").read_text().split() == [f"late{i}" for i in range(5)] + ["first"]
+
+
+STUCK = r"""
+import atexit, logging, os, sys, threading
+sys.path.insert(0, sys.argv[1])
+from test_audit import Toy
+
+out = sys.argv[2]
+never = threading.Event()
+
+class Stuck(logging.Handler):
+    def emit(self, record):
+        never.wait()  # a handler stuck for good (a pipe nobody reads), holding its lock
+
+logging.getLogger("failsecure").addHandler(Stuck())
+logging.getLogger("failsecure").setLevel(logging.INFO)
+toy = Toy()
+
+def last_step():
+    decision = toy.decide("shell", [toy.hook_call("toy:g", lambda: "allow")], call_id="late")
+    with open(out, "w") as f:
+        f.write("decided " + decision.action.value)
+    os._exit(0)  # logging's own shutdown would wait on the stuck handler's lock for good
+
+atexit.register(last_step)
+assert not toy.decide("shell", [toy.hook_call("toy:g", lambda: "allow")], call_id="first").denied
+"""
+
+
+def test_a_stuck_handler_never_holds_a_decision_made_after_the_exit_flush(tmp_path):
+    config = tmp_path / "failsecure.toml"
+    config.write_text("")
+    env = dict(os.environ, FAILSECURE_CONFIG=str(config), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    core = os.path.join(os.path.dirname(os.path.dirname(__file__)), "core")
+    try:
+        subprocess.run([sys.executable, "-c", STUCK, core, str(tmp_path / "out.txt")],
+                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    assert (tmp_path / "out.txt").exists(), "the decision waited on the stuck log handler"
+    assert (tmp_path / "out.txt").read_text() == "decided allow"
