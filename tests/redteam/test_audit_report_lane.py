@@ -11,6 +11,7 @@ import threading
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "core"))
 
 from test_audit import Toy  # noqa: E402
+
 from failsecure import audit, boundary  # noqa: E402
 
 

@@ -16,6 +16,7 @@ import threading
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "core"))
 
 from core_helpers import validate  # noqa: E402
+
 from failsecure import guard  # noqa: E402
 
 

@@ -68,3 +68,52 @@ def test_twin_the_judged_tool_itself_runs(rig, mode):
     run(agent, mode)
     assert rig.marker.runs() == ["safe"]
     assert not [e for e in rig.events() if e["failure"] == "ungoverned"]
+
+
+def duplicate_id_model(calls):
+    """The scripted model, but every tool use of its first turn has the same id."""
+    import json
+
+    from strands.models.model import Model
+
+    class Model2(Model):
+        def __init__(self):
+            self.turns = 0
+
+        def update_config(self, **model_config):
+            pass
+
+        def get_config(self):
+            return {}
+
+        async def structured_output(self, output_model, prompt, system_prompt=None, **kwargs):
+            raise NotImplementedError
+            yield  # pragma: no cover
+
+        async def stream(self, messages, tool_specs=None, system_prompt=None, **kwargs):
+            self.turns += 1
+            yield {"messageStart": {"role": "assistant"}}
+            if self.turns == 1:
+                for name, tool_input in calls:
+                    yield {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "dup", "name": name}}}}
+                    yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(tool_input)}}}}
+                    yield {"contentBlockStop": {}}
+                yield {"messageStop": {"stopReason": "tool_use"}}
+                return
+            yield {"contentBlockStart": {"start": {}}}
+            yield {"contentBlockDelta": {"delta": {"text": "done"}}}
+            yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "end_turn"}}
+
+    return Model2()
+
+
+@pytest.mark.parametrize("executor", ("concurrent", "sequential"))
+def test_a_denied_call_sharing_an_allowed_calls_id_leaves_the_allowed_one_to_run(rig, executor):
+    """A model that gives two tool uses one id: the deny of the second revokes the grant
+    by id; the allowed first must still run (upstream runs it) and the denied one must not."""
+    agent = rig.agent(calls=[], hooks=[provider(only_safe)], executor=executor)
+    agent.model = duplicate_id_model([("run_command", {"command": "safe"}), ("run_command", {"command": "evil"})])
+    run(agent, "sync")
+    assert "evil" not in rig.marker.runs()
+    assert rig.marker.runs() == ["safe"], [e for e in rig.events() if e["failure"] == "ungoverned"]
