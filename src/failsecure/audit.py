@@ -284,6 +284,8 @@ class _Lane:
         self.done: Any = None  # wakes those waiting in flush
 
     def put(self, item) -> bool:
+        if _exited:  # after the exit flush nobody waits for the writer: the caller hands it on itself
+            return False
         cond = self.cond
         if cond is None or not self.alive:
             cond = self._start()
@@ -412,6 +414,10 @@ _file_lane = _Lane("file", _write_batch)
 _plugins_lane = _Lane("plugins", _sink_batch)
 _log_lane = _Lane("log", _log_batch)
 _exit_registered = False
+#: the exit flush ran: an exit handler registered before it (atexit: last in, first out)
+#: decides after it, and the writers are stopped by the finalization before they hand
+#: anything on, so the lanes take nothing more (``put``: False, the caller's way out)
+_exited = False
 
 
 def _at_exit() -> None:
@@ -420,7 +426,15 @@ def _at_exit() -> None:
         _exit_registered = True
         import atexit
 
-        atexit.register(flush, EXIT_FLUSH)
+        atexit.register(_exit_flush)
+
+
+def _exit_flush() -> None:
+    global _exited
+    try:
+        flush(EXIT_FLUSH)
+    finally:
+        _exited = True
 
 
 def on_writer() -> bool:
@@ -489,6 +503,21 @@ def _otel_enabled() -> bool:
     return _otel_state
 
 
+def log(logger: Any, level: int, msg: str, args: tuple = (), extra: dict | None = None) -> None:
+    """One record of the ``failsecure`` logger, made here (its time, thread and process
+    are the caller's) and handed to the application's handlers on the log lane, in a copy
+    of the caller's context: a handler that blocks holds up no tool call. Raises what the
+    application's record factory raises (the caller's to swallow)."""
+    record = logger.makeRecord(logger.name, level, __file__, 0, msg, args, None, extra=extra)
+    from contextvars import copy_context
+
+    if not _log_lane.put((logger, record, copy_context())):
+        if _log_lane.pending():  # its writer is stuck in a handler (holding its lock): never wait on it
+            _drop("log", 1, "the log lane is stuck")
+        else:
+            logger.handle(record)  # no thread to be had (interpreter exit): here, as logging does
+
+
 def emit(event: dict, audit_path: str | None = None) -> None:
     """Send one event to every sink. Never raises and never waits on a sink: audit must
     not flip, nor hold up, a decision."""
@@ -498,12 +527,7 @@ def emit(event: dict, audit_path: str | None = None) -> None:
         logger = logging.getLogger("failsecure")
         level = _level(bool(event.get("failure")))
         if logger.isEnabledFor(level):
-            record = logger.makeRecord(logger.name, level, __file__, 0, "failsecure decision %s", (event.get("outcome"),),
-                                       None, extra={"failsecure": event})
-            from contextvars import copy_context
-
-            if not _log_lane.put((logger, record, copy_context())):
-                logger.handle(record)  # no thread to be had (interpreter exit): here, as logging does
+            log(logger, level, "failsecure decision %s", (event.get("outcome"),), {"failsecure": event})
     except Exception:  # noqa: BLE001 - a raising log handler or filter of the application: audit never flips a decision
         pass
     plugins = sys.modules.get("failsecure.plugins")

@@ -192,7 +192,7 @@ class _Job:
 
 
 class _Worker:
-    __slots__ = ("wake", "done", "ended", "lock", "job", "started")
+    __slots__ = ("wake", "done", "ended", "lock", "job", "started", "lost")
 
     def __init__(self):
         self.wake = _allocate_lock()  # caller -> worker: a job is set (None: retire)
@@ -203,6 +203,7 @@ class _Worker:
         self.lock = _allocate_lock()  # the job's progress and state
         self.job: _Job | None = None
         self.started = False
+        self.lost = False  # its thread could not be started (by the starter): it never begins
 
 
 def _advisory(hook_id: str) -> bool:
@@ -291,7 +292,7 @@ class _Pool:
         try:
             _start_thread("failsecure-guard", self._run, worker)
         except BaseException:  # noqa: BLE001 - this worker's call times out; the others must still start
-            pass
+            worker.lost = True  # its caller gives it up when it next looks (``_check``), deadline or none
         return True
 
     def release(self, worker: _Worker) -> None:
@@ -573,6 +574,10 @@ def _check(worker: _Worker, job: _Job, pending: list, index: int, timeout, deadl
     with worker.lock:
         completed = job.completed
     if completed == index:
+        if worker.lost and index == 0 and not job.started and _pool.abandon(worker, job, index):
+            # its thread could not be started: it never begins, so a first hook without a
+            # deadline of its own must not be waited for (a later hook's woke the caller)
+            return index, index, timeout, deadline, 0.0
         if timeout and perf_counter() >= deadline:
             began = job.started if index == 0 else 0.0
             if began + timeout > deadline:

@@ -58,7 +58,13 @@ def problem(message: str, *, level: int = _ERROR) -> None:
     try:
         logging = sys.modules.get("logging")
         if logging is not None:
-            logging.getLogger("failsecure").log(level, message)
+            logger = logging.getLogger("failsecure")
+            if logger.isEnabledFor(level):
+                audit = sys.modules.get("failsecure.audit")
+                if audit is not None:  # on the log lane: a blocking handler never holds the call
+                    audit.log(logger, level, message)
+                else:
+                    logger.log(level, message)
     except BaseException:  # noqa: BLE001 - a raising log handler: the report must never raise into a gate
         pass
 

@@ -286,6 +286,14 @@ class StrandsAdapter(Adapter):
             return None
         return name if type(name) is str else None
 
+    @staticmethod
+    def _key(name: Optional[str], tool: Any) -> tuple:
+        """What identifies one tool for "its own execution": the tool object, not its name
+        (a wrapper registered under a gated tool's name must not run the real one ungated).
+        Its id, so that no code of the tool's runs when keys are compared; the tool is
+        alive while its execution is under way, so the id is not reused meanwhile."""
+        return (name, id(tool))
+
     def _read_stream(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
         """``AgentTool.stream(tool_use, invocation_state, **kwargs)``: the call id and
         input of the tool use it runs; the agent of the invocation state says whether a
@@ -294,16 +302,16 @@ class StrandsAdapter(Adapter):
         state = args[1] if len(args) > 1 else kwargs.get("invocation_state")
         name = self._tool_name(tool)
         if not isinstance(tool_use, dict):
-            return name, None, CHANGED, name, None
+            return name, None, CHANGED, self._key(name, tool), None
         call_id = tool_use.get("toolUseId")
         agent = state.get("agent") if isinstance(state, dict) else None
         gated = self._agent_gated(agent) if agent is not None else None
-        return name, call_id if type(call_id) is str and call_id else None, tool_use.get("input"), name, gated or None
+        return name, call_id if type(call_id) is str and call_id else None, tool_use.get("input"), self._key(name, tool), gated or None
 
     def _read_call(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
         """A decorated tool called as a function: never a dispatcher's call."""
         name = self._tool_name(tool)
-        return name, None, (kwargs if not args else (args, kwargs)), name, None
+        return name, None, (kwargs if not args else (args, kwargs)), self._key(name, tool), None
 
     def _wrap_executor(self) -> None:
         """The executor module is imported after ``strands.hooks``: its middleware terminal
