@@ -116,6 +116,12 @@ _function_call: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextV
 #: the approval interruption comes after it, so an ASK there is not a rejection
 _pre_approval: "contextvars.ContextVar[bool]" = contextvars.ContextVar("failsecure_openai_agents_pre_approval", default=False)
 PRE_APPROVAL = "_should_run_pre_approval_tool_input_guardrails"
+#: an agent used as a tool whose nested run was interrupted for approval is resumed by
+#: ``_execute_single_tool_body`` without the guardrail path (the SDK's "nested
+#: continuation", told by ``peek_agent_tool_run_result``): the continuation of that one call
+TOOL_BODY = "_execute_single_tool_body"
+PEEK_NESTED = "peek_agent_tool_run_result"
+NESTED_INTERRUPTIONS = "_get_nested_tool_interruptions"
 
 
 def _approval_verdict(native: Any) -> Verdict:
@@ -319,6 +325,14 @@ class OpenAIAgentsAdapter(Adapter):
         executor = getattr(te, "_FunctionToolBatchExecutor", None)
         if isinstance(executor, type) and callable(vars(executor).get(PRE_APPROVAL)):
             self.wrap(executor, PRE_APPROVAL, pre_approval)
+        if isinstance(executor, type) and inspect.iscoroutinefunction(vars(executor).get(TOOL_BODY)) and callable(vars(te).get(PEEK_NESTED)):
+
+            def tool_body(wrapped, instance, args, kwargs):
+                if adapter._active:
+                    adapter._continuation(te, instance, kwargs)
+                return wrapped(*args, **kwargs)
+
+            self.wrap(executor, TOOL_BODY, tool_body)
         self.wrap_everywhere(approvals, NEEDS_APPROVAL, needs_approval, PACKAGE)
         self.wrap_everywhere(te, FUNCTION_NEEDS_APPROVAL, function_needs_approval, PACKAGE)
         self._wrap_boundary(tool_module)
@@ -402,6 +416,27 @@ class OpenAIAgentsAdapter(Adapter):
             if getattr(tool, "tool_input_guardrails", None) or getattr(tool, "needs_approval", False) is not False:
                 return True
         return False
+
+    def _continuation(self, te: Any, executor: Any, kwargs: dict) -> None:
+        """The SDK's nested continuation of a function tool call (an ``Agent.as_tool`` call
+        whose nested run stopped at an approval, now resumed) skips the guardrail path: the
+        outer call was judged when it was first dispatched (the nested run it started is
+        recorded under that call's id and arguments). It gets its grant, for that call id
+        and those arguments only: an execution with other arguments stays ungoverned.
+        Anything unexpected grants nothing (the call is then ungoverned, as without this)."""
+        try:
+            task_state = kwargs["task_state"]
+            func_tool, tool_call, tool_context = kwargs["func_tool"], kwargs["tool_call"], kwargs["tool_context"]
+            pending = getattr(te, PEEK_NESTED)(task_state.tool_run.tool_call, scope_id=executor.tool_state_scope_id)
+            if pending is None or not getattr(executor, NESTED_INTERRUPTIONS)(pending):
+                return
+            call_id = _text(getattr(tool_context, "tool_call_id", None))
+            arguments = getattr(tool_call, "arguments", None)
+            if call_id is None or call_id != _text(getattr(tool_call, "call_id", None)) or type(arguments) is not str:
+                return
+        except Exception:
+            return
+        self._granted(_text(getattr(func_tool, "name", None)), call_id, arguments)
 
     def _granted(self, tool: Optional[str], call_id: Optional[str], arguments: Any) -> None:
         parsed = _parsed(arguments)

@@ -149,3 +149,58 @@ def test_an_agent_as_tool_runs_its_own_judged_calls(rig, rigmod, mode):
     outer = Agent(name="outer", instructions="delegate", tools=[nested], model=outer_model)
     rigmod.run(outer, mode)
     assert rig.tool.runs() == [{"command": "harmless"}] and ungoverned(rig) == []
+
+
+def allow_all(data):
+    """The user's gate on the outer tool (the agent used as a tool): it allows."""
+    from agents import ToolGuardrailFunctionOutput
+
+    return ToolGuardrailFunctionOutput.allow()
+
+
+def interrupted_nested_run(rig, rigmod, mode):
+    """An outer agent whose tool is an agent (``Agent.as_tool``, gated by an allowing
+    guardrail) whose own tool needs approval: the first run stops at the nested approval."""
+    from agents import Agent
+
+    inner_model = rigmod.make_model({"command": "harmless"})
+    inner = rigmod.agent_with(rig.tool.build(needs_approval=True), inner_model)
+    nested = inner.as_tool(tool_name=rigmod.TOOL, tool_description="runs the inner agent")
+    nested.tool_input_guardrails = [rigmod.guardrail(allow_all)]
+    outer = Agent(name="outer", instructions="delegate", tools=[nested], model=rigmod.make_model({"input": "go"}))
+    result = rigmod.run(outer, mode)
+    assert result.interruptions and rig.tool.runs() == []
+    state = result.to_state()
+    for item in result.interruptions:
+        state.approve(item)
+    return outer, nested, state
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_approved_nested_call_runs_on_resume(rig, rigmod, mode):
+    """The SDK resumes an interrupted agent-as-tool call without the guardrail path (its
+    nested continuation): the outer call was judged when first dispatched, so its
+    continuation runs on that decision, and the approved inner call runs."""
+    outer, _, state = interrupted_nested_run(rig, rigmod, mode)
+    rigmod.run(outer, mode, state=state)
+    assert rig.tool.runs() == [{"command": "harmless"}]
+    assert ungoverned(rig) == []
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_resumed_nested_call_with_other_arguments_is_ungoverned(rig, rigmod, mode):
+    """Deny twin: on that resume, the outer tool invoked with other arguments than the
+    ones judged is not the judged call's continuation: ungoverned, denied."""
+    outer, nested, state = interrupted_nested_run(rig, rigmod, mode)
+    invoker = nested.on_invoke_tool
+
+    async def replaying(ctx, _raw):
+        return await invoker(ctx, json.dumps({"input": "something else"}))
+
+    nested.on_invoke_tool = replaying
+    try:  # an agent used as a tool re-raises its failure: the run ends with the audited reason
+        rigmod.run(outer, mode, state=state)
+    except Exception as exc:
+        assert "(ungoverned)" in str(exc) and "something else" not in str(exc)
+    assert rig.tool.runs() == []
+    assert [(e["tool"], e["outcome"], e["hook"]) for e in ungoverned(rig)] == [(rigmod.TOOL, "deny", HOOK)]
