@@ -55,8 +55,8 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, PatchError, asettle, when_imported
-from failsecure.verdict import ABSTAIN, Action, Invalid, Outcome, Verdict
+from failsecure.adapter import CHANGED, Adapter, PatchError, asettle, fingerprint, when_imported
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
 PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
 LLM_AGENT = "google.adk.agents.llm_agent"
@@ -77,6 +77,8 @@ RUN = "run_async"
 GATE_MODULE, GATE = "google.adk.tools._confirmation_utils", "apply_confirmation_gate"
 #: the order ADK binds callback parameters positionally when the names do not match
 _POSITIONAL = ("tool", "args", "tool_context")
+#: paused calls (and standing denies) remembered at most, the oldest go first
+MAX_PAUSED = 4096
 
 
 #: the tool context whose agent callbacks the plugin stage already ran (this task only)
@@ -104,6 +106,11 @@ class ADKAdapter(Adapter):
         self._confirming: set = set()  # tool classes whose confirmation predicate is guarded
         self._confirm_watch: set = set()  # their modules watched for import
         self._gate_wrapped = False  # apply_confirmation_gate (2.8 and later)
+        #: (session id, call id) -> the call ADK paused for a human's confirmation, as
+        #: every gate judged it: (tool name, tool class, function, arguments' picture)
+        self._paused: dict = {}
+        #: (session id, call id) -> the deny of a confirmation stage that stands on resume
+        self._stuck: dict = {}
 
     # ------------------------------------------------------------ patching
 
@@ -240,6 +247,8 @@ class ADKAdapter(Adapter):
         self._shapes.clear()
         self._confirming.clear()
         self._gate_wrapped = False
+        self._paused.clear()
+        self._stuck.clear()
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the plugin stage denies every tool call
@@ -267,6 +276,11 @@ class ADKAdapter(Adapter):
         workflow ToolNode is calling) -> ADK's answer: None to run the tool, a dict to
         answer the call instead."""
         try:
+            if getattr(tool_context, "tool_confirmation", None) is not None:  # a resume
+                key = _call_key(tool_context)
+                stuck = self._stuck.get(key) if key is not None else None
+                if stuck is not None:  # denied while ADK checked the confirmation: it stands
+                    return {"error": stuck}
             self._ensure_agent_patch()
             calls = self._plugin_calls_of(manager, tool, tool_args, tool_context)
             agent_callbacks = None if node else self._agent_callbacks(tool_context)
@@ -332,7 +346,9 @@ class ADKAdapter(Adapter):
             return known[1]
         decision, answer = await self._judge_confirmation(wrapped, tool, args, kwargs, tool_context)
         if decision is not None and decision.denied:
-            _reject(tool_context, decision.reason or "failsecure: denied")
+            reason = decision.reason or f"failsecure: hook '{self.callable_id(getattr(tool, '_require_confirmation', None))}' denied the call"
+            _reject(tool_context, reason)
+            self._stick(tool_context, reason)  # the call's answer where ADK then asks again
             return True
         return answer
 
@@ -343,27 +359,91 @@ class ADKAdapter(Adapter):
         "failsecure: hook '<id>' failed closed (<category>)"}``, the deny the audit
         records (the context also holds a rejected confirmation, so ADK reads the call
         as answered, not paused); any other answer is ADK's to act on as upstream does
-        (True asks a human, False runs the tool)."""
+        (True asks a human, False runs the tool).
+
+        On resume (the human's confirmation in the context) the call must be the one ADK
+        paused: a deny of a confirmation stage of this call stands, and a tool or
+        arguments other than those every gate judged when ADK asked the human are
+        denied as an argument change (``google-adk:arguments``, invalid)."""
         owner = next((c for c in type(tool).__mro__ if CONFIRM in c.__dict__), None)
         predicate = getattr(tool, "_require_confirmation", None)
         known = _asked.get()
-        if (
-            not callable(predicate)
-            or owner not in self._confirming
-            or tool_context is None
-            or (known is not None and known[0] is tool_context)
-        ):
-            return await wrapped(*args, **kwargs)
+        again = tool_context is not None and known is not None and known[0] is tool_context
+        resumed = getattr(tool_context, "tool_confirmation", None) if tool_context is not None else None
+        if resumed is not None and not again:
+            answer = await self._resumed(tool, call_args, tool_context, resumed)
+            if answer is not None:
+                return answer
+        if not callable(predicate) or owner not in self._confirming or tool_context is None or again:
+            return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
         check = getattr(vars(owner)[CONFIRM], "__wrapped__", None)
         if check is None:
-            return await wrapped(*args, **kwargs)
+            return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
         decision, answer = await self._judge_confirmation(check, tool, (tool, call_args, tool_context), {}, tool_context)
         if decision is not None and decision.denied:
             reason = decision.reason or f"failsecure: hook '{self.callable_id(predicate)}' denied the call"
             _reject(tool_context, reason)
+            self._stick(tool_context, reason)
             return {"error": reason}
         _asked.set((tool_context, answer))
-        return await wrapped(*args, **kwargs)
+        return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
+
+    async def _pausing(self, wrapped: Any, tool: Any, call_args: Any, tool_context: Any, args: tuple, kwargs: dict) -> Any:
+        """ADK's own step; when it paused the call for a human's confirmation, the call as
+        the gates judged it is remembered for the resume."""
+        result = await wrapped(*args, **kwargs)
+        try:
+            key = _call_key(tool_context)
+            actions = getattr(tool_context, "actions", None)
+            requested = getattr(actions, "requested_tool_confirmations", None)
+            if key is not None and isinstance(requested, dict) and key[1] in requested:
+                shape = self._call_shape(tool, call_args)
+                if shape is not None:
+                    _remember(self._paused, key, shape)
+        except Exception:  # noqa: BLE001 - ADK's objects: nothing remembered, the resume is judged as upstream's plus the gates
+            pass
+        return result
+
+    async def _resumed(self, tool: Any, call_args: Any, tool_context: Any, confirmation: Any) -> Optional[dict]:
+        """A call ADK re-executes with a human's answer -> the deny that stands for it, or
+        None (judge it as any call)."""
+        key = _call_key(tool_context)
+        if key is None:
+            return None
+        stuck = self._stuck.get(key)
+        if stuck is not None:
+            _reject(tool_context, stuck)
+            return {"error": stuck}
+        paused = self._paused.pop(key, None)
+        if paused is None or getattr(confirmation, "confirmed", None) is not True:
+            return None  # not paused in this process, or rejected (ADK answers it rejected)
+        if self._call_shape(tool, call_args) == paused:
+            return None
+        hook = self.hook_id("arguments")
+        try:
+            decision = await self.adecide_stage(_tool_name(tool), [Outcome(hook=hook, failure=Failure.INVALID)], call_id=key[1])
+        except Exception as exc:
+            decision = self.failed(exc, _tool_name(tool), key[1], hook=hook)
+        if not decision.denied:
+            return None
+        reason = decision.reason or f"failsecure: hook '{hook}' denied the call"
+        _reject(tool_context, reason)
+        self._stick(tool_context, reason)
+        return {"error": reason}
+
+    def _call_shape(self, tool: Any, call_args: Any) -> Optional[tuple]:
+        """What identifies a call for its resume: the tool (name, class, function) and the
+        arguments' picture; None when the arguments cannot be pictured."""
+        picture = fingerprint(call_args)
+        if picture is CHANGED:
+            return None
+        func = getattr(tool, "func", None)
+        return (_tool_name(tool), type(tool).__qualname__, self.callable_id(func) if callable(func) else None, picture)
+
+    def _stick(self, tool_context: Any, reason: str) -> None:
+        key = _call_key(tool_context)
+        if key is not None:
+            _remember(self._stuck, key, reason)
 
     async def _judge_confirmation(self, check: Any, tool: Any, args: tuple, kwargs: dict, tool_context: Any) -> tuple:
         """The predicate of ``tool`` under the guard -> (decision or None, ADK's answer).
@@ -526,6 +606,23 @@ def _confirmation_verdict(answer: Any) -> Verdict:
     if type(answer) is not bool:
         raise Invalid()
     return Verdict(action=Action.ABSTAIN, data=answer)
+
+
+def _remember(store: dict, key: Any, value: Any) -> None:
+    store.pop(key, None)
+    store[key] = value
+    while len(store) > MAX_PAUSED:
+        del store[next(iter(store))]
+
+
+def _call_key(tool_context: Any) -> Optional[tuple]:
+    """(session id, call id) of a tool call: what a resume in a later turn shares with it."""
+    call_id = _call_id(tool_context)
+    if call_id is None:
+        return None
+    session = getattr(getattr(tool_context, "_invocation_context", None), "session", None)
+    session_id = getattr(session, "id", None)
+    return (session_id if type(session_id) is str else None, call_id)
 
 
 def _reject(tool_context: Any, reason: str) -> None:

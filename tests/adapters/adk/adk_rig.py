@@ -72,6 +72,7 @@ class Outcome:
     def __init__(self) -> None:
         self.ran: list[dict] = []
         self.responses: list[dict] = []
+        self.asked: list[dict] = []  # the confirmations ADK asked a human for
         self.error: Optional[BaseException] = None
 
     @property
@@ -108,8 +109,13 @@ def run_agent(
     after: Any = None,
     raise_errors: bool = False,
     confirm: Any = None,
+    resume: Optional[dict] = None,
+    on_resume: Any = None,
 ) -> Outcome:
-    """One real agent run: the model calls ``run_command(**arguments)`` once."""
+    """One real agent run: the model calls ``run_command(**arguments)`` once. ``resume``:
+    when ADK asks for a confirmation, the human's answer (``{"confirmed": True}``) is sent
+    in a second turn of the same session and the run resumes (``on_resume(agent)`` is called
+    between the two turns)."""
     LlmAgent, _, _, _, InMemoryRunner, _, types = _imports()
     outcome = Outcome()
     kwargs = {}
@@ -139,13 +145,47 @@ def run_agent(
         async for event in runner.run_async(user_id=USER, session_id=s.id, new_message=message):
             collect(event)
 
+    messages = [message]
+    asked: list = []
+
+    def collect_asks(event) -> None:
+        collect(event)
+        for call in event.get_function_calls() or ():
+            if call.name == "adk_request_confirmation":
+                asked.append(call.id)
+                outcome.asked.append(dict(call.args or {}))
+
+    def resume_message():
+        """The human's answer to the confirmation ADK asked for (None: nothing asked)."""
+        if resume is None or not asked:
+            return None
+        answer = types.FunctionResponse(name="adk_request_confirmation", id=asked[-1], response=dict(resume))
+        return types.Content(role="user", parts=[types.Part(function_response=answer)])
+
+    async def run_async_resumed():
+        s = await session()
+        for turn in range(2):
+            new = messages[0] if turn == 0 else resume_message()
+            if new is None:
+                return
+            async for event in runner.run_async(user_id=USER, session_id=s.id, new_message=new):
+                collect_asks(event)
+            if turn == 0 and on_resume is not None:
+                on_resume(agent)
+
     try:
         if mode == "sync":
             s = asyncio.run(session())
-            for event in runner.run(user_id=USER, session_id=s.id, new_message=message):
-                collect(event)
+            for turn in range(2):
+                new = messages[0] if turn == 0 else resume_message()
+                if new is None:
+                    break
+                for event in runner.run(user_id=USER, session_id=s.id, new_message=new):
+                    collect_asks(event)
+                if turn == 0 and on_resume is not None:
+                    on_resume(agent)
         else:
-            asyncio.run(run_async())
+            asyncio.run(run_async_resumed())
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # upstream crashes the run on a raising callback
