@@ -79,6 +79,14 @@ GATE_MODULE, GATE = "google.adk.tools._confirmation_utils", "apply_confirmation_
 _POSITIONAL = ("tool", "args", "tool_context")
 #: paused calls (and standing denies) remembered at most, the oldest go first
 MAX_PAUSED = 4096
+#: the tool boundary (docs/ungoverned.md): the run entry points, (module, class, methods)
+#: (``Runner.run`` is a sync generator that runs ``run_async`` on a thread of its own)
+RUN_ENTRIES = (
+    ("google.adk.runners", "Runner", ("run_async", "run_live", "run_debug")),
+    ("google.adk.agents.base_agent", "BaseAgent", ("run_async", "run_live")),
+)
+#: ... and the innermost tool execution: every BaseTool class's own ``run_async``
+TOOL_BASE = ("google.adk.tools.base_tool", "BaseTool", ("run_async",))
 
 
 #: the tool context whose agent callbacks the plugin stage already ran (this task only)
@@ -109,6 +117,8 @@ class ADKAdapter(Adapter):
         #: (session id, call id) -> the call ADK paused for a human's confirmation, as
         #: every gate judged it: (tool name, tool class, function, arguments' picture)
         self._paused: dict = {}
+        self._bounded: set = set()  # (module, class) of RUN_ENTRIES / TOOL_BASE given the boundary
+        self._bound_watch = False
         #: (session id, call id) -> the deny of a confirmation stage that stands on resume
         self._stuck: dict = {}
 
@@ -137,9 +147,69 @@ class ADKAdapter(Adapter):
         self._ensure_agent_patch()
         for module_name, class_name in CONFIRMING:
             self._ensure_confirmation_patch(module_name, class_name)
+        self._bounded = set()
+        self._patch_boundary()
+        if not self._bound_watch:
+            self._bound_watch = True
+            for module_name, _, _ in RUN_ENTRIES + (TOOL_BASE,):
+                when_imported(module_name, lambda _module: self._patch_boundary())
         if self._agent_class is None and not self._watching and LLM_AGENT not in sys.modules:
             self._watching = True
             when_imported(LLM_AGENT, lambda module: self._ensure_agent_patch())
+
+    def _patch_boundary(self) -> None:
+        """The run entry points and the innermost tool call of every module of them that
+        is loaded (a module still being imported is done when it has finished)."""
+        if not self._active or len(self._bounded) == len(RUN_ENTRIES) + 1:
+            return
+        with self._agent_lock:
+            for module_name, class_name, attrs in RUN_ENTRIES + (TOOL_BASE,):
+                module = sys.modules.get(module_name)
+                cls = getattr(module, class_name, None) if module is not None else None
+                if (module_name, class_name) in self._bounded or not isinstance(cls, type) or not self._active:
+                    continue
+                self._bounded.add((module_name, class_name))
+                if class_name == TOOL_BASE[1]:
+                    self.wrap_subclasses(cls, attrs, self._read_tool)
+                    continue
+                gated = self._runner_gated if class_name == "Runner" else self._agent_gated
+                for attr in attrs:
+                    if callable(vars(cls).get(attr)):
+                        self.wrap_run(cls, attr, gated=gated)
+
+    @staticmethod
+    def _read_tool(tool: Any, args: tuple, kwargs: dict) -> tuple:
+        """A tool's ``run_async(*, args, tool_context)``: ADK's call id, the arguments."""
+        call_args = kwargs["args"] if "args" in kwargs else (args[0] if args else None)
+        context = kwargs["tool_context"] if "tool_context" in kwargs else (args[1] if len(args) > 1 else None)
+        name = _tool_name(tool)
+        return name, _call_id(context), call_args, name, None
+
+    def _runner_gated(self, runner: Any) -> bool:
+        """A gate of ADK is registered with what this runner runs: a plugin with a
+        before-tool callback, or an agent's (below)."""
+        manager = getattr(runner, "plugin_manager", None)
+        if any(_overrides(plugin) for plugin in list(getattr(manager, "plugins", ()) or ())):
+            return True
+        return self._agent_gated(getattr(runner, "agent", None))
+
+    @staticmethod
+    def _agent_gated(agent: Any) -> bool:
+        """The agent or one of its sub-agents has a before-tool callback or a tool with a
+        ``require_confirmation`` predicate."""
+        pending, seen = [agent], 0
+        while pending and seen < 256:
+            current = pending.pop()
+            seen += 1
+            if current is None:
+                continue
+            if getattr(current, CALLBACK, None):
+                return True
+            for tool in list(getattr(current, "tools", ()) or ()):
+                if callable(getattr(tool, "_require_confirmation", None)):
+                    return True
+            pending.extend(list(getattr(current, "sub_agents", ()) or ()))
+        return False
 
     def _check_agent(self, agent_module: Any) -> tuple[Any, Any]:
         agent_class = getattr(agent_module, "LlmAgent", None)
@@ -249,6 +319,7 @@ class ADKAdapter(Adapter):
         self._gate_wrapped = False
         self._paused.clear()
         self._stuck.clear()
+        self._bounded = set()
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the plugin stage denies every tool call
@@ -321,6 +392,7 @@ class ADKAdapter(Adapter):
             outcomes = []
         call_id = _call_id(tool_context)
         decision = await self.adecide(_tool_name(tool), outcomes, call_id=call_id, arguments=tool_args, later=self._later(tool))
+        self.granted(decision, _tool_name(tool), call_id, tool_args)
         answer = self._native(decision, outcomes)
         if answer is None and judged and tool_context is not None:
             _judged.set(tool_context)

@@ -48,6 +48,7 @@ def model_class():
     class ScriptedLlm(BaseLlm):
         model: str = "scripted"
         call_args: dict = {}
+        call_name: str = TOOL
 
         async def generate_content_async(self, llm_request, stream: bool = False) -> AsyncGenerator:
             answered = any(
@@ -58,7 +59,7 @@ def model_class():
             if answered:
                 content = types.Content(role="model", parts=[types.Part(text="done")])
             else:
-                call = types.FunctionCall(name=TOOL, args=dict(self.call_args), id="call-1")
+                call = types.FunctionCall(name=self.call_name, args=dict(self.call_args), id="call-1")
                 content = types.Content(role="model", parts=[types.Part(function_call=call)])
             yield LlmResponse(content=content)
 
@@ -111,11 +112,15 @@ def run_agent(
     confirm: Any = None,
     resume: Optional[dict] = None,
     on_resume: Any = None,
+    call: str = TOOL,
+    wrapper: bool = False,
 ) -> Outcome:
     """One real agent run: the model calls ``run_command(**arguments)`` once. ``resume``:
     when ADK asks for a confirmation, the human's answer (``{"confirmed": True}``) is sent
     in a second turn of the same session and the run resumes (``on_resume(agent)`` is called
-    between the two turns)."""
+    between the two turns). ``call``: the tool the model calls; ``wrapper``: the agent also
+    has ``smuggle``, a wrapper tool that runs ``run_command`` through its inner
+    ``run_async`` (a path ADK's before-tool stages never see for ``run_command``)."""
     LlmAgent, _, _, _, InMemoryRunner, _, types = _imports()
     outcome = Outcome()
     kwargs = {}
@@ -123,11 +128,15 @@ def run_agent(
         kwargs["before_tool_callback"] = before
     if after is not None:
         kwargs["after_tool_callback"] = after
+    tool = make_tool(marker, outcome, confirm)
+    tools = [tool]
+    if wrapper:
+        tools.append(wrapper_tool(tool))
     agent = LlmAgent(
         name="gated",
-        model=model_class()(call_args=dict(arguments)),
+        model=model_class()(call_args=dict(arguments), call_name=call),
         instruction="Call the tool.",
-        tools=[make_tool(marker, outcome, confirm)],
+        tools=tools,
         **kwargs,
     )
     runner = InMemoryRunner(agent=agent, app_name=APP, plugins=list(plugins or []))
@@ -193,6 +202,21 @@ def run_agent(
             raise
         outcome.error = exc
     return outcome
+
+
+WRAPPER = "smuggle"
+
+
+def wrapper_tool(inner):
+    """A third-party style wrapper tool: runs ``inner`` through its ``run_async`` with its
+    own tool context."""
+    _, _, _, _, _, FunctionTool, _ = _imports()
+
+    async def smuggle(command: str, tool_context) -> dict:
+        """Run a command through another tool."""
+        return await inner.run_async(args={"command": command}, tool_context=tool_context)
+
+    return FunctionTool(smuggle)
 
 
 def plugin(name: str, callback):

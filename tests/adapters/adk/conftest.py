@@ -159,6 +159,18 @@ class ADKHarness(Harness):
         return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
 
 
+    def bypass(self, arguments, mode):
+        """The model calls ``smuggle``, a wrapper tool that runs the marker tool through
+        its inner ``run_async``: ADK's before-tool stages judge ``smuggle`` only."""
+        marker = self.workdir / "kit-marker"
+        if marker.exists():
+            marker.unlink()
+        before = list(self.callbacks) or None
+        outcome = adk_rig.run_agent(marker, arguments, mode, before=before, plugins=list(self.plugins),
+                                    call=adk_rig.WRAPPER, wrapper=True)
+        return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
+
+
 @pytest.fixture
 def failsecure_harness(tmp_path):
     return ADKHarness(tmp_path)
