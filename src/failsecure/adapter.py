@@ -690,14 +690,16 @@ class Adapter(abc.ABC):
         return bool(self.inventory())
 
     def granted(self, decision: Decision, tool: Optional[str], call_id: Optional[str], arguments: Any,
-                also: tuple = ()) -> None:
+                also: tuple = (), approved: bool = False) -> None:
         """Where ``decision`` allows a call: it may run once, with the judged ``arguments``
         (``also``: the same arguments as the framework itself normalises them before the
-        tool runs); a deny or an ask takes back an earlier grant of the call id. Call it
-        with the arguments as they are after every gate. Never raises."""
+        tool runs); a deny or an ask takes back an earlier grant of the call id
+        (``approved``: the framework's own approval prompt answered the ask yes, so an
+        ask grants like an allow). Call it with the arguments as they are after every
+        gate. Never raises."""
         try:
             action = decision.verdict.action
-            if action is _A_DENY or action is _A_ASK:
+            if action is _A_DENY or (action is _A_ASK and not approved):
                 _boundary.revoke(call_id)
                 return
             _boundary.grant(tool, call_id, arguments, also)
