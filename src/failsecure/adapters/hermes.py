@@ -54,6 +54,7 @@ from failsecure.adapter import (
     same,
     settle,
     type_name,
+    when_imported,
 )
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
@@ -64,6 +65,12 @@ SHELL = "agent.shell_hooks"
 #: the aggregator entry points call sites import (lazily, inside try/except Exception)
 ENTRY_POINTS = ("resolve_pre_tool_block", "get_pre_tool_call_block_message")
 _DEFAULT_SHELL_BLOCK = "Blocked by shell hook."  # hermes' own default for a shell block
+#: the tool boundary (docs/ungoverned.md): the agent's run entry point (``chat`` calls it)
+RUN_ENTRY = ("run_agent", "AIAgent", ("run_conversation",))
+#: ... and the innermost tool call: the registry's handler dispatch (every registered
+#: tool's handler runs through it; hermes passes it no call id: matched by tool and the
+#: judged arguments)
+REGISTRY = ("tools.registry", "ToolRegistry", ("dispatch",))
 
 
 class HermesAdapter(Adapter):
@@ -77,6 +84,9 @@ class HermesAdapter(Adapter):
         self._ids: dict[int, tuple[Any, str, Any]] = {}  # id(callback) -> (callback, hook id, shell spec)
         self._approve = False  # the release has the approve directive (0.18.1+)
         self._schema: Any = None  # OBSERVER_SCHEMA_VERSION, added to the hook kwargs (0.18.1+)
+        self._bounded: set = set()  # the classes of RUN_ENTRY / REGISTRY given the boundary
+        self._boundary_on = False
+        self._bound_watch = False
 
     # ------------------------------------------------------------ patching
 
@@ -136,11 +146,17 @@ class HermesAdapter(Adapter):
 
         def entry_point(wrapped, instance, args, kwargs):
             # the call sites catch Exception from these and then run the tool
+            _asking.set(None)
             try:
-                return wrapped(*args, **kwargs)
+                message = wrapped(*args, **kwargs)
             except Exception as exc:
                 tool = args[0] if args else kwargs.get("tool_name")
                 return adapter.failed(exc, tool, kwargs.get("tool_call_id"), hook=adapter.hook_id(EVENT)).reason
+            asked = _asking.get()
+            if message is None and asked is not None:  # hermes' approval prompt said yes
+                _asking.set(None)
+                adapter.granted(asked[0], asked[1], None, asked[2], approved=True)
+            return message
 
         def dispatch_tool(wrapped, instance, args, kwargs):
             # a plugin's direct tool call never reaches the pre_tool_call hooks upstream
@@ -159,6 +175,31 @@ class HermesAdapter(Adapter):
             if callable(getattr(plugins, attr, None)):
                 self.wrap(plugins, attr, entry_point)
         self._patch_middleware()
+        self._bounded = set()
+        self._boundary_on = True
+        self._patch_boundary()
+        if not self._bound_watch:
+            self._bound_watch = True
+            for module_name, _, _ in (RUN_ENTRY, REGISTRY):
+                when_imported(module_name, lambda _module: self._patch_boundary())
+
+    def _patch_boundary(self) -> None:
+        """The run entry point and the registry's dispatch, once their modules are loaded."""
+        if not self._boundary_on:
+            return
+        for module_name, class_name, attrs in (RUN_ENTRY, REGISTRY):
+            module = sys.modules.get(module_name)
+            cls = getattr(module, class_name, None) if module is not None else None
+            if class_name in self._bounded or not isinstance(cls, type):
+                continue
+            self._bounded.add(class_name)
+            for attr in attrs:
+                if not callable(vars(cls).get(attr)):
+                    continue
+                if class_name == REGISTRY[1]:
+                    self.wrap_boundary(cls, attr, _read_dispatch, where=f"{class_name}.{attr}")
+                else:
+                    self.wrap_run(cls, attr)
 
     def _patch_middleware(self) -> None:
         """hermes' tool-execution middleware (0.18+) runs after ``pre_tool_call`` and may
@@ -236,6 +277,8 @@ class HermesAdapter(Adapter):
     def _unpatch(self) -> None:
         self.restore()
         self._ids.clear()
+        self._bounded = set()
+        self._boundary_on = False
 
     def _lockdown(self) -> None:
         """The targets are not where expected: deny every ``pre_tool_call`` we can reach.
@@ -279,6 +322,9 @@ class HermesAdapter(Adapter):
                 call_id=call_id if isinstance(call_id, str) and call_id else None,
                 arguments=kwargs.get("args"),
             )
+            # hermes hands the registry no call id: the grant is by tool and arguments
+            self.granted(decision, tool if isinstance(tool, str) else None, None, kwargs.get("args"))
+            _asking.set((decision, tool, kwargs.get("args")) if decision.action is Action.ASK else None)
         except Exception as exc:  # a bug here must not read as "no directive"
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         return self._native(decision)
@@ -434,6 +480,16 @@ class _ChainState:
 
 
 _chain: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_chain", default=None)
+#: (decision, tool, arguments) of an ask sent to hermes' approval prompt in this context
+_asking: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_asking", default=None)
+
+
+def _read_dispatch(registry: Any, args: tuple, kwargs: dict) -> tuple:
+    """``ToolRegistry.dispatch(name, args, **kwargs)``: the tool and its arguments."""
+    name = args[0] if args else kwargs.get("name")
+    tool_args = args[1] if len(args) > 1 else kwargs.get("args")
+    name = name if isinstance(name, str) else None
+    return name, None, tool_args, name, None
 
 
 def _watched(callback: Any, state: _ChainState, hook: str) -> Any:
