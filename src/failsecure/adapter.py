@@ -175,12 +175,16 @@ class Adapter(abc.ABC):
     #: modules patched; modules[0] is the activation trigger
     modules: ClassVar[tuple] = ()
     #: the framework can ask a human before a tool runs: an ASK decision is rendered
-    #: natively. When False the core turns ASK into a deny (and words the reason).
+    #: natively. When False the core turns ASK into a deny (and words the reason). Where
+    #: only some releases can ask, the patch says what it saw in ``ask_api``.
     supports_ask: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.state = "unpatched"  # | "patched" | "refused" | "native"
         self.refused_reason: Optional[str] = None
+        #: what the patch saw of the patched release's way to ask a human (None: every
+        #: release of the class's ``supports_ask`` has one); the core reads ``can_ask``
+        self.ask_api: Optional[bool] = None
         self._lock = threading.RLock()
         _instances.add(self)
         self._version: Optional[str] = None
@@ -543,7 +547,7 @@ class Adapter(abc.ABC):
 
     def _finish(self, config, outcomes: list[Outcome], tool, call_id, fail_closed=(), required=None) -> Decision:
         decision = _reduce.reduce(
-            outcomes, config, config.required_for(self.name) if required is None else required, ask=self.supports_ask,
+            outcomes, config, config.required_for(self.name) if required is None else required, ask=self.can_ask(),
             framework=self._framework(), fail_closed=fail_closed,
         )
         if _capture.decisions is not None:
@@ -662,6 +666,12 @@ class Adapter(abc.ABC):
     async def adecide_stage(self, tool: Optional[str], outcomes: Iterable[Outcome], *, call_id=None, fail_closed=()) -> Decision:
         """``decide_stage`` from an async dispatcher (it awaits nothing: the outcomes are in)."""
         return self.decide_stage(tool, outcomes, call_id=call_id, fail_closed=fail_closed)
+
+    def can_ask(self) -> bool:
+        """An ASK decision is rendered natively: the adapter can render one
+        (``supports_ask``) and the patched release has the API for it (``ask_api`` is not
+        False). Otherwise the core turns ASK into a deny."""
+        return bool(self.supports_ask) and self.ask_api is not False
 
     def must_decide(self) -> bool:
         """A tool call with no gate of the framework's own still needs a decision: a
