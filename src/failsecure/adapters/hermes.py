@@ -77,12 +77,14 @@ class HermesAdapter(Adapter):
     name = "hermes-agent"
     fail_closed_upstream = ""  # detected from the code instead: see upstream_fail_closed
     modules = (PLUGINS,)
+    supports_ask = True  # an ASK is hermes' approve directive, where the release has one (ask_api)
 
     def __init__(self) -> None:
         super().__init__()
         self._names: dict[int, tuple[Any, str]] = {}  # id(callback) -> (callback, plugin key)
         self._ids: dict[int, tuple[Any, str, Any]] = {}  # id(callback) -> (callback, hook id, shell spec)
         self._approve = False  # the release has the approve directive (0.18.1+)
+        self.ask_api = False  # nothing seen yet: the patch says what the release has
         self._schema: Any = None  # OBSERVER_SCHEMA_VERSION, added to the hook kwargs (0.18.1+)
         self._bounded: set = set()  # the classes of RUN_ENTRY / REGISTRY given the boundary
         self._boundary_on = False
@@ -121,7 +123,7 @@ class HermesAdapter(Adapter):
     def _patch(self) -> None:
         plugins, manager, context = self._targets()  # all checked before anything changes
         self._approve = callable(getattr(plugins, "resolve_pre_tool_block", None))
-        self.supports_ask = self._approve  # type: ignore[misc]  # an approve escalates to hermes' approval gate (0.18.1+)
+        self.ask_api = self._approve  # what this release has: an approve escalates to hermes' approval gate (0.18.1+)
         self._schema = getattr(plugins, "OBSERVER_SCHEMA_VERSION", None)
         adapter = self
 
@@ -350,7 +352,7 @@ class HermesAdapter(Adapter):
         if action is Action.DENY:
             message = decision.reason or f"failsecure: hook '{primary.hook if primary else self.name}' denied the call"
             return [{"action": "block", "message": message}]
-        if action is Action.ASK:  # only where supports_ask: the core denies it elsewhere
+        if action is Action.ASK:  # only where the core says it can ask (can_ask): it denies it elsewhere
             directive: dict = {"action": "approve"}
             if decision.reason:
                 directive["message"] = decision.reason
