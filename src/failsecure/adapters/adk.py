@@ -40,6 +40,16 @@ own "tool not found" response). A failed ``require_confirmation`` predicate deni
 same shape, answered where ADK turns the predicate's answer into the call's response
 (``apply_confirmation_gate`` from 2.8, the tool's ``run_async`` in every release).
 
+On resume (the human's ``ToolConfirmation`` in the next turn) ADK re-executes the paused
+call through the same stages: a deny of a confirmation stage of that call stands for the
+rest of the resume, and a tool or final arguments other than those the gates judged when
+ADK paused the call deny as an argument change (the human confirmed another call).
+
+The tool boundary (docs/ungoverned.md): ``Runner.run_async``/``run_live``/``run_debug``
+and ``BaseAgent.run_async``/``run_live`` are run entry points; every ``BaseTool`` class's
+own ``run_async`` is the innermost call, matched by ADK's function call id and the
+arguments the before-tool stages allowed.
+
 Hook ids: ``google-adk:plugin:<plugin name>`` for a plugin, ``google-adk:<module>.<qualname>``
 for an agent callback.
 """
