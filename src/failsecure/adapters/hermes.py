@@ -53,6 +53,7 @@ from failsecure.adapter import (
     run_command,
     same,
     settle,
+    snapshot,
     type_name,
     when_imported,
 )
@@ -325,7 +326,8 @@ class HermesAdapter(Adapter):
                 arguments=kwargs.get("args"),
             )
             # hermes hands the registry no call id: the grant is by tool and arguments
-            self.granted(decision, tool if isinstance(tool, str) else None, None, kwargs.get("args"))
+            self.granted(decision, tool if isinstance(tool, str) else None, None, kwargs.get("args"),
+                         also=_coerced(tool, kwargs.get("args")))
             _asking.set((decision, tool, kwargs.get("args")) if decision.action is Action.ASK else None)
         except Exception as exc:  # a bug here must not read as "no directive"
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
@@ -484,6 +486,21 @@ class _ChainState:
 _chain: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_chain", default=None)
 #: (decision, tool, arguments) of an ask sent to hermes' approval prompt in this context
 _asking: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_asking", default=None)
+
+
+def _coerced(tool: Any, arguments: Any) -> tuple:
+    """The judged arguments as ``handle_function_call`` passes them to the registry when
+    the agent loop judged them first: ``coerce_tool_args`` by the tool's schema ("42" ->
+    42), on a copy."""
+    coerce = getattr(sys.modules.get("model_tools"), "coerce_tool_args", None)
+    if not callable(coerce) or not isinstance(tool, str) or type(arguments) is not dict:
+        return ()
+    try:
+        copied = snapshot(arguments)
+        coerced = coerce(tool, copied) if type(copied) is dict else None
+    except Exception:  # noqa: BLE001 - hermes' own helper: no second form, the judged one stands
+        return ()
+    return (coerced,) if type(coerced) is dict else ()
 
 
 def _read_dispatch(registry: Any, args: tuple, kwargs: dict) -> tuple:

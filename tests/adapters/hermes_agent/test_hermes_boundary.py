@@ -106,3 +106,22 @@ def test_application_code_outside_a_run_calls_the_registry_directly(rig):
     rig.load()
     assert json.loads(registry.dispatch(H.TOOL, dict(ARGS))) == {"ok": True}
     assert rig.ran == [ARGS] and ungoverned(rig) == []
+
+
+def test_arguments_hermes_coerces_by_the_schema_are_the_judged_call(rig):
+    """The agent loop judges the model's arguments, ``handle_function_call`` then coerces
+    them by the tool's schema ("42" -> 42): that is the judged call still."""
+    from tools.registry import registry
+
+    ran = []
+
+    def handler(args, **kwargs):
+        ran.append(dict(args))
+        return json.dumps({"ok": True})
+
+    schema = {"name": "fs_count", "description": "counts", "parameters": {"type": "object", "properties": {"count": {"type": "integer"}}}}
+    registry.register(name="fs_count", toolset=H.TOOLSET, schema=schema, handler=handler)
+    rig.plugin("guard", "return None")
+    rig.load()
+    H.agent_run("fs_count", {"count": "42"})
+    assert len(ran) == 1 and ungoverned(rig) == []
