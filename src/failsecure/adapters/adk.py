@@ -104,6 +104,10 @@ _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_
 #: (tool context, answer): the confirmation predicate already judged this call (this task
 #: only), so ADK's later asks of it in the same call get that answer, not a second run
 _asked: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_asked", default=None)
+#: (tool context, the keys of the model's arguments) of the call the before-tool stages
+#: judge in this task: a key a callback added (a stamp) is not part of what a resume
+#: must match
+_model_keys: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_model_keys", default=None)
 
 
 class ADKAdapter(Adapter):
@@ -362,6 +366,8 @@ class ADKAdapter(Adapter):
                 stuck = self._stuck.get(key) if key is not None else None
                 if stuck is not None:  # denied while ADK checked the confirmation: it stands
                     return {"error": stuck}
+            if type(tool_args) is dict and tool_context is not None:
+                _model_keys.set((tool_context, tuple(tool_args)))
             self._ensure_agent_patch()
             calls = self._plugin_calls_of(manager, tool, tool_args, tool_context)
             agent_callbacks = None if node else self._agent_callbacks(tool_context)
@@ -479,7 +485,7 @@ class ADKAdapter(Adapter):
             actions = getattr(tool_context, "actions", None)
             requested = getattr(actions, "requested_tool_confirmations", None)
             if key is not None and isinstance(requested, dict) and key[1] in requested:
-                shape = self._call_shape(tool, call_args)
+                shape = self._call_shape(tool, call_args, tool_context)
                 if shape is not None:
                     _remember(self._paused, key, shape)
         except Exception:  # noqa: BLE001 - ADK's objects: nothing remembered, the resume is judged as upstream's plus the gates
@@ -499,7 +505,7 @@ class ADKAdapter(Adapter):
         paused = self._paused.pop(key, None)
         if paused is None or getattr(confirmation, "confirmed", None) is not True:
             return None  # not paused in this process, or rejected (ADK answers it rejected)
-        if self._call_shape(tool, call_args) == paused:
+        if self._call_shape(tool, call_args, tool_context) == paused:
             return None
         hook = self.hook_id("arguments")
         try:
@@ -513,9 +519,13 @@ class ADKAdapter(Adapter):
         self._stick(tool_context, reason)
         return {"error": reason}
 
-    def _call_shape(self, tool: Any, call_args: Any) -> Optional[tuple]:
+    def _call_shape(self, tool: Any, call_args: Any, tool_context: Any = None) -> Optional[tuple]:
         """What identifies a call for its resume: the tool (name, class, function) and the
-        arguments' picture; None when the arguments cannot be pictured."""
+        picture of the arguments the model's call has keys for (a key a callback added
+        on each pass, a stamp, is left out); None when they cannot be pictured."""
+        known = _model_keys.get()
+        if known is not None and known[0] is tool_context and type(call_args) is dict:
+            call_args = {k: call_args[k] for k in known[1] if k in call_args}
         picture = fingerprint(call_args)
         if picture is CHANGED:
             return None

@@ -326,3 +326,16 @@ def test_another_tool_of_the_same_name_on_resume_is_not_the_confirmed_call(rig, 
     out = rig.run({"command": "harmless"}, mode, confirm=answers(True), resume=CONFIRMED, on_resume=swap)
     assert not other.exists() and not rig.ran
     assert out.response == {"error": "failsecure: hook 'google-adk:arguments' failed closed (invalid)"}
+
+
+def test_a_callback_stamping_a_key_of_its_own_on_every_pass_runs_on_resume(rig, mode):
+    """A fresh value in a key the model's call does not have (a request id) is a stamp,
+    not another call: the confirmed call runs."""
+    stamps = iter(range(100))
+
+    def decide(args):
+        args["request_id"] = f"req-{next(stamps)}"
+        return None
+
+    out = rig.run({"command": "harmless"}, mode, confirm=answers(True), resume=CONFIRMED, plugins=[_plugin("stamper", decide)])
+    assert rig.ran and out.response == {"ok": True}, out.response
