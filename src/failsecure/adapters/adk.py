@@ -65,7 +65,7 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, Adapter, PatchError, asettle, fingerprint, when_imported
+from failsecure.adapter import CHANGED, Adapter, PatchError, Ungoverned, asettle, fingerprint, when_imported
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
 PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
@@ -155,7 +155,15 @@ class ADKAdapter(Adapter):
             node = _from_tool_node()
             return adapter._plugin_stage(instance, kwargs.get("tool"), kwargs.get("tool_args"), kwargs.get("tool_context"), node)
 
+        async def run_on_tool_error_callback(wrapped, instance, args, kwargs):
+            error = kwargs.get("error")
+            if isinstance(error, Ungoverned):  # the boundary denied a call inside the tool
+                return {"error": str(error)}  # the call's answer, as a before-tool deny's
+            return await wrapped(*args, **kwargs)
+
         self.wrap(manager, "run_before_tool_callback", run_before_tool_callback)
+        if inspect.iscoroutinefunction(vars(manager).get("run_on_tool_error_callback")):
+            self.wrap(manager, "run_on_tool_error_callback", run_on_tool_error_callback)
         self._manager_wrapped = True
         self._active = True
         self._ensure_agent_patch()

@@ -40,8 +40,11 @@ def test_a_wrapper_tool_running_a_gated_tool_is_denied_as_ungoverned(rig, mode):
     out = rig.run({"command": "smuggled"}, mode, plugins=[policy()], call=WRAPPER, wrapper=True)
     assert not rig.ran, "the gated tool ran through the wrapper"
     assert [(e["tool"], e["outcome"], e["hook"]) for e in ungoverned(rig)] == [(TOOL, "deny", HOOK)]
-    told = out.told()  # the run ends with the Ungoverned error (2.7.1's sync runner only logs it)
-    assert "smuggled" not in told and (not told or "ungoverned" in told)
+    # the wrapper's call is answered with the deny (ADK's tool-error path), the run goes on
+    assert out.error is None, out.error
+    assert out.response == {"error": "failsecure: a tool ran at 'google-adk:FunctionTool.run_async' without a decision "
+                                     "for that call (ungoverned)"}
+    assert "smuggled" not in out.told()
 
 
 def test_a_wrapper_is_denied_when_the_gate_is_an_agent_callback(rig, mode):
