@@ -225,12 +225,16 @@ class Adapter(abc.ABC):
     #: modules patched; modules[0] is the activation trigger
     modules: ClassVar[tuple] = ()
     #: the framework can ask a human before a tool runs: an ASK decision is rendered
-    #: natively. When False the core turns ASK into a deny (and words the reason).
+    #: natively. When False the core turns ASK into a deny (and words the reason). Where
+    #: only some releases can ask, the patch says what it saw in ``ask_api``.
     supports_ask: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.state = "unpatched"  # | "patched" | "refused" | "native"
         self.refused_reason: Optional[str] = None
+        #: what the patch saw of the patched release's way to ask a human (None: every
+        #: release of the class's ``supports_ask`` has one); the core reads ``can_ask``
+        self.ask_api: Optional[bool] = None
         self._lock = threading.RLock()
         _instances.add(self)
         self._version: Optional[str] = None
@@ -648,7 +652,7 @@ class Adapter(abc.ABC):
 
     def _finish(self, config, outcomes: list[Outcome], tool, call_id, fail_closed=(), required=None) -> Decision:
         decision = _reduce.reduce(
-            outcomes, config, config.required_for(self.name) if required is None else required, ask=self.supports_ask,
+            outcomes, config, config.required_for(self.name) if required is None else required, ask=self.can_ask(),
             framework=self._framework(), fail_closed=fail_closed,
         )
         if _capture.decisions is not None:
@@ -776,6 +780,12 @@ class Adapter(abc.ABC):
         """``decide_stage`` from an async dispatcher (it awaits nothing: the outcomes are in)."""
         return self.decide_stage(tool, outcomes, call_id=call_id, fail_closed=fail_closed)
 
+    def can_ask(self) -> bool:
+        """An ASK decision is rendered natively: the adapter can render one
+        (``supports_ask``) and the patched release has the API for it (``ask_api`` is not
+        False). Otherwise the core turns ASK into a deny."""
+        return bool(self.supports_ask) and self.ask_api is not False
+
     def must_decide(self) -> bool:
         """A tool call with no gate of the framework's own still needs a decision: a
         failsecure plugin gate is registered (or declared and failed to load), a hook of
@@ -803,14 +813,16 @@ class Adapter(abc.ABC):
         return bool(self.inventory())
 
     def granted(self, decision: Decision, tool: Optional[str], call_id: Optional[str], arguments: Any,
-                also: tuple = ()) -> None:
+                also: tuple = (), approved: bool = False) -> None:
         """Where ``decision`` allows a call: it may run once, with the judged ``arguments``
         (``also``: the same arguments as the framework itself normalises them before the
-        tool runs); a deny or an ask takes back an earlier grant of the call id. Call it
-        with the arguments as they are after every gate. Never raises."""
+        tool runs); a deny or an ask takes back an earlier grant of the call id
+        (``approved``: the framework's own approval prompt answered the ask yes, so an
+        ask grants like an allow). Call it with the arguments as they are after every
+        gate. Never raises."""
         try:
             action = decision.verdict.action
-            if action is _A_DENY or action is _A_ASK:
+            if action is _A_DENY or (action is _A_ASK and not approved):
                 _boundary.revoke(call_id)
                 return
             _boundary.grant(tool, call_id, arguments, also)

@@ -40,6 +40,16 @@ own "tool not found" response). A failed ``require_confirmation`` predicate deni
 same shape, answered where ADK turns the predicate's answer into the call's response
 (``apply_confirmation_gate`` from 2.8, the tool's ``run_async`` in every release).
 
+On resume (the human's ``ToolConfirmation`` in the next turn) ADK re-executes the paused
+call through the same stages: a deny of a confirmation stage of that call stands for the
+rest of the resume, and a tool or final arguments other than those the gates judged when
+ADK paused the call deny as an argument change (the human confirmed another call).
+
+The tool boundary (docs/ungoverned.md): ``Runner.run_async``/``run_live``/``run_debug``
+and ``BaseAgent.run_async``/``run_live`` are run entry points; every ``BaseTool`` class's
+own ``run_async`` is the innermost call, matched by ADK's function call id and the
+arguments the before-tool stages allowed.
+
 Hook ids: ``google-adk:plugin:<plugin name>`` for a plugin, ``google-adk:<module>.<qualname>``
 for an agent callback.
 """
@@ -55,8 +65,8 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, PatchError, asettle, when_imported
-from failsecure.verdict import ABSTAIN, Action, Invalid, Outcome, Verdict
+from failsecure.adapter import CHANGED, Adapter, PatchError, Ungoverned, asettle, fingerprint, when_imported
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
 PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
 LLM_AGENT = "google.adk.agents.llm_agent"
@@ -77,6 +87,16 @@ RUN = "run_async"
 GATE_MODULE, GATE = "google.adk.tools._confirmation_utils", "apply_confirmation_gate"
 #: the order ADK binds callback parameters positionally when the names do not match
 _POSITIONAL = ("tool", "args", "tool_context")
+#: paused calls (and standing denies) remembered at most, the oldest go first
+MAX_PAUSED = 4096
+#: the tool boundary (docs/ungoverned.md): the run entry points, (module, class, methods)
+#: (``Runner.run`` is a sync generator that runs ``run_async`` on a thread of its own)
+RUN_ENTRIES = (
+    ("google.adk.runners", "Runner", ("run_async", "run_live", "run_debug")),
+    ("google.adk.agents.base_agent", "BaseAgent", ("run_async", "run_live")),
+)
+#: ... and the innermost tool execution: every BaseTool class's own ``run_async``
+TOOL_BASE = ("google.adk.tools.base_tool", "BaseTool", ("run_async",))
 
 
 #: the tool context whose agent callbacks the plugin stage already ran (this task only)
@@ -84,6 +104,10 @@ _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_
 #: (tool context, answer): the confirmation predicate already judged this call (this task
 #: only), so ADK's later asks of it in the same call get that answer, not a second run
 _asked: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_asked", default=None)
+#: (tool context, the keys of the model's arguments) of the call the before-tool stages
+#: judge in this task: a key a callback added (a stamp) is not part of what a resume
+#: must match
+_model_keys: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_model_keys", default=None)
 
 
 class ADKAdapter(Adapter):
@@ -104,6 +128,13 @@ class ADKAdapter(Adapter):
         self._confirming: set = set()  # tool classes whose confirmation predicate is guarded
         self._confirm_watch: set = set()  # their modules watched for import
         self._gate_wrapped = False  # apply_confirmation_gate (2.8 and later)
+        #: (session id, call id) -> the call ADK paused for a human's confirmation, as
+        #: every gate judged it: (tool name, tool class, function, arguments' picture)
+        self._paused: dict = {}
+        self._bounded: set = set()  # (module, class) of RUN_ENTRIES / TOOL_BASE given the boundary
+        self._bound_watch = False
+        #: (session id, call id) -> the deny of a confirmation stage that stands on resume
+        self._stuck: dict = {}
 
     # ------------------------------------------------------------ patching
 
@@ -124,15 +155,83 @@ class ADKAdapter(Adapter):
             node = _from_tool_node()
             return adapter._plugin_stage(instance, kwargs.get("tool"), kwargs.get("tool_args"), kwargs.get("tool_context"), node)
 
+        async def run_on_tool_error_callback(wrapped, instance, args, kwargs):
+            error = kwargs.get("error")
+            if isinstance(error, Ungoverned):  # the boundary denied a call inside the tool
+                return {"error": str(error)}  # the call's answer, as a before-tool deny's
+            return await wrapped(*args, **kwargs)
+
         self.wrap(manager, "run_before_tool_callback", run_before_tool_callback)
+        if inspect.iscoroutinefunction(vars(manager).get("run_on_tool_error_callback")):
+            self.wrap(manager, "run_on_tool_error_callback", run_on_tool_error_callback)
         self._manager_wrapped = True
         self._active = True
         self._ensure_agent_patch()
         for module_name, class_name in CONFIRMING:
             self._ensure_confirmation_patch(module_name, class_name)
+        self._bounded = set()
+        self._patch_boundary()
+        if not self._bound_watch:
+            self._bound_watch = True
+            for module_name, _, _ in RUN_ENTRIES + (TOOL_BASE,):
+                when_imported(module_name, lambda _module: self._patch_boundary())
         if self._agent_class is None and not self._watching and LLM_AGENT not in sys.modules:
             self._watching = True
             when_imported(LLM_AGENT, lambda module: self._ensure_agent_patch())
+
+    def _patch_boundary(self) -> None:
+        """The run entry points and the innermost tool call of every module of them that
+        is loaded (a module still being imported is done when it has finished)."""
+        if not self._active or len(self._bounded) == len(RUN_ENTRIES) + 1:
+            return
+        with self._agent_lock:
+            for module_name, class_name, attrs in RUN_ENTRIES + (TOOL_BASE,):
+                module = sys.modules.get(module_name)
+                cls = getattr(module, class_name, None) if module is not None else None
+                if (module_name, class_name) in self._bounded or not isinstance(cls, type) or not self._active:
+                    continue
+                self._bounded.add((module_name, class_name))
+                if class_name == TOOL_BASE[1]:
+                    self.wrap_subclasses(cls, attrs, self._read_tool)
+                    continue
+                gated = self._runner_gated if class_name == "Runner" else self._agent_gated
+                for attr in attrs:
+                    if callable(vars(cls).get(attr)):
+                        self.wrap_run(cls, attr, gated=gated)
+
+    @staticmethod
+    def _read_tool(tool: Any, args: tuple, kwargs: dict) -> tuple:
+        """A tool's ``run_async(*, args, tool_context)``: ADK's call id, the arguments."""
+        call_args = kwargs["args"] if "args" in kwargs else (args[0] if args else None)
+        context = kwargs["tool_context"] if "tool_context" in kwargs else (args[1] if len(args) > 1 else None)
+        name = _tool_name(tool)
+        return name, _call_id(context), call_args, name, None
+
+    def _runner_gated(self, runner: Any) -> bool:
+        """A gate of ADK is registered with what this runner runs: a plugin with a
+        before-tool callback, or an agent's (below)."""
+        manager = getattr(runner, "plugin_manager", None)
+        if any(_overrides(plugin) for plugin in list(getattr(manager, "plugins", ()) or ())):
+            return True
+        return self._agent_gated(getattr(runner, "agent", None))
+
+    @staticmethod
+    def _agent_gated(agent: Any) -> bool:
+        """The agent or one of its sub-agents has a before-tool callback or a tool with a
+        ``require_confirmation`` predicate."""
+        pending, seen = [agent], 0
+        while pending and seen < 256:
+            current = pending.pop()
+            seen += 1
+            if current is None:
+                continue
+            if getattr(current, CALLBACK, None):
+                return True
+            for tool in list(getattr(current, "tools", ()) or ()):
+                if callable(getattr(tool, "_require_confirmation", None)):
+                    return True
+            pending.extend(list(getattr(current, "sub_agents", ()) or ()))
+        return False
 
     def _check_agent(self, agent_module: Any) -> tuple[Any, Any]:
         agent_class = getattr(agent_module, "LlmAgent", None)
@@ -240,6 +339,9 @@ class ADKAdapter(Adapter):
         self._shapes.clear()
         self._confirming.clear()
         self._gate_wrapped = False
+        self._paused.clear()
+        self._stuck.clear()
+        self._bounded = set()
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the plugin stage denies every tool call
@@ -267,6 +369,13 @@ class ADKAdapter(Adapter):
         workflow ToolNode is calling) -> ADK's answer: None to run the tool, a dict to
         answer the call instead."""
         try:
+            if getattr(tool_context, "tool_confirmation", None) is not None:  # a resume
+                key = _call_key(tool_context)
+                stuck = self._stuck.get(key) if key is not None else None
+                if stuck is not None:  # denied while ADK checked the confirmation: it stands
+                    return {"error": stuck}
+            if type(tool_args) is dict and tool_context is not None:
+                _model_keys.set((tool_context, tuple(tool_args)))
             self._ensure_agent_patch()
             calls = self._plugin_calls_of(manager, tool, tool_args, tool_context)
             agent_callbacks = None if node else self._agent_callbacks(tool_context)
@@ -307,6 +416,7 @@ class ADKAdapter(Adapter):
             outcomes = []
         call_id = _call_id(tool_context)
         decision = await self.adecide(_tool_name(tool), outcomes, call_id=call_id, arguments=tool_args, later=self._later(tool))
+        self.granted(decision, _tool_name(tool), call_id, tool_args)
         answer = self._native(decision, outcomes)
         if answer is None and judged and tool_context is not None:
             _judged.set(tool_context)
@@ -332,7 +442,9 @@ class ADKAdapter(Adapter):
             return known[1]
         decision, answer = await self._judge_confirmation(wrapped, tool, args, kwargs, tool_context)
         if decision is not None and decision.denied:
-            _reject(tool_context, decision.reason or "failsecure: denied")
+            reason = decision.reason or f"failsecure: hook '{self.callable_id(getattr(tool, '_require_confirmation', None))}' denied the call"
+            _reject(tool_context, reason)
+            self._stick(tool_context, reason)  # the call's answer where ADK then asks again
             return True
         return answer
 
@@ -343,27 +455,95 @@ class ADKAdapter(Adapter):
         "failsecure: hook '<id>' failed closed (<category>)"}``, the deny the audit
         records (the context also holds a rejected confirmation, so ADK reads the call
         as answered, not paused); any other answer is ADK's to act on as upstream does
-        (True asks a human, False runs the tool)."""
+        (True asks a human, False runs the tool).
+
+        On resume (the human's confirmation in the context) the call must be the one ADK
+        paused: a deny of a confirmation stage of this call stands, and a tool or
+        arguments other than those every gate judged when ADK asked the human are
+        denied as an argument change (``google-adk:arguments``, invalid)."""
         owner = next((c for c in type(tool).__mro__ if CONFIRM in c.__dict__), None)
         predicate = getattr(tool, "_require_confirmation", None)
         known = _asked.get()
-        if (
-            not callable(predicate)
-            or owner not in self._confirming
-            or tool_context is None
-            or (known is not None and known[0] is tool_context)
-        ):
-            return await wrapped(*args, **kwargs)
+        again = tool_context is not None and known is not None and known[0] is tool_context
+        resumed = getattr(tool_context, "tool_confirmation", None) if tool_context is not None else None
+        if resumed is not None and not again:
+            answer = await self._resumed(tool, call_args, tool_context, resumed)
+            if answer is not None:
+                return answer
+        if not callable(predicate) or owner not in self._confirming or tool_context is None or again:
+            return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
         check = getattr(vars(owner)[CONFIRM], "__wrapped__", None)
         if check is None:
-            return await wrapped(*args, **kwargs)
+            return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
         decision, answer = await self._judge_confirmation(check, tool, (tool, call_args, tool_context), {}, tool_context)
         if decision is not None and decision.denied:
             reason = decision.reason or f"failsecure: hook '{self.callable_id(predicate)}' denied the call"
             _reject(tool_context, reason)
+            self._stick(tool_context, reason)
             return {"error": reason}
         _asked.set((tool_context, answer))
-        return await wrapped(*args, **kwargs)
+        return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
+
+    async def _pausing(self, wrapped: Any, tool: Any, call_args: Any, tool_context: Any, args: tuple, kwargs: dict) -> Any:
+        """ADK's own step; when it paused the call for a human's confirmation, the call as
+        the gates judged it is remembered for the resume."""
+        result = await wrapped(*args, **kwargs)
+        try:
+            key = _call_key(tool_context)
+            actions = getattr(tool_context, "actions", None)
+            requested = getattr(actions, "requested_tool_confirmations", None)
+            if key is not None and isinstance(requested, dict) and key[1] in requested:
+                shape = self._call_shape(tool, call_args, tool_context)
+                if shape is not None:
+                    _remember(self._paused, key, shape)
+        except Exception:  # noqa: BLE001 - ADK's objects: nothing remembered, the resume is judged as upstream's plus the gates
+            pass
+        return result
+
+    async def _resumed(self, tool: Any, call_args: Any, tool_context: Any, confirmation: Any) -> Optional[dict]:
+        """A call ADK re-executes with a human's answer -> the deny that stands for it, or
+        None (judge it as any call)."""
+        key = _call_key(tool_context)
+        if key is None:
+            return None
+        stuck = self._stuck.get(key)
+        if stuck is not None:
+            _reject(tool_context, stuck)
+            return {"error": stuck}
+        paused = self._paused.pop(key, None)
+        if paused is None or getattr(confirmation, "confirmed", None) is not True:
+            return None  # not paused in this process, or rejected (ADK answers it rejected)
+        if self._call_shape(tool, call_args, tool_context) == paused:
+            return None
+        hook = self.hook_id("arguments")
+        try:
+            decision = await self.adecide_stage(_tool_name(tool), [Outcome(hook=hook, failure=Failure.INVALID)], call_id=key[1])
+        except Exception as exc:
+            decision = self.failed(exc, _tool_name(tool), key[1], hook=hook)
+        if not decision.denied:
+            return None
+        reason = decision.reason or f"failsecure: hook '{hook}' denied the call"
+        _reject(tool_context, reason)
+        self._stick(tool_context, reason)
+        return {"error": reason}
+
+    def _call_shape(self, tool: Any, call_args: Any, tool_context: Any = None) -> Optional[tuple]:
+        """What identifies a call for its resume: the tool (name, class, function) and the
+        picture of the arguments the model's call has keys for (a key a callback added
+        on each pass, a stamp, is left out); None when they cannot be pictured."""
+        known = _model_keys.get()
+        if known is not None and known[0] is tool_context and type(call_args) is dict:
+            call_args = {k: call_args[k] for k in known[1] if k in call_args}
+        picture = fingerprint(call_args)
+        if picture is CHANGED:
+            return None
+        func = getattr(tool, "func", None)
+        return (_tool_name(tool), type(tool).__qualname__, self.callable_id(func) if callable(func) else None, picture)
+
+    def _stick(self, tool_context: Any, reason: str) -> None:
+        key = _call_key(tool_context)
+        if key is not None:
+            _remember(self._stuck, key, reason)
 
     async def _judge_confirmation(self, check: Any, tool: Any, args: tuple, kwargs: dict, tool_context: Any) -> tuple:
         """The predicate of ``tool`` under the guard -> (decision or None, ADK's answer).
@@ -526,6 +706,23 @@ def _confirmation_verdict(answer: Any) -> Verdict:
     if type(answer) is not bool:
         raise Invalid()
     return Verdict(action=Action.ABSTAIN, data=answer)
+
+
+def _remember(store: dict, key: Any, value: Any) -> None:
+    store.pop(key, None)
+    store[key] = value
+    while len(store) > MAX_PAUSED:
+        del store[next(iter(store))]
+
+
+def _call_key(tool_context: Any) -> Optional[tuple]:
+    """(session id, call id) of a tool call: what a resume in a later turn shares with it."""
+    call_id = _call_id(tool_context)
+    if call_id is None:
+        return None
+    session = getattr(getattr(tool_context, "_invocation_context", None), "session", None)
+    session_id = getattr(session, "id", None)
+    return (session_id if type(session_id) is str else None, call_id)
 
 
 def _reject(tool_context: Any, reason: str) -> None:

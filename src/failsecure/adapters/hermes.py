@@ -52,7 +52,9 @@ from failsecure.adapter import (
     process_failure,
     run_command,
     same,
+    snapshot,
     type_name,
+    when_imported,
 )
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
@@ -63,19 +65,30 @@ SHELL = "agent.shell_hooks"
 #: the aggregator entry points call sites import (lazily, inside try/except Exception)
 ENTRY_POINTS = ("resolve_pre_tool_block", "get_pre_tool_call_block_message")
 _DEFAULT_SHELL_BLOCK = "Blocked by shell hook."  # hermes' own default for a shell block
+#: the tool boundary (docs/ungoverned.md): the agent's run entry point (``chat`` calls it)
+RUN_ENTRY = ("run_agent", "AIAgent", ("run_conversation",))
+#: ... and the innermost tool call: the registry's handler dispatch (every registered
+#: tool's handler runs through it; hermes passes it no call id: matched by tool and the
+#: judged arguments)
+REGISTRY = ("tools.registry", "ToolRegistry", ("dispatch",))
 
 
 class HermesAdapter(Adapter):
     name = "hermes-agent"
     fail_closed_upstream = ""  # detected from the code instead: see upstream_fail_closed
     modules = (PLUGINS,)
+    supports_ask = True  # an ASK is hermes' approve directive, where the release has one (ask_api)
 
     def __init__(self) -> None:
         super().__init__()
         self._names: dict[int, tuple[Any, str]] = {}  # id(callback) -> (callback, plugin key)
         self._ids: dict[int, tuple[Any, str, Any]] = {}  # id(callback) -> (callback, hook id, shell spec)
         self._approve = False  # the release has the approve directive (0.18.1+)
+        self.ask_api = False  # nothing seen yet: the patch says what the release has
         self._schema: Any = None  # OBSERVER_SCHEMA_VERSION, added to the hook kwargs (0.18.1+)
+        self._bounded: set = set()  # the classes of RUN_ENTRY / REGISTRY given the boundary
+        self._boundary_on = False
+        self._bound_watch = False
 
     # ------------------------------------------------------------ patching
 
@@ -110,7 +123,7 @@ class HermesAdapter(Adapter):
     def _patch(self) -> None:
         plugins, manager, context = self._targets()  # all checked before anything changes
         self._approve = callable(getattr(plugins, "resolve_pre_tool_block", None))
-        self.supports_ask = self._approve  # type: ignore[misc]  # an approve escalates to hermes' approval gate (0.18.1+)
+        self.ask_api = self._approve  # what this release has: an approve escalates to hermes' approval gate (0.18.1+)
         self._schema = getattr(plugins, "OBSERVER_SCHEMA_VERSION", None)
         adapter = self
 
@@ -135,11 +148,17 @@ class HermesAdapter(Adapter):
 
         def entry_point(wrapped, instance, args, kwargs):
             # the call sites catch Exception from these and then run the tool
+            _asking.set(None)
             try:
-                return wrapped(*args, **kwargs)
+                message = wrapped(*args, **kwargs)
             except Exception as exc:
                 tool = args[0] if args else kwargs.get("tool_name")
                 return adapter.failed(exc, tool, kwargs.get("tool_call_id"), hook=adapter.hook_id(EVENT)).reason
+            asked = _asking.get()
+            if message is None and asked is not None:  # hermes' approval prompt said yes
+                _asking.set(None)
+                adapter.granted(asked[0], asked[1], None, asked[2], approved=True)
+            return message
 
         def dispatch_tool(wrapped, instance, args, kwargs):
             # a plugin's direct tool call never reaches the pre_tool_call hooks upstream
@@ -158,6 +177,31 @@ class HermesAdapter(Adapter):
             if callable(getattr(plugins, attr, None)):
                 self.wrap(plugins, attr, entry_point)
         self._patch_middleware()
+        self._bounded = set()
+        self._boundary_on = True
+        self._patch_boundary()
+        if not self._bound_watch:
+            self._bound_watch = True
+            for module_name, _, _ in (RUN_ENTRY, REGISTRY):
+                when_imported(module_name, lambda _module: self._patch_boundary())
+
+    def _patch_boundary(self) -> None:
+        """The run entry point and the registry's dispatch, once their modules are loaded."""
+        if not self._boundary_on:
+            return
+        for module_name, class_name, attrs in (RUN_ENTRY, REGISTRY):
+            module = sys.modules.get(module_name)
+            cls = getattr(module, class_name, None) if module is not None else None
+            if class_name in self._bounded or not isinstance(cls, type):
+                continue
+            self._bounded.add(class_name)
+            for attr in attrs:
+                if not callable(vars(cls).get(attr)):
+                    continue
+                if class_name == REGISTRY[1]:
+                    self.wrap_boundary(cls, attr, _read_dispatch, where=f"{class_name}.{attr}")
+                else:
+                    self.wrap_run(cls, attr)
 
     def _patch_middleware(self) -> None:
         """hermes' tool-execution middleware (0.18+) runs after ``pre_tool_call`` and may
@@ -235,6 +279,8 @@ class HermesAdapter(Adapter):
     def _unpatch(self) -> None:
         self.restore()
         self._ids.clear()
+        self._bounded = set()
+        self._boundary_on = False
 
     def _lockdown(self) -> None:
         """The targets are not where expected: deny every ``pre_tool_call`` we can reach.
@@ -278,6 +324,10 @@ class HermesAdapter(Adapter):
                 call_id=call_id if isinstance(call_id, str) and call_id else None,
                 arguments=kwargs.get("args"),
             )
+            # hermes hands the registry no call id: the grant is by tool and arguments
+            self.granted(decision, tool if isinstance(tool, str) else None, None, kwargs.get("args"),
+                         also=_coerced(tool, kwargs.get("args")))
+            _asking.set((decision, tool, kwargs.get("args")) if decision.action is Action.ASK else None)
         except Exception as exc:  # a bug here must not read as "no directive"
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         return self._native(decision)
@@ -303,7 +353,7 @@ class HermesAdapter(Adapter):
         if action is Action.DENY:
             message = decision.reason or f"failsecure: hook '{primary.hook if primary else self.name}' denied the call"
             return [{"action": "block", "message": message}]
-        if action is Action.ASK:  # only where supports_ask: the core denies it elsewhere
+        if action is Action.ASK:  # only where the core says it can ask (can_ask): it denies it elsewhere
             directive: dict = {"action": "approve"}
             if decision.reason:
                 directive["message"] = decision.reason
@@ -425,6 +475,31 @@ class _ChainState:
 
 
 _chain: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_chain", default=None)
+#: (decision, tool, arguments) of an ask sent to hermes' approval prompt in this context
+_asking: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_asking", default=None)
+
+
+def _coerced(tool: Any, arguments: Any) -> tuple:
+    """The judged arguments as ``handle_function_call`` passes them to the registry when
+    the agent loop judged them first: ``coerce_tool_args`` by the tool's schema ("42" ->
+    42), on a copy."""
+    coerce = getattr(sys.modules.get("model_tools"), "coerce_tool_args", None)
+    if not callable(coerce) or not isinstance(tool, str) or type(arguments) is not dict:
+        return ()
+    try:
+        copied = snapshot(arguments)
+        coerced = coerce(tool, copied) if type(copied) is dict else None
+    except Exception:  # noqa: BLE001 - hermes' own helper: no second form, the judged one stands
+        return ()
+    return (coerced,) if type(coerced) is dict else ()
+
+
+def _read_dispatch(registry: Any, args: tuple, kwargs: dict) -> tuple:
+    """``ToolRegistry.dispatch(name, args, **kwargs)``: the tool and its arguments."""
+    name = args[0] if args else kwargs.get("name")
+    tool_args = args[1] if len(args) > 1 else kwargs.get("args")
+    name = name if isinstance(name, str) else None
+    return name, None, tool_args, name, None
 
 
 def _watched(callback: Any, state: _ChainState, hook: str) -> Any:

@@ -48,6 +48,7 @@ def model_class():
     class ScriptedLlm(BaseLlm):
         model: str = "scripted"
         call_args: dict = {}
+        call_name: str = TOOL
 
         async def generate_content_async(self, llm_request, stream: bool = False) -> AsyncGenerator:
             answered = any(
@@ -58,7 +59,7 @@ def model_class():
             if answered:
                 content = types.Content(role="model", parts=[types.Part(text="done")])
             else:
-                call = types.FunctionCall(name=TOOL, args=dict(self.call_args), id="call-1")
+                call = types.FunctionCall(name=self.call_name, args=dict(self.call_args), id="call-1")
                 content = types.Content(role="model", parts=[types.Part(function_call=call)])
             yield LlmResponse(content=content)
 
@@ -72,6 +73,7 @@ class Outcome:
     def __init__(self) -> None:
         self.ran: list[dict] = []
         self.responses: list[dict] = []
+        self.asked: list[dict] = []  # the confirmations ADK asked a human for
         self.error: Optional[BaseException] = None
 
     @property
@@ -108,8 +110,17 @@ def run_agent(
     after: Any = None,
     raise_errors: bool = False,
     confirm: Any = None,
+    resume: Optional[dict] = None,
+    on_resume: Any = None,
+    call: str = TOOL,
+    wrapper: bool = False,
 ) -> Outcome:
-    """One real agent run: the model calls ``run_command(**arguments)`` once."""
+    """One real agent run: the model calls ``run_command(**arguments)`` once. ``resume``:
+    when ADK asks for a confirmation, the human's answer (``{"confirmed": True}``) is sent
+    in a second turn of the same session and the run resumes (``on_resume(agent)`` is called
+    between the two turns). ``call``: the tool the model calls; ``wrapper``: the agent also
+    has ``smuggle``, a wrapper tool that runs ``run_command`` through its inner
+    ``run_async`` (a path ADK's before-tool stages never see for ``run_command``)."""
     LlmAgent, _, _, _, InMemoryRunner, _, types = _imports()
     outcome = Outcome()
     kwargs = {}
@@ -117,11 +128,15 @@ def run_agent(
         kwargs["before_tool_callback"] = before
     if after is not None:
         kwargs["after_tool_callback"] = after
+    tool = make_tool(marker, outcome, confirm)
+    tools = [tool]
+    if wrapper:
+        tools.append(wrapper_tool(tool))
     agent = LlmAgent(
         name="gated",
-        model=model_class()(call_args=dict(arguments)),
+        model=model_class()(call_args=dict(arguments), call_name=call),
         instruction="Call the tool.",
-        tools=[make_tool(marker, outcome, confirm)],
+        tools=tools,
         **kwargs,
     )
     runner = InMemoryRunner(agent=agent, app_name=APP, plugins=list(plugins or []))
@@ -139,13 +154,47 @@ def run_agent(
         async for event in runner.run_async(user_id=USER, session_id=s.id, new_message=message):
             collect(event)
 
+    messages = [message]
+    asked: list = []
+
+    def collect_asks(event) -> None:
+        collect(event)
+        for call in event.get_function_calls() or ():
+            if call.name == "adk_request_confirmation":
+                asked.append(call.id)
+                outcome.asked.append(dict(call.args or {}))
+
+    def resume_message():
+        """The human's answer to the confirmation ADK asked for (None: nothing asked)."""
+        if resume is None or not asked:
+            return None
+        answer = types.FunctionResponse(name="adk_request_confirmation", id=asked[-1], response=dict(resume))
+        return types.Content(role="user", parts=[types.Part(function_response=answer)])
+
+    async def run_async_resumed():
+        s = await session()
+        for turn in range(2):
+            new = messages[0] if turn == 0 else resume_message()
+            if new is None:
+                return
+            async for event in runner.run_async(user_id=USER, session_id=s.id, new_message=new):
+                collect_asks(event)
+            if turn == 0 and on_resume is not None:
+                on_resume(agent)
+
     try:
         if mode == "sync":
             s = asyncio.run(session())
-            for event in runner.run(user_id=USER, session_id=s.id, new_message=message):
-                collect(event)
+            for turn in range(2):
+                new = messages[0] if turn == 0 else resume_message()
+                if new is None:
+                    break
+                for event in runner.run(user_id=USER, session_id=s.id, new_message=new):
+                    collect_asks(event)
+                if turn == 0 and on_resume is not None:
+                    on_resume(agent)
         else:
-            asyncio.run(run_async())
+            asyncio.run(run_async_resumed())
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # upstream crashes the run on a raising callback
@@ -153,6 +202,21 @@ def run_agent(
             raise
         outcome.error = exc
     return outcome
+
+
+WRAPPER = "smuggle"
+
+
+def wrapper_tool(inner):
+    """A third-party style wrapper tool: runs ``inner`` through its ``run_async`` with its
+    own tool context."""
+    _, _, _, _, _, FunctionTool, _ = _imports()
+
+    async def smuggle(command: str, tool_context) -> dict:
+        """Run a command through another tool."""
+        return await inner.run_async(args={"command": command}, tool_context=tool_context)
+
+    return FunctionTool(smuggle)
 
 
 def plugin(name: str, callback):

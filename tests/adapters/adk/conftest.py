@@ -159,6 +159,18 @@ class ADKHarness(Harness):
         return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
 
 
+    def bypass(self, arguments, mode):
+        """The model calls ``smuggle``, a wrapper tool that runs the marker tool through
+        its inner ``run_async``: ADK's before-tool stages judge ``smuggle`` only."""
+        marker = self.workdir / "kit-marker"
+        if marker.exists():
+            marker.unlink()
+        before = list(self.callbacks) or None
+        outcome = adk_rig.run_agent(marker, arguments, mode, before=before, plugins=list(self.plugins),
+                                    call=adk_rig.WRAPPER, wrapper=True)
+        return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
+
+
 @pytest.fixture
 def failsecure_harness(tmp_path):
     return ADKHarness(tmp_path)
@@ -263,3 +275,65 @@ def failsecure_harness_agent(tmp_path):
 @pytest.fixture
 def failsecure_harness_require_confirmation(tmp_path):
     return ConfirmationHarness(tmp_path)
+
+
+class ResumeHarness(ADKHarness):
+    """The resume of a paused call (inventory row 10): a tool with a static
+    ``require_confirmation=True``, the human confirms, ADK re-executes the call in the
+    next turn. The kit's gates are the main harness's (a runner plugin first, agent
+    callbacks after) and answer None while the call is paused; what they decide is what
+    they answer on the resumed pass."""
+
+    kind = "resume"
+
+    def __init__(self, workdir):
+        super().__init__(workdir)
+        self.resumed = False
+        self.rewrote = False
+
+    def add_gate(self, name, behave, *, is_async=False):
+        harness = self
+        if is_async:
+
+            async def on_resume(seen):
+                return await behave(seen) if harness.resumed else None
+
+        else:
+
+            def on_resume(seen):
+                return behave(seen) if harness.resumed else None
+
+        return super().add_gate(name, on_resume, is_async=is_async)
+
+    def rewrite(self, seen, arguments):
+        # the kit's rewriter would rewrite on the resumed pass only: by the contract not the
+        # confirmed call, denied (test_adk_confirmation.py holds both a rewrite on resume
+        # only and one alike on every pass); the row is n/a here
+        self.rewrote = True
+        return None
+
+    def reset(self):
+        super().reset()
+        self.resumed = False
+        self.rewrote = False
+
+    def run(self, arguments, mode):
+        marker = self.workdir / "kit-marker"
+        if marker.exists():
+            marker.unlink()
+        self.resumed = False
+        before = list(self.callbacks) or None
+
+        def resume(agent):
+            self.resumed = True
+
+        outcome = adk_rig.run_agent(marker, arguments, mode, before=before, plugins=list(self.plugins), confirm=True,
+                                    resume={"confirmed": True}, on_resume=resume)
+        if self.rewrote:
+            raise NotSupported("a rewrite on the resumed pass only is not the confirmed call (test_adk_confirmation.py)")
+        return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
+
+
+@pytest.fixture
+def failsecure_harness_resume(tmp_path):
+    return ResumeHarness(tmp_path)

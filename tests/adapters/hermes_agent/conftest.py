@@ -44,6 +44,7 @@ def adapter():
 def _session_rig(adapter):
     r = rig_module.Rig(_HOME, _WORK)
     r.register_tool()
+    rig_module.register_wrapper()
     return r
 
 
@@ -168,6 +169,14 @@ class HermesHarness(Harness):
         self.rig.load()
         out = self.rig.call(dict(arguments))
         return Ran(ran=out["ran"], arguments=self.rig.ran[-1] if self.rig.ran else None, told=json.dumps(out["result"]))
+
+    def bypass(self, arguments, mode):
+        """A real ``AIAgent.run_conversation`` whose model calls the wrapper tool, whose
+        handler runs the probe tool through ``registry.dispatch`` itself."""
+        self.rig.load()
+        self.rig.ran.clear()
+        told = rig_module.agent_run(rig_module.WRAPPER, dict(arguments))
+        return Ran(ran=bool(self.rig.ran), arguments=self.rig.ran[-1] if self.rig.ran else None, told="\n".join(map(str, told)))
 
 
 @pytest.fixture

@@ -172,6 +172,99 @@ class Rig:
         return events[-1]
 
 
+# ---------------------------------------------------------------- a full agent run
+
+WRAPPER = "fs_smuggle"  # a wrapper tool: runs the probe tool through the registry itself
+
+
+def register_wrapper() -> None:
+    """A third-party style wrapper tool whose handler runs the probe tool through
+    ``registry.dispatch`` itself: hermes' ``pre_tool_call`` judges the wrapper only."""
+    from tools.registry import registry
+
+    def handler(args, **kwargs):
+        return registry.dispatch(TOOL, dict(args) if isinstance(args, dict) else {})
+
+    schema = {"name": WRAPPER, "description": "runs the probe", "parameters": {"type": "object", "properties": {}}}
+    registry.register(name=WRAPPER, toolset=TOOLSET, schema=schema, handler=handler)
+
+
+def scripted_model(tool: str, arguments: dict):
+    """An OpenAI-compatible chat-completions server on 127.0.0.1: its first answer calls
+    ``tool`` with ``arguments``, every later one says done. -> (base url, stop())."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    calls: list = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(404)
+            self.end_headers()
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if not self.path.endswith("/chat/completions"):
+                self.send_response(404)
+                self.end_headers()
+                return
+            calls.append(body)
+            if len(calls) == 1:
+                message = {"role": "assistant", "content": None, "tool_calls": [
+                    {"index": 0, "id": "call-run", "type": "function",
+                     "function": {"name": tool, "arguments": json.dumps(arguments)}}]}
+                finish = "tool_calls"
+            else:
+                message, finish = {"role": "assistant", "content": "done"}, "stop"
+            if body.get("stream"):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for choice in ({"index": 0, "delta": message, "finish_reason": None}, {"index": 0, "delta": {}, "finish_reason": finish}):
+                    chunk = {"id": "s", "object": "chat.completion.chunk", "created": 0, "model": "scripted", "choices": [choice]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                return
+            for call in message.get("tool_calls") or []:
+                call.pop("index", None)
+            out = json.dumps({"id": "s", "object": "chat.completion", "created": 0, "model": "scripted",
+                              "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                              "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def stop():
+        server.shutdown()
+        server.server_close()
+
+    return f"http://127.0.0.1:{server.server_address[1]}/v1", stop
+
+
+def agent_run(tool: str, arguments: dict) -> list:
+    """One real ``AIAgent.run_conversation`` whose model calls ``tool(**arguments)`` once;
+    -> the tool results the model was sent."""
+    import run_agent
+
+    url, stop = scripted_model(tool, arguments)
+    try:
+        agent = run_agent.AIAgent(base_url=url, api_key="x", provider="custom", model="scripted", quiet_mode=True,
+                                  skip_memory=True, skip_context_files=True, enabled_toolsets=[TOOLSET], max_iterations=4)
+        result = agent.run_conversation("probe the file, please")
+    finally:
+        stop()
+    return [m.get("content") for m in result["messages"] if m.get("role") == "tool"]
+
+
 # ---------------------------------------------------------------- shared by the tests
 
 
