@@ -52,7 +52,16 @@ import threading
 from typing import Any, Optional
 
 from failsecure.adapter import (
-    INVALID, Adapter, PatchError, activate, awaitable, close_awaitable, command_name, is_async, process_failure, run_command,
+    INVALID,
+    Adapter,
+    PatchError,
+    activate,
+    awaitable,
+    close_awaitable,
+    command_name,
+    is_async,
+    process_failure,
+    run_command,
     when_imported,
 )
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, failure_reason
