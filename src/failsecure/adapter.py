@@ -591,19 +591,21 @@ class Adapter(abc.ABC):
         return settle(steps or _one_by_one(self.hook_calls, calls, _interactive), current, hook, first=first, **rule)
 
     async def asettle_calls(self, calls: list, current: Callable[[], Any], hook: str, steps: Optional[list] = None,
-                            _interactive: bool = False, hold_loop: bool = False, **rule: Any) -> list[Outcome]:
+                            _interactive: bool = False, hold_loop: bool = False,
+                            caused: Optional[Callable[[int], list]] = None, **rule: Any) -> list[Outcome]:
         """``settle_calls`` from an async dispatcher: pass 1 is one ``ahook_calls`` (each
         run of consecutive sync gates one hand-off, coroutine gates awaited on the loop,
         each pictured right after it ends). ``hold_loop``: each run of sync gates holds
         the loop while it runs (``hook_calls``), as a dispatcher that calls them on the
-        loop itself does."""
+        loop itself does. ``caused(i)``: outcomes booked in pass 1 ahead of entry ``i``'s
+        own (what that gate caused, read once the pass ran), as its step would."""
         if len(calls) < 2 or not rule.get("finish_pass"):
             return await asettle(steps or _aone_by_one(self.ahook_calls, calls, _interactive), current, hook, **rule)
 
         async def first(take: Callable[[Any], Any], start: Any) -> list:
             seen, batch = _pictured(calls, current, take, not hold_loop)
             if not hold_loop:
-                return _ran(calls, await self.ahook_calls(batch, _interactive), seen, start)
+                return _ran(calls, await self.ahook_calls(batch, _interactive), seen, start, caused)
             outcomes: list = []
             run: list = []
             for c in batch:
@@ -616,7 +618,7 @@ class Adapter(abc.ABC):
                 outcomes += await self.ahook_calls([c], _interactive)
             if run:
                 outcomes += self.hook_calls(run, _interactive)
-            return _ran(calls, outcomes, seen, start)
+            return _ran(calls, outcomes, seen, start, caused)
 
         return await asettle(steps or _aone_by_one(self.ahook_calls, calls, _interactive), current, hook, first=first, **rule)
 
@@ -1088,6 +1090,7 @@ class Adapter(abc.ABC):
 from .failures import INVALID, process_failure  # noqa: E402  (failure categories; a command hook's exit)
 from .guard import _awaitable as awaitable  # noqa: E402  (an answer that is an awaitable, told without running code of it)
 from .guard import _close_awaitable as close_awaitable  # noqa: E402  (an awaitable closed unrun; never raises)
+from .guard import is_async  # noqa: E402  (a hook Adapter.ahook_calls awaits on the loop, not one of a sync batch)
 from .hookid import callable_name, command_name  # noqa: E402  (hook ids, derived in one place)
 from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
     CHANGED,
@@ -1106,7 +1109,7 @@ __all__ = (
     "Adapter", "Check", "PatchError", "Ungoverned",
     "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "awaitable",
     "callable_name", "close_awaitable",
-    "command_name", "current_config", "fingerprint", "plugin_gates", "process_failure", "run_command", "same",
+    "command_name", "current_config", "fingerprint", "is_async", "plugin_gates", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )
 
@@ -1163,10 +1166,11 @@ def _apictured(fn: Callable, i: int, seen: list, current: Callable[[], Any], tak
     return gate
 
 
-def _ran(calls: list, outcomes: list, seen: list, start: Any) -> list:
+def _ran(calls: list, outcomes: list, seen: list, start: Any, caused: Optional[Callable[[int], list]] = None) -> list:
     """``(outcomes, picture after)`` per entry of ``calls`` for ``_Rule.replay``. A gate
     with no picture of its own (abandoned at its deadline, refused by the bounds) and an
-    Outcome entry read as the call did after the entry before (``start`` for the first)."""
+    Outcome entry read as the call did after the entry before (``start`` for the first).
+    ``caused(i)``: outcomes booked ahead of gate ``i``'s own."""
     ran: list = []
     at = 0
     last = start
@@ -1176,7 +1180,7 @@ def _ran(calls: list, outcomes: list, seen: list, start: Any) -> list:
             continue
         if seen[i] is not _UNSEEN:
             last = seen[i]
-        ran.append(([outcomes[at]], last))
+        ran.append(([*caused(i), outcomes[at]] if caused else [outcomes[at]], last))
         at += 1
     return ran
 

@@ -65,7 +65,7 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, Adapter, PatchError, Ungoverned, asettle, fingerprint, when_imported
+from failsecure.adapter import CHANGED, Adapter, PatchError, Ungoverned, asettle, fingerprint, is_async, when_imported
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
 PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
@@ -411,7 +411,16 @@ class ADKAdapter(Adapter):
         if calls:
             # callback by callback: a stamping callback settles, one after the last
             # rewrite runs once, a deny in any pass stands
-            outcomes = await asettle([step(*c) for c in calls], lambda: tool_args, self.hook_id("arguments"), finish_pass=True)
+            steps = [step(*c) for c in calls]
+            if all(plain or is_async(fn) for _, fn, _, _, plain in calls):
+                # pass 1 as one batch: each run of plain sync callbacks one hand-off, held
+                # on the loop as above; a callable object or partial (it may answer an
+                # awaitable) keeps its own step, off the loop
+                batch = [(hook, fn, args, kwargs, None) for hook, fn, args, kwargs, _ in calls]
+                outcomes = await self.asettle_calls(batch, lambda: tool_args, self.hook_id("arguments"), steps,
+                                                    hold_loop=True, finish_pass=True)
+            else:
+                outcomes = await asettle(steps, lambda: tool_args, self.hook_id("arguments"), finish_pass=True)
         else:
             outcomes = []
         call_id = _call_id(tool_context)

@@ -51,7 +51,19 @@ import sys
 import threading
 from typing import Any, Optional
 
-from failsecure.adapter import INVALID, Adapter, PatchError, activate, asettle, command_name, process_failure, run_command, when_imported
+from failsecure.adapter import (
+    INVALID,
+    Adapter,
+    PatchError,
+    activate,
+    awaitable,
+    close_awaitable,
+    command_name,
+    is_async,
+    process_failure,
+    run_command,
+    when_imported,
+)
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, failure_reason
 
 log = logging.getLogger("failsecure")
@@ -203,6 +215,52 @@ _recheck: "contextvars.ContextVar[bool]" = contextvars.ContextVar("failsecure_co
 _file_denied: "contextvars.ContextVar[Optional[str]]" = contextvars.ContextVar("failsecure_code_puppy_file_denied", default=None)
 #: command-hook processes judged while one gating round runs (their outcomes join it)
 _processes: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_code_puppy_processes", default=None)
+
+
+def _carrying(fn: Any, processes: list) -> Any:
+    """``fn`` that notes the command hooks it runs in ``processes``, where it runs (on the
+    worker of a batch, on the loop, or in the awaitable a sync callback answers)."""
+    if is_async(fn):
+        async def agate(*args: Any, **kwargs: Any) -> Any:
+            token = _processes.set(processes)
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                _processes.reset(token)
+
+        return agate
+
+    def gate(*args: Any, **kwargs: Any) -> Any:
+        token = _processes.set(processes)
+        try:
+            answer = fn(*args, **kwargs)
+        finally:
+            _processes.reset(token)
+        return _Carried(answer, processes) if awaitable(answer) else answer
+
+    return gate
+
+
+class _Carried:
+    """The awaitable a sync callback answered, awaited with its ``processes`` noted."""
+
+    __slots__ = ("answer", "processes")
+
+    def __init__(self, answer: Any, processes: list) -> None:
+        self.answer, self.processes = answer, processes
+
+    def __await__(self) -> Any:
+        return self._run().__await__()
+
+    async def _run(self) -> Any:
+        token = _processes.set(self.processes)
+        try:
+            return await self.answer
+        finally:
+            _processes.reset(token)
+
+    def close(self) -> None:  # closed unrun: so is what it carries
+        close_awaitable(self.answer)
 
 
 def _bind(phase: str, args: tuple, kwargs: dict) -> dict:
@@ -565,10 +623,15 @@ class CodePuppyAdapter(Adapter):
 
             # a pre_tool_call callback may mutate tool_args in place after a gate allowed
             # them: callback by callback, the ones that judged them before judge again (a
-            # stamping callback settles; one after the last rewrite runs once)
+            # stamping callback settles; one after the last rewrite runs once). Pass 1 is
+            # one batch (the sync callbacks one hand-off), each callback with its own list
+            # of the command hooks it ran, booked ahead of its answer as its step does
             tool_args = _bind(phase, args, kwargs).get("tool_args") if phase == PRE_TOOL else None
-            outcomes = await asettle([step(c) for c in calls], lambda: tool_args, self.hook_id(phase),
-                                     fail_closed=frozenset(opted), finish_pass=True)
+            ran: list = [[] for _ in calls]
+            batch = [(h, _carrying(fn, ran[i]), a, k, v) for i, (h, fn, a, k, v) in enumerate(calls)]
+            outcomes = await self.asettle_calls(batch, lambda: tool_args, self.hook_id(phase), [step(c) for c in calls],
+                                                interactive, caused=ran.__getitem__,
+                                                fail_closed=frozenset(opted), finish_pass=True)
             tool, arguments = self._tool_and_arguments(phase, args, kwargs)
             decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments, fail_closed=frozenset(opted))
             if phase == PRE_TOOL:

@@ -75,3 +75,68 @@ def test_a_deny_after_a_rewrite_stands(rig, mode):
     assert not rig.ran and out.response == {"error": "second look"}
     assert looks == ["harmless", "harmless rewritten"]
     assert rig.last()["outcome"] == "deny"
+
+
+def _count_handoffs(monkeypatch):
+    from failsecure import guard
+
+    taken = [0]
+    take = guard._pool.take
+
+    def counted():
+        taken[0] += 1
+        return take()
+
+    monkeypatch.setattr(guard._pool, "take", counted)
+    return taken
+
+
+def _gates(n, deny_last=False):
+    seen: list = []
+
+    def gate(i):
+        def callback(tool, args, tool_context):
+            seen.append(i)
+            return {"error": "no"} if deny_last and i == n - 1 else None
+
+        return callback
+
+    return [gate(i) for i in range(n)], seen
+
+
+def test_plain_sync_callbacks_settle_in_one_hand_off(rig, mode, monkeypatch):
+    # pass 1 of three plain sync callbacks (and a coroutine plugin) is one hand-off, as one is
+    counts = []
+    for n in (1, 3):
+        before, seen = _gates(n)
+        taken = _count_handoffs(monkeypatch)
+        out = rig.run({"command": "harmless"}, mode, before=before, plugins=[policy_plugin()])
+        assert rig.ran and out.ran == [{"command": "harmless"}] and seen == list(range(n))
+        assert rig.last()["outcome"] != "deny"
+        counts.append(taken[0])
+    assert counts[0] == counts[1], counts
+
+
+def test_a_deny_of_the_last_batched_callback_stands(rig, mode, monkeypatch):
+    counts = []
+    for n in (1, 3):
+        before, seen = _gates(n, deny_last=True)
+        taken = _count_handoffs(monkeypatch)
+        out = rig.run({"command": "harmless"}, mode, before=before)
+        assert not rig.ran and out.response == {"error": "no"} and seen == list(range(n))
+        assert rig.last()["outcome"] == "deny"
+        counts.append(taken[0])
+    assert counts[0] == counts[1], counts
+
+
+def test_a_callable_object_keeps_its_own_step(rig, mode):
+    class Gate:  # not plain: it may answer an awaitable, so it does not hold the loop
+        def __call__(self, tool, args, tool_context):
+            return {"error": "object says no"} if "forbidden" in str(args.get("command")) else None
+
+    before, seen = _gates(2)
+    out = rig.run({"command": "harmless"}, mode, before=[before[0], Gate(), before[1]])
+    assert rig.ran and seen == [0, 1]
+    out = rig.run({"command": "forbidden"}, mode, before=[before[0], Gate(), before[1]])
+    assert not rig.ran and out.response == {"error": "object says no"}
+    assert rig.last()["outcome"] == "deny"

@@ -83,3 +83,61 @@ def test_a_deny_after_a_rewrite_stands(cb, rig, run):
     results = run(cb.on_pre_tool_call("agent_run_shell_command", {"command": "echo hi"}))
     assert blocked(results) and blocked(results)[0]["error_message"] == "flipping: no"
     assert looks == ["echo hi", "ls -la"] and rig.last()["outcome"] == "deny"
+
+
+def _count_handoffs(monkeypatch):
+    from failsecure import guard
+
+    taken = [0]
+    take = guard._pool.take
+
+    def counted():
+        taken[0] += 1
+        return take()
+
+    monkeypatch.setattr(guard._pool, "take", counted)
+    return taken
+
+
+def _sync_gates(n, deny_last=False):
+    seen = []
+
+    def gate(i):
+        def callback(tool_name, tool_args, context=None):
+            seen.append(i)
+            return {"blocked": True, "error_message": "last says no"} if deny_last and i == n - 1 else None
+
+        return callback
+
+    return [gate(i) for i in range(n)], seen
+
+
+def test_sync_callbacks_settle_in_one_hand_off(cb, rig, run, monkeypatch):
+    # pass 1 of three sync callbacks is one hand-off, as one callback is
+    counts = []
+    for n in (1, 3):
+        cb.clear_callbacks("pre_tool_call")
+        gates, seen = _sync_gates(n)
+        for fn in gates:
+            cb.register_callback("pre_tool_call", fn)
+        taken = _count_handoffs(monkeypatch)
+        results = run(cb.on_pre_tool_call("agent_run_shell_command", {"command": "echo hi"}))
+        assert not blocked(results) and seen == list(range(n))
+        assert rig.last()["outcome"] in ("allow", "abstain") and rig.last()["failure"] is None
+        counts.append(taken[0])
+    assert counts[0] == counts[1] == 1, counts
+
+
+def test_a_deny_of_the_last_batched_sync_callback_stands(cb, rig, run, monkeypatch):
+    counts = []
+    for n in (1, 3):
+        cb.clear_callbacks("pre_tool_call")
+        gates, seen = _sync_gates(n, deny_last=True)
+        for fn in gates:
+            cb.register_callback("pre_tool_call", fn)
+        taken = _count_handoffs(monkeypatch)
+        results = run(cb.on_pre_tool_call("agent_run_shell_command", {"command": "echo hi"}))
+        assert blocked(results) and results[0]["error_message"] == "last says no" and seen == list(range(n))
+        assert rig.last()["outcome"] == "deny"
+        counts.append(taken[0])
+    assert counts[0] == counts[1] == 1, counts
