@@ -363,17 +363,21 @@ class CrewAIAdapter(Adapter):
         """A BaseTool's run/arun/_run/_arun call: the keyword arguments the native path
         passes (a positional call is no dispatcher's: it matches no decision)."""
         name = self._tool_name(tool)
-        return name, None, (kwargs if not args else (args, kwargs)), name, None
+        # "the tool's own execution" is this tool object's (its run calling its _run), never
+        # another tool's of the same name (a wrapper registered under a gated tool's name)
+        return name, None, (kwargs if not args else (args, kwargs)), (name, id(tool)), None
 
     def _read_structured(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
         """A structured tool's invoke/ainvoke(input, config=None, **kwargs) (the ReAct
-        path) or its legacy ``_run``."""
+        path) or its legacy ``_run``: one execution with the BaseTool it was made from."""
         name = self._tool_name(tool)
+        original = getattr(tool, "_original_tool", None)
+        key = (name, id(tool if original is None else original))
         if "input" in kwargs:
-            return name, None, kwargs["input"], name, None
+            return name, None, kwargs["input"], key, None
         if len(args) >= 1 and type(args[0]) in (dict, str):
-            return name, None, args[0], name, None
-        return name, None, (kwargs if not args else (args, kwargs)), name, None
+            return name, None, args[0], key, None
+        return name, None, (kwargs if not args else (args, kwargs)), key, None
 
     def _late_flow_actions(self, module: Any) -> None:
         if self.state != "patched" or self._flow_patched:
