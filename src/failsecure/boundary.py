@@ -247,6 +247,8 @@ def check(adapter: Any, tool: Optional[str], call_id: Optional[str], arguments: 
     # pydantic-ai's); one that another adapter let run ungoverned (it had no gate) is
     # judged here again by this adapter's rule
     if inside is not None and inside[1] == key and (inside[0] == owner or inside[2]):
+        if inside[0] != owner:  # another adapter's grant let it on: this one's grant for it is spent too
+            _consume(run, tool, call_id, arguments)
         return None, None
     taken = _consume(run, tool, call_id, arguments)
     if taken is not None:

@@ -386,7 +386,10 @@ def _run_case(harness: Harness, case: Case, mode: str, column: str, tmp_path) ->
         return "pass", ""
     if case.failure:
         events = [json.loads(line) for line in audit_text.splitlines() if line.strip()]
-        events = [e for e in events if e.get("framework") == harness.framework and e.get("outcome") == "deny"]
+        # an ungoverned execution passes every adapter's boundary around the tool (code-puppy's
+        # and pydantic-ai's beneath it): the deny is the one whose boundary stopped it
+        events = [e for e in events if e.get("outcome") == "deny" and (
+            e.get("framework") == harness.framework or (case.failure == "ungoverned" and e.get("failure") == "ungoverned"))]
         if not events:
             return "wrong branch", "no deny in the audit"
         event = events[-1]

@@ -60,13 +60,14 @@ def run(agent, mode: str = "async"):
 
 
 def ungoverned(rig) -> list:
-    """code-puppy's ungoverned events. pydantic-ai's boundary (code-puppy runs on it) may
-    see the same execution first: with no pydantic-ai gate it lets it on, audited as its
-    own ungoverned allow, and code-puppy's boundary beneath judges it by code-puppy's rule
-    (tests/core/test_boundary.py: two adapters around one tool)."""
+    """The ungoverned events that decided. pydantic-ai's boundary (code-puppy runs on it)
+    may see the same execution first: with no gate of pydantic-ai's it lets it on, audited
+    as its own ungoverned allow, and code-puppy's boundary beneath judges it by code-puppy's
+    rule (tests/core/test_boundary.py: two adapters around one tool); with a plugin gate in
+    force it denies it itself."""
     events = [e for e in rig.events() if e["failure"] == "ungoverned"]
-    assert all(e["outcome"] == "allow" for e in events if e["framework"] == "pydantic-ai")
-    return [e for e in events if e["framework"] == "code-puppy"]
+    assert {e["framework"] for e in events} <= {"code-puppy", "pydantic-ai"}
+    return [e for e in events if not (e["framework"] == "pydantic-ai" and e["outcome"] == "allow")]
 
 
 def deny_marker(tool_name, tool_args, context=None):
