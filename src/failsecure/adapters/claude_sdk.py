@@ -565,7 +565,9 @@ class ClaudeSDKAdapter(Adapter):
                     continue
                 if _mcp_name(name) != name and len(self.local_names) < 4096:
                     self.local_names[_mcp_name(name)] = name
-                self.wrap_boundary(tool_def, "handler", self._reader(name), where=f"{_mcp_name(server)}.{name}")
+                # the CLI never re-runs a tools/call that failed (the model's next call is
+                # judged again): a handler that raised gives no grant back
+                self.wrap_boundary(tool_def, "handler", self._reader(name), where=f"{_mcp_name(server)}.{name}", give_back=False)
         except Exception as exc:  # noqa: BLE001 - the SDK's or the user's objects: this server's tools keep no boundary (said)
             log.error("failsecure: claude-agent-sdk: an SDK MCP server's tools got no boundary (%s)", type(exc).__name__)
 
