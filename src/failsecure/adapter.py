@@ -831,6 +831,16 @@ class Adapter(abc.ABC):
         except Exception as exc:  # noqa: BLE001 - failsecure's own failure: reported; no grant, so the call is ungoverned (fail closed)
             internal(exc, f"failsecure: the {self.name} grant failed ({{type}})")
 
+    def ungrant(self, tool: Optional[str], arguments: Any) -> None:
+        """A later decision point of a call that an earlier one granted by tool and
+        arguments (no call id) denied it: that grant goes (one of ``tool`` accepting
+        ``arguments``), so no other path runs the tool on it. Only for a call this adapter
+        knows it granted. Never raises."""
+        try:
+            _boundary.revoke_args(tool, arguments)
+        except Exception as exc:  # noqa: BLE001 - failsecure's own failure: reported (the grant may stay)
+            internal(exc, f"failsecure: the {self.name} grant was not taken back ({{type}})")
+
     @staticmethod
     def in_run() -> bool:
         """This code runs inside an agent run (a context-variable read)."""
