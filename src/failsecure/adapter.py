@@ -831,6 +831,16 @@ class Adapter(abc.ABC):
         except Exception as exc:  # noqa: BLE001 - failsecure's own failure: reported; no grant, so the call is ungoverned (fail closed)
             internal(exc, f"failsecure: the {self.name} grant failed ({{type}})")
 
+    def ungrant(self, tool: Optional[str], arguments: Any) -> None:
+        """A later decision point of a call that an earlier one granted by tool and
+        arguments (no call id) denied it: that grant goes (one of ``tool`` accepting
+        ``arguments``), so no other path runs the tool on it. Only for a call this adapter
+        knows it granted. Never raises."""
+        try:
+            _boundary.revoke_args(tool, arguments)
+        except Exception as exc:  # noqa: BLE001 - failsecure's own failure: reported (the grant may stay)
+            internal(exc, f"failsecure: the {self.name} grant was not taken back ({{type}})")
+
     @staticmethod
     def in_run() -> bool:
         """This code runs inside an agent run (a context-variable read)."""
@@ -937,11 +947,15 @@ class Adapter(abc.ABC):
                     scope.__exit__()
         self.wrap(owner, attr, wrapper)
 
-    def wrap_boundary(self, owner: Any, attr: str, read: Callable[[Any, tuple, dict], Any], where: Optional[str] = None) -> None:
+    def wrap_boundary(self, owner: Any, attr: str, read: Callable[[Any, tuple, dict], Any], where: Optional[str] = None,
+                      give_back: bool = True) -> None:
         """Make ``owner.attr`` (sync, async or async generator) an innermost tool call.
         ``read(instance, args, kwargs)`` -> ``(tool, call_id, arguments, key, gated)``, or
         None when this is no tool execution to check. An ungoverned call that is denied
-        raises ``Ungoverned`` (its text the Decision's reason) instead of running."""
+        raises ``Ungoverned`` (its text the Decision's reason) instead of running.
+        ``give_back``: an execution that raised gives its grant back (the framework itself
+        re-runs a judged call that raised); False where every re-run is dispatched, and so
+        judged, again (a grant given back there is only left for another path to use)."""
         adapter = self
         shape = _shape(vars(owner)[attr])
         where = where or f"{getattr(owner, '__qualname__', owner)}.{attr}"
@@ -982,7 +996,7 @@ class Adapter(abc.ABC):
                                 return
                             except BaseException:
                                 step.run, step.grant = token.run, grant
-                                _boundary.leave(step, failed=True)
+                                _boundary.leave(step, failed=give_back)
                                 step = None
                                 raise
                             finally:
@@ -999,7 +1013,7 @@ class Adapter(abc.ABC):
                     try:
                         result = await wrapped(*args, **kwargs)
                     except BaseException:
-                        _boundary.leave(token, failed=True)
+                        _boundary.leave(token, failed=give_back)
                         raise
                     _boundary.leave(token)
                     return result
@@ -1010,7 +1024,7 @@ class Adapter(abc.ABC):
                 try:
                     result = wrapped(*args, **kwargs)
                 except BaseException:
-                    _boundary.leave(token, failed=True)
+                    _boundary.leave(token, failed=give_back)
                     raise
                 _boundary.leave(token)
                 return result
@@ -1021,13 +1035,13 @@ class Adapter(abc.ABC):
             pass
 
     def wrap_subclasses(self, base: type, attrs: tuple, read: Callable[[Any, tuple, dict], Any],
-                        base_attrs: Optional[tuple] = None) -> None:
+                        base_attrs: Optional[tuple] = None, give_back: bool = True) -> None:
         """``wrap_boundary`` on ``attrs`` of ``base`` and of every subclass that defines its
         own (the tool classes a framework and its users write), those defined later too
         (through ``base.__init_subclass__``). An abstract method is left alone.
         ``base_attrs``: those of ``attrs`` wrapped on ``base`` itself (default: all; a
         base's default that only hands on to another of them, and that the framework
-        compares by identity, stays as it is)."""
+        compares by identity, stays as it is); ``give_back``: as for ``wrap_boundary``."""
         adapter = self
 
         def bound(cls: type) -> None:
@@ -1037,7 +1051,7 @@ class Adapter(abc.ABC):
                     continue
                 if getattr(value, "_self_failsecure_boundary", False):
                     continue
-                adapter.wrap_boundary(cls, attr, read, where=f"{cls.__qualname__}.{attr}")
+                adapter.wrap_boundary(cls, attr, read, where=f"{cls.__qualname__}.{attr}", give_back=give_back)
 
         pending = [base]
         while pending:

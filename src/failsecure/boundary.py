@@ -188,6 +188,22 @@ def revoke(call_id: Optional[str]) -> None:
         run.by_id.pop(call_id, None)
 
 
+def revoke_args(tool: Optional[str], arguments: Any) -> None:
+    """A call granted by tool and arguments was denied after all (a later decision point
+    of the same call): one grant of ``tool`` that accepts ``arguments`` goes."""
+    run = _run.get()
+    if run is None:
+        return
+    grants = run.by_args.get(tool)
+    if not grants:
+        return
+    seen = picture(arguments)
+    for i, pictures in enumerate(grants):
+        if seen in pictures:
+            del grants[i]
+            return
+
+
 def _consume(run: Run, tool: Optional[str], call_id: Optional[str], arguments: Any) -> Optional[tuple]:
     """Take the grant this execution matches: ``(tool, call id, its fingerprints)``."""
     seen = picture(arguments)

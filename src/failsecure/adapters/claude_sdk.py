@@ -178,6 +178,8 @@ class _Session:
         self.adapter = adapter
         self.entries = entries
         self.pending: "OrderedDict[tuple, asyncio.Future]" = OrderedDict()
+        #: tool_use_id -> (local tool name, arguments) of the in-process calls granted
+        self.grants: "OrderedDict[str, tuple]" = OrderedDict()
         self._selection: dict = {}  # (event, tool name) -> indices of the entries its matchers select
         self.registered = {e.hook_id for e in entries if e.callback is not None}
         self.base: dict = {}  # the latest hook input's session fields
@@ -196,10 +198,25 @@ class _Session:
         return None
 
     def grant(self, decision: Decision, tool: Any, call_id: Any, arguments: Any) -> None:
-        """The decision on an in-process tool's call: it may run once with ``arguments``."""
+        """The decision on an in-process tool's call: it may run once with ``arguments``.
+        A later decision point of the same call (``can_use_tool``, a PermissionRequest
+        hook) replaces the grant an earlier one (PreToolUse) made: a deny takes it back
+        (the CLI never runs that call, and no other path may run the tool on its grant),
+        an allow is the call's one grant, not a second one. A tool no PreToolUse callback
+        selects is granted when the CLI's ``tools/call`` arrives (``_arrived``), whatever
+        decided it: no grant here."""
         local = self.local_tool(tool)
-        if local is not None:
-            self.adapter.granted(decision, local, None, arguments)
+        if local is None or not self.selects(EVENT, tool):
+            return
+        if call_id is not None:
+            earlier = self.grants.pop(call_id, None)
+            if earlier is not None:
+                self.adapter.ungrant(*earlier)
+        self.adapter.granted(decision, local, None, arguments)
+        if decision.action is not Action.DENY and decision.action is not Action.ASK and call_id is not None:
+            self.grants[call_id] = (local, arguments)  # what ``granted`` granted
+            if len(self.grants) > 4096:
+                self.grants.popitem(last=False)
 
     # -------------------------------------------------------------- the trigger
 
@@ -565,7 +582,9 @@ class ClaudeSDKAdapter(Adapter):
                     continue
                 if _mcp_name(name) != name and len(self.local_names) < 4096:
                     self.local_names[_mcp_name(name)] = name
-                self.wrap_boundary(tool_def, "handler", self._reader(name), where=f"{_mcp_name(server)}.{name}")
+                # the CLI never re-runs a tools/call that failed (the model's next call is
+                # judged again): a handler that raised gives no grant back
+                self.wrap_boundary(tool_def, "handler", self._reader(name), where=f"{_mcp_name(server)}.{name}", give_back=False)
         except Exception as exc:  # noqa: BLE001 - the SDK's or the user's objects: this server's tools keep no boundary (said)
             log.error("failsecure: claude-agent-sdk: an SDK MCP server's tools got no boundary (%s)", type(exc).__name__)
 

@@ -341,7 +341,9 @@ class CodePuppyAdapter(Adapter):
                     continue
                 self._bounded.add((module_name, class_name))
                 if (module_name, class_name, attrs) in TOOL_CLASSES:
-                    self.wrap_subclasses(cls, attrs, self._read_call_tool)
+                    # a tool that raised is never re-run by pydantic-ai itself (ModelRetry
+                    # asks the model, whose next call is judged again): no grant given back
+                    self.wrap_subclasses(cls, attrs, self._read_call_tool, give_back=False)
                 else:
                     for attr in attrs:
                         if callable(vars(cls).get(attr)):

@@ -41,6 +41,7 @@ import sys
 from typing import Any, Optional
 
 from failsecure.adapter import (
+    CHANGED,
     Adapter,
     Check,
     PatchError,
@@ -237,10 +238,14 @@ class HermesAdapter(Adapter):
             bound.update({k: kwargs.pop(k) for k in names if k in kwargs})
             state = _ChainState()
             tool, terminal = bound.get("tool_name"), bound.get("next_call")
+            try:  # the arguments the gates judged (the grant's), as they are before any middleware
+                entered = snapshot(bound.get("args"))
+            except Exception:  # noqa: BLE001 - no copy: no grant to take back by them (the re-judge still decides)
+                entered = CHANGED
 
             def guarded(final_args):
                 state.reached = True
-                blocked = adapter._before_tool(tool, final_args, state, kwargs)
+                blocked = adapter._before_tool(tool, final_args, state, kwargs, entered)
                 if blocked is not None:
                     return json.dumps({"error": blocked}, ensure_ascii=False)
                 return terminal(final_args)
@@ -254,8 +259,10 @@ class HermesAdapter(Adapter):
         self.wrap(middleware, "_get_middleware_callbacks", callbacks)
         self.wrap(middleware, "run_tool_execution_middleware", run_chain)
 
-    def _before_tool(self, tool: Any, final_args: Any, state: "_ChainState", context: dict) -> Optional[str]:
-        """The last step before the tool: a block message, or None to run it."""
+    def _before_tool(self, tool: Any, final_args: Any, state: "_ChainState", context: dict, entered: Any = None) -> Optional[str]:
+        """The last step before the tool: a block message, or None to run it. Arguments
+        a middleware changed are judged again, and that decision is the call's one grant:
+        the grant of the arguments the chain was entered with (``entered``) goes."""
         call_id = context.get("tool_call_id")
         call_id = call_id if isinstance(call_id, str) and call_id else None
         try:
@@ -266,6 +273,8 @@ class HermesAdapter(Adapter):
             judged = _judged.get()
             if judged is not None and judged[0] == tool and same(judged[1], fingerprint(final_args)):
                 return None
+            if judged is not None and judged[0] == tool and entered is not CHANGED and same(judged[1], fingerprint(entered)):
+                self.ungrant(tool if isinstance(tool, str) else None, entered)
             kwargs = {"tool_name": tool, "args": final_args, "task_id": context.get("task_id", ""),
                       "session_id": context.get("session_id", ""), "tool_call_id": context.get("tool_call_id", "")}
             directives = self._gate(sys.modules[PLUGINS].get_plugin_manager(), kwargs)
