@@ -1053,10 +1053,17 @@ class Adapter(abc.ABC):
                     continue
                 adapter.wrap_boundary(cls, attr, read, where=f"{cls.__qualname__}.{attr}", give_back=give_back)
 
+        self.each_subclass(base, bound)
+
+    def each_subclass(self, base: type, visit: Callable[[type], None]) -> None:
+        """``visit(cls)`` for ``base`` and every subclass of it now, and for each subclass
+        defined later while the adapter is patched (through ``base.__init_subclass__``,
+        restored by ``unpatch``): the classes a framework and its users write."""
+        adapter = self
         pending = [base]
         while pending:
             cls = pending.pop()
-            bound(cls)
+            visit(cls)
             pending += type.__subclasses__(cls)
         own = vars(base).get("__init_subclass__")
         original = own.__func__ if isinstance(own, classmethod) else None
@@ -1070,9 +1077,9 @@ class Adapter(abc.ABC):
                 return
             try:
                 with _bounding:
-                    bound(cls)
+                    visit(cls)
             except Exception as exc:  # noqa: BLE001 - failsecure's own failure: reported; other classes keep theirs
-                internal(exc, f"failsecure: {adapter.name}: a tool class's boundary was not set ({{type}})")
+                internal(exc, f"failsecure: {adapter.name}: a class's boundary was not set ({{type}})")
 
         self.replace(base, "__init_subclass__", classmethod(__init_subclass__))
 

@@ -308,35 +308,14 @@ class PydanticAIAdapter(Adapter):
         for attr in RUN_ENTRIES:
             if callable(base.__dict__.get(attr)):
                 self.wrap_run(base, attr, gated=self._agent_gated)
-        adapter = self
-
         def own_iter(cls: type) -> None:
             value = vars(cls).get("iter")
-            if cls in adapter._iters or not callable(value) or getattr(value, "__isabstractmethod__", False):
+            if not self._runs_on or cls in self._iters or not callable(value) or getattr(value, "__isabstractmethod__", False):
                 return
-            adapter._iters.add(cls)
-            adapter.wrap_run(cls, "iter", gated=adapter._agent_gated)
+            self._iters.add(cls)
+            self.wrap_run(cls, "iter", gated=self._agent_gated)
 
-        pending: list = list(type.__subclasses__(base))
-        while pending:
-            cls = pending.pop()
-            own_iter(cls)
-            pending += type.__subclasses__(cls)
-        own = vars(base).get("__init_subclass__")
-        original = own.__func__ if isinstance(own, classmethod) else None
-
-        def __init_subclass__(cls, **kwargs):
-            if original is not None:
-                original(cls, **kwargs)
-            else:
-                super(base, cls).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # base: a class, read at patch time
-            if adapter.state == "patched" and adapter._runs_on:
-                try:
-                    own_iter(cls)
-                except Exception:
-                    pass  # then its runs are entered through AbstractAgent's entry points only
-
-        self.replace(base, "__init_subclass__", classmethod(__init_subclass__))
+        self.each_subclass(base, own_iter)
 
     def _agent_gated(self, agent: Any) -> bool:
         """The agent has a gate registered: a before-tool gate or an approval handler of a
