@@ -653,9 +653,10 @@ class Adapter(abc.ABC):
         return fixed
 
     def _finish(self, config, outcomes: list[Outcome], tool, call_id, fail_closed=(), required=None) -> Decision:
+        ask = self.can_ask()
         decision = _reduce.reduce(
-            outcomes, config, config.required_for(self.name) if required is None else required, ask=self.can_ask(),
-            framework=self._framework(), fail_closed=fail_closed,
+            outcomes, config, config.required_for(self.name) if required is None else required, ask=ask,
+            framework="" if ask else self._framework(), fail_closed=fail_closed,
         )
         if _capture.decisions is not None:
             _capture.decisions.append(decision)
@@ -744,8 +745,11 @@ class Adapter(abc.ABC):
         """The required hook ids this decision checks: all but those asked later."""
         if not later:
             return None
+        required = config.required_for(self.name)
+        if not required:
+            return None
         asked = set(later)
-        return [r for r in config.required_for(self.name) if r not in asked]
+        return [r for r in required if r not in asked]
 
     @staticmethod
     def role(hook_id: str, strict: Optional[bool], config: Optional[policy.Config] = None) -> str:

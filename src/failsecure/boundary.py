@@ -82,6 +82,17 @@ def _fast(value: Any, budget: list) -> Any:
 def picture(value: Any) -> Any:
     """What a grant remembers of the judged arguments and an execution is matched by:
     equal only for equal plain content (others by identity); ``CHANGED`` matches nothing."""
+    if type(value) is dict and len(value) < _FAST_LIMIT:  # the common case: a flat dict of plain values
+        out: list = ["d"]
+        append = out.append
+        scalars = _SCALARS
+        for k, v in value.items():
+            if type(k) is not str or type(v) not in scalars:
+                break
+            append(k)
+            append(v)
+        else:
+            return ("p", tuple(out))
     fast = _fast(value, [_FAST_LIMIT])
     if fast is not None:
         return ("p", fast)
@@ -165,7 +176,11 @@ def grant(tool: Optional[str], call_id: Optional[str], arguments: Any, also: tup
     run = _run.get()
     if run is None:
         return
-    pictures = _fingerprints(arguments, also)
+    if also:
+        pictures = _fingerprints(arguments, also)
+    else:
+        one = picture(arguments)
+        pictures = (one,) if one is not _CHANGED else ()
     if call_id is not None:
         run.by_id[call_id] = pictures  # one call id is one call: a later decision replaces
         if len(run.by_id) > MAX_GRANTS:
@@ -255,8 +270,6 @@ def check(adapter: Any, tool: Optional[str], call_id: Optional[str], arguments: 
         return None, None
     owner = getattr(adapter, "name", None)
     key = tool if key is None else key
-    if gated is None:
-        gated = run.gated.get(owner) or None
     inside = _inside.get()
     # the tool's own execution, one level further in: this adapter's, or one another
     # adapter's boundary around the same tool let run on a grant (code-puppy's over
@@ -269,6 +282,8 @@ def check(adapter: Any, tool: Optional[str], call_id: Optional[str], arguments: 
     taken = _consume(run, tool, call_id, arguments)
     if taken is not None:
         return None, _Token(_inside.set((owner, key, True)), run, taken)
+    if gated is None:
+        gated = run.gated.get(owner) or None
     decision = ungoverned(adapter, tool, call_id, where, gated)
     if decision.denied:
         return decision, None

@@ -31,6 +31,7 @@ import contextvars
 import inspect
 import os
 import threading
+import types
 from _thread import allocate_lock as _allocate_lock
 from time import perf_counter
 from typing import Any, Callable, Optional
@@ -109,6 +110,7 @@ def _in_time(outcome: Outcome, timeout, start: float) -> Outcome:
 
 
 _PLAIN = frozenset({type(None), bool, int, float, str, bytes, dict, list, tuple})
+_COROUTINE = types.CoroutineType
 
 
 def _awaitable(result: Any) -> bool:
@@ -976,7 +978,7 @@ async def acall(
                 return result
         else:
             result = fn(*args, **kwargs)
-        if _awaitable(result) and inspect.iscoroutine(result):
+        if type(result) is _COROUTINE:  # exactly a coroutine: no code of another awaitable runs here
             # Run the first step now: most gates return without ever suspending, and
             # those need no timer (arming asyncio.timeout costs ~7 us here).
             try:

@@ -206,13 +206,22 @@ def gates() -> list[tuple[str, Any]]:
 _cache: dict = {}
 
 
+def _impls(pm: pluggy.PluginManager, hook: str) -> list:
+    """The hook's implementations: pluggy's own list, read and never changed (no copy per
+    decision), or its ``get_hookimpls()`` where a release keeps them otherwise."""
+    caller = getattr(pm.hook, hook)
+    impls = getattr(caller, "_hookimpls", None)
+    return impls if type(impls) is list else caller.get_hookimpls()
+
+
 def _callers(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, Any]]:
-    impls = getattr(pm.hook, hook).get_hookimpls()
+    live = _impls(pm, hook)
     cached = _cache.get(hook)
     # pluggy makes a new HookImpl per registration and compares them by identity; the
     # cache holds them, so a new one can never pass for an old one
-    if cached is not None and cached[1] is pm and cached[0] == impls:
+    if cached is not None and cached[1] is pm and cached[0] == live:
         return cached[2]
+    impls = list(live)  # the callers and the cache are made from one copy
     callers = []
     plain = [impl for impl in impls if not (impl.wrapper or impl.hookwrapper)]
     for impl in plain:  # a plugin's wrappers wrap every gate; they are no gate themselves
@@ -275,7 +284,7 @@ def to_verdict(result: Any) -> Verdict:
 
 
 def has_audit_sinks() -> bool:
-    return _pm is not None and bool(_pm.hook.failsecure_audit.get_hookimpls())
+    return _pm is not None and bool(_impls(_pm, "failsecure_audit"))
 
 
 def audit(event: dict) -> None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 RANK = {Action.DENY: 3, Action.ASK: 2, Action.ALLOW: 1, Action.ABSTAIN: 0}
 _RANK = RANK
 _NOBODY = Verdict(action=Action.ABSTAIN)
+_ABSTAIN = Action.ABSTAIN
 
 
 def effective(outcome: Outcome, config: "Config | None", fail_closed: "frozenset | tuple" = ()) -> Action:
@@ -58,30 +59,38 @@ def reduce(
     outcomes = tuple(outcomes)
     if required:
         outcomes += tuple(missing(required, outcomes))
-    best = Action.ABSTAIN
+    best = _ABSTAIN
+    rank = 0
     deciding: list[Outcome] = []
     counts = []
+    hook = config.hook if config is not None else None
     for outcome in outcomes:
         said = outcome.verdict
-        if outcome.failure is None and (said is None or said.action is Action.ABSTAIN):
-            action = Action.ABSTAIN  # no opinion counts as none under any policy
+        if outcome.failure is None:
+            action = said.action if said is not None else _ABSTAIN
+            if action is _ABSTAIN:  # no opinion counts as none under any policy
+                counts.append(action)
+                continue
+            if hook is not None and hook(outcome.hook).role == "observer":
+                action = _ABSTAIN
         else:
             action = effective(outcome, config, fail_closed)
         counts.append(action)
-        if _RANK[action] > _RANK[best]:
-            best, deciding = action, [outcome]
-        elif action is best and action is not Action.ABSTAIN:
-            deciding.append(outcome)
+        if action is best:
+            if action is not _ABSTAIN:
+                deciding.append(outcome)
+        elif _RANK[action] > rank:
+            best, rank, deciding = action, _RANK[action], [outcome]
     if not deciding:
         return Decision(_NOBODY, outcomes, (), tuple(counts))
     primary = deciding[0]
     if primary.failure is not None:
-        verdict = Verdict(action=best, reason=failure_reason(primary.hook, primary.failure))
+        verdict = Verdict(best, failure_reason(primary.hook, primary.failure))
     else:
         verdict = primary.verdict  # type: ignore[assignment]
     if best is Action.ASK and not ask:
-        verdict = Verdict(action=Action.DENY, reason=ask_unsupported(primary.hook, framework))
-    return Decision(verdict=verdict, outcomes=outcomes, deciding=tuple(deciding), counts=tuple(counts))
+        verdict = Verdict(Action.DENY, ask_unsupported(primary.hook, framework))
+    return Decision(verdict, outcomes, tuple(deciding), tuple(counts))
 
 
 def ask_unsupported(hook: str, framework: str) -> str:
