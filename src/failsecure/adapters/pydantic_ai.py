@@ -157,6 +157,7 @@ class PydanticAIAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._hooks: Any = None
+        self._abandon: Any = None  # upstream's abandon-threads flag, where it is one context variable
         self._exc: Any = None
         self._deny_types: tuple = ()
         self._ask_type: Any = None
@@ -233,6 +234,7 @@ class PydanticAIAdapter(Adapter):
         self._passthrough_toolsets = (toolsets.WrapperToolset, toolsets.CombinedToolset)
         self._leaf_classes = set()
         self._hooks, self._exc = hooks, exc
+        self._abandon = _abandon_flag(hooks._utils)
         self._deny_types = (exc.ModelRetry, exc.ToolFailed, exc.SkipToolExecution, exc.CallDeferred)
         self._ask_type = exc.ApprovalRequired
         self._failed_type = exc.ToolFailed
@@ -429,9 +431,16 @@ class PydanticAIAdapter(Adapter):
         sync hooks); a sync hook's thread is abandoned when failsecure's deadline cancels
         the wait. Control-flow exceptions come back as answers."""
         hooks = self._hooks
+        flag = self._abandon
         try:
-            with hooks._utils.abandon_threads_on_cancel():
+            if flag is None:
+                with hooks._utils.abandon_threads_on_cancel():
+                    return await hooks._call_entry(entry, hook_name, *args, **kwargs)
+            token = flag.set(True)  # what abandon_threads_on_cancel() does, without its generator's cost
+            try:
                 return await hooks._call_entry(entry, hook_name, *args, **kwargs)
+            finally:
+                flag.reset(token)
         except (self._ask_type,) + self._deny_types as exc:
             if hook_name != EVENT:
                 raise
@@ -1028,3 +1037,19 @@ class PydanticAIAdapter(Adapter):
 
 
 __all__ = ["PydanticAIAdapter"]
+
+
+def _abandon_flag(utils: Any) -> Any:
+    """The context variable ``utils.abandon_threads_on_cancel()`` sets to True for the
+    calls inside it, where it is exactly that (checked by entering it once); None
+    otherwise (then the context manager itself is used on every call)."""
+    flag = getattr(utils, "_abandon_on_cancel", None)
+    if type(flag) is not contextvars.ContextVar:
+        return None
+    try:
+        before = flag.get(None)
+        with utils.abandon_threads_on_cancel():
+            inside = flag.get(None)
+        return flag if inside is True and flag.get(None) is before else None
+    except Exception:  # noqa: BLE001 - upstream's helper changed shape: use it as it is, on every call
+        return None
