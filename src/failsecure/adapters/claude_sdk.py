@@ -61,7 +61,7 @@ import re
 import sys
 from collections import OrderedDict
 from time import perf_counter
-from typing import Any, Optional
+from typing import Any, Awaitable, Optional
 
 from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, same, snapshot
 from failsecure.adapter import adapter as registered
@@ -402,14 +402,15 @@ class _Session:
         self.grant(decision, tool, call_id, final)
         return _Result(decision, frozenset(indices), last, final, final is not original)
 
-    async def _call(self, index, payload, tool_use_id, context, started) -> Outcome:
+    def _call(self, index, payload, tool_use_id, context, started) -> Awaitable[Outcome]:
+        """The awaitable of one callback's guarded call (no coroutine of its own around it)."""
         entry = self.entries[index]
         adapter = self.adapter
         validate = adapter.to_verdict if entry.event == EVENT else adapter.permission_request_verdict
         # the CLI stops waiting at its own deadline for the matcher, counted from its request
         # (an older CLI reads its own timeout as "no decision"): the core keeps within it
-        return await adapter.ahook_call(entry.hook_id, entry.callback, payload, tool_use_id, context, _validate=validate,
-                                        _host=(entry.cli_timeout, started))
+        return adapter.ahook_call(entry.hook_id, entry.callback, payload, tool_use_id, context, _validate=validate,
+                                  _host=(entry.cli_timeout, started))
 
     # -------------------------------------------------------------- rendering
 
