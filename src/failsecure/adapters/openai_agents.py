@@ -220,6 +220,28 @@ def _parsed(arguments: Any) -> Any:
     return value if isinstance(value, dict) else None
 
 
+#: JSON text -> its parsed object, for the readers that never change what they are given
+#: (the settling pictures, the boundary's grants and checks, the core's copy for plugin
+#: gates): one call's arguments are read four to six times, parsed once
+_VIEWS: dict = {}
+_VIEW_TEXT_MAX = 65536  # longer texts are parsed each time (the views stay small)
+_VIEWS_MAX = 32
+_MISS = object()
+
+
+def _view(arguments: Any) -> Any:
+    """``_parsed`` for a reader that never changes the object it gets (it is shared)."""
+    if type(arguments) is not str or len(arguments) > _VIEW_TEXT_MAX:
+        return _parsed(arguments)
+    got = _VIEWS.get(arguments, _MISS)
+    if got is _MISS:
+        got = _parsed(arguments)
+        if len(_VIEWS) >= _VIEWS_MAX:
+            _VIEWS.clear()
+        _VIEWS[arguments] = got
+    return got
+
+
 class OpenAIAgentsAdapter(Adapter):
     name = "openai-agents"
     fail_closed_upstream = ""
@@ -403,7 +425,7 @@ class OpenAIAgentsAdapter(Adapter):
         function_tool = vars(invoker).get("_function_tool")
         tool = _text(getattr(function_tool, "name", None))
         call_id = _text(getattr(ctx, "tool_call_id", None))
-        parsed = _parsed(raw)
+        parsed = _view(raw)
         return tool, call_id, raw if parsed is None else parsed, ("openai-agents", id(function_tool)), self._gated(function_tool, ctx)
 
     @staticmethod
@@ -439,7 +461,7 @@ class OpenAIAgentsAdapter(Adapter):
         self._granted(_text(getattr(func_tool, "name", None)), call_id, arguments)
 
     def _granted(self, tool: Optional[str], call_id: Optional[str], arguments: Any) -> None:
-        parsed = _parsed(arguments)
+        parsed = _view(arguments)
         self.granted(_RUNS, tool, call_id, arguments if parsed is None else parsed)
 
     def _guard_attribute(self, owner: type, attr: str, kind: str) -> None:
@@ -647,7 +669,7 @@ class OpenAIAgentsAdapter(Adapter):
     def _arguments(self, raw: Any) -> Any:
         """The call's JSON arguments as a dict for the plugin gates (the only readers of
         a decision's arguments): not parsed when there are none."""
-        return _parsed(raw) if self._has_plugin_gates() else None
+        return _view(raw) if self._has_plugin_gates() else None
 
     @staticmethod
     def _has_plugin_gates() -> bool:
@@ -704,7 +726,7 @@ class OpenAIAgentsAdapter(Adapter):
         stamped key is told apart from a rewrite; whether the context still holds the
         call). Read after ``_show_final``: what guardrails read is what runs."""
         arguments = getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None)
-        parsed = _parsed(arguments)
+        parsed = _view(arguments)
         return (arguments if parsed is None else parsed, getattr(tool_context, "tool_call", None) is call)
 
     async def _input_guardrails(self, wrapped, args, kwargs):
