@@ -798,8 +798,7 @@ class Adapter(abc.ABC):
         this framework is ``required``, the config is broken, or the adapter refused. The
         core says so; an adapter asks before it takes upstream's ungated path."""
         try:
-            from . import plugins
-
+            plugins = _plugins()
             config = policy.current()
             return bool(config.error or self.state == "refused" or config.required_for(self.name)
                         or plugins.gates() or plugins.load_failures)
@@ -1226,9 +1225,7 @@ def current_config():
 
 def plugin_gates() -> bool:
     """A failsecure plugin gate is registered (the only reader of a decision's arguments)."""
-    from . import plugins
-
-    return bool(plugins.gates())
+    return bool(_plugins().gates())
 
 
 def run_command(argv, stdin: bytes, timeout: float, env=None):
