@@ -333,9 +333,11 @@ class HermesAdapter(Adapter):
                 call_id=call_id if isinstance(call_id, str) and call_id else None,
                 arguments=kwargs.get("args"),
             )
-            # hermes hands the registry no call id: the grant is by tool and arguments
-            self.granted(decision, tool if isinstance(tool, str) else None, None, kwargs.get("args"),
-                         also=_coerced(tool, kwargs.get("args")))
+            # hermes hands the registry no call id: the grant is by tool and arguments (only
+            # inside an agent run: outside one there is no boundary to pass)
+            if self.in_run():
+                self.granted(decision, tool if isinstance(tool, str) else None, None, kwargs.get("args"),
+                             also=_coerced(tool, kwargs.get("args")))
             _asking.set((decision, tool, kwargs.get("args")) if decision.action is Action.ASK else None)
         except Exception as exc:  # a bug here must not read as "no directive"
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
