@@ -124,6 +124,41 @@ def bench_guard(run, rounds=7):
     }
 
 
+def bench_boundary(run, rounds=7):
+    """The tool boundary's own pieces for one tool call inside an agent run: the
+    decision's ``grant``, the innermost call's ``check`` (which consumes it) and ``leave``,
+    for arguments of three plain values, by the framework's call id and by tool and
+    arguments; and the same outside any run (one context-variable read each)."""
+    from failsecure import boundary
+
+    class Framework:
+        name = "bench"
+
+    adapter, arguments = Framework(), {"command": "ls -la", "cwd": "/tmp", "timeout": 30}
+
+    def by_id():
+        boundary.grant("shell", "call_1", arguments)
+        _, token = boundary.check(adapter, "shell", "call_1", arguments)
+        boundary.leave(token)
+
+    def by_args():
+        boundary.grant("shell", None, arguments)
+        _, token = boundary.check(adapter, "shell", None, arguments)
+        boundary.leave(token)
+
+    outside = per_call_us(by_id, repeat=rounds)
+    with boundary.run_scope():
+        _, token = boundary.check(adapter, "shell", "unjudged", arguments)  # sanity: no grant, no run
+        assert token is None
+        inside_id = per_call_us(by_id, repeat=rounds)
+        inside_args = per_call_us(by_args, repeat=rounds)
+    print("tool boundary per tool call (median us): grant + check + leave")
+    print(f"  {'outside a run':<22}{outside:8.2f}")
+    print(f"  {'inside, by call id':<22}{inside_id:8.2f}   target 2 us: {'OK' if inside_id <= 2 else 'OVER'}")
+    print(f"  {'inside, by arguments':<22}{inside_args:8.2f}   target 2 us: {'OK' if inside_args <= 2 else 'OVER'}")
+    run["boundary_core"] = {"outside_us": outside, "by_id_us": inside_id, "by_args_us": inside_args, "goal_us": 2.0}
+
+
 def once_ms(argv, env):
     t = time.perf_counter()
     subprocess.run(argv, env=env, check=True)
@@ -173,5 +208,6 @@ def bench_startup(run, n=40):
 if __name__ == "__main__":
     result = Run("core")
     bench_guard(result)
+    bench_boundary(result)
     bench_startup(result)
     result.write()

@@ -39,6 +39,7 @@ TARGET = 1.05
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import GOAL, Run, handoff_floor_us, read_small, small_file, trust_environment, versions  # noqa: E402
+from interleave import inside_run  # noqa: E402  (benchmarks/ is on sys.path)
 
 
 def setup_home() -> str:
@@ -187,6 +188,10 @@ def main(argv: list[str]) -> int:
     run.adapter("hermes-agent", f"{GUARDS} sync pre_tool_call plugins", "model_tools.handle_function_call (the tool runs)",
                 noop=measured[(False, "bench_probe")], file=measured[(False, "bench_read")], floors=floor_rounds,
                 inline=measured[(True, "bench_probe")], rounds=rounds)
+    # the tool boundary: the same call outside an agent run and inside one (config still
+    # timeout = 0: the gates inline, so the hand-off's noise stays out of the difference)
+    outside, inside = inside_run(lambda n: per_call_us("bench_probe", lambda: {"path": "/tmp/x"}, n), 300, rounds)
+    run.boundary("handle_function_call, timeout = 0", outside, inside)
     run.write()
     return 0
 

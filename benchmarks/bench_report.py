@@ -195,8 +195,27 @@ def machine(fresh: dict) -> list[str]:
     return out
 
 
+def boundary_rows(fresh: dict) -> list[str]:
+    """The tool boundary's cost per tool call (issue goal: at most 2 µs): the core's own
+    pieces (bench-core), and through the adapters whose benches time it inside a run."""
+    lines = ["| tool boundary | what is timed | added per tool call |", "|---|---|---|"]
+    core = fresh.get("bench-core", {}).get("boundary_core")
+    if core:
+        lines.append(f"| core: grant + check + leave | by call id / by tool and arguments (3 plain values) | "
+                     f"{core['by_id_us']:.2f} µs / {core['by_args_us']:.2f} µs (outside a run {core['outside_us']:.2f} µs) |")
+    for env, label in ADAPTERS:
+        row = fresh.get(env, {}).get("boundary")
+        if row:
+            spread = row.get("added_rounds") or {}
+            rounds = f"; rounds {spread['q1']:+.2f} to {spread['q3']:+.2f}" if spread else ""
+            lines.append(f"| {label} | {row['path']}: inside an agent run vs outside | {row['added_us']:+.2f} µs "
+                         f"({row['outside_us']:.1f} → {row['inside_us']:.1f}{rounds}) |")
+    return lines if len(lines) > 2 else []
+
+
 def render(fresh: dict, stale: dict) -> str:
-    return "\n".join(["**Machine**", ""] + machine(fresh) + ["", table(rows(fresh, stale))])
+    extra = boundary_rows(fresh)
+    return "\n".join(["**Machine**", ""] + machine(fresh) + ["", table(rows(fresh, stale))] + ([""] + extra if extra else []))
 
 
 def write_doc(doc: str, text: str) -> None:

@@ -257,6 +257,17 @@ class Run:
               f"{floor:.1f} us, deadline path " + (f"n/a ({na})" if na else f"x{(p - u) / floor:.2f} the floor"))
         return row
 
+    def boundary(self, path: str, outside: list, inside: list) -> dict:
+        """The tool boundary's row: the patched dispatch ``path`` outside any agent run and
+        inside one (``interleave.inside_run``), medians and the middle half of the rounds'
+        own difference."""
+        o, i = statistics.median(outside), statistics.median(inside)
+        row = {"path": path, "outside_us": o, "inside_us": i, "added_us": i - o, "added_rounds": added_spread(outside, inside)}
+        self.data["boundary"] = row
+        print(f"  tool boundary ({path}): outside a run {o:.2f} us, inside one {i:.2f} us: {i - o:+.2f} us per call "
+              f"(rounds {row['added_rounds']['q1']:+.2f} to {row['added_rounds']['q3']:+.2f})")
+        return row
+
     def write(self) -> str | None:
         self.data["ended"] = _now()
         self.data["load_end"] = list(os.getloadavg())

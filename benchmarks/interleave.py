@@ -55,3 +55,24 @@ def row(label: str, unpatched: list, patched: list, width: int = 34) -> str:
     """The medians side by side: unpatched, patched, µs added, ratio."""
     u, p = statistics.median(unpatched), statistics.median(patched)
     return f"    {label:<{width}} unpatched {u:9.1f}  patched {p:9.1f}  +{p - u:7.1f} us  x{p / u:.3f}"
+
+
+def inside_run(fn, n: int, count: int) -> tuple[list, list]:
+    """(outside, inside) per-call figures of ``count`` alternating rounds of the patched
+    dispatch, outside any agent run and inside one (``boundary.run_scope``, what the
+    adapters' run entry points enter): the difference is the tool boundary's own work
+    per call (the decision's grant, the innermost call's check, its end)."""
+    from failsecure import boundary
+
+    def inside(k: int) -> float:
+        with boundary.run_scope():
+            return fn(k)
+
+    for _ in range(2):
+        fn(n)
+        inside(n)
+    outside, within = [], []
+    for _ in range(count):
+        outside.append(fn(n))
+        within.append(inside(n))
+    return outside, within
