@@ -259,7 +259,7 @@ class _Session:
         key = tool_use_id if type(tool_use_id) is str and tool_use_id else None
         me = index if index is not None else "can_use_tool"
         also: tuple = () if index is None else (index,)
-        if key is not None and event == EVENT and isinstance(input_data, dict) and self._selected(event, input_data.get("tool_name"), ()) == [index]:
+        if key is not None and event == EVENT and isinstance(input_data, dict) and self._chosen(event, input_data.get("tool_name")) == (index,):
             key = None  # the only callback of this tool call: no other request shares it
         if key is None:
             return await self.evaluate(event, input_data, tool_use_id, context, also)
@@ -310,13 +310,18 @@ class _Session:
 
     # -------------------------------------------------------------- deciding
 
-    def _selected(self, event: str, tool: Any, also: tuple) -> list:
+    def _chosen(self, event: str, tool: Any) -> tuple:
+        """The indices of the entries whose matchers select ``tool`` for ``event`` (cached)."""
         key = (event, tool if type(tool) is str else None)
         chosen = self._selection.get(key)
         if chosen is None:
             chosen = self._selection[key] = tuple(
                 i for i, e in enumerate(self.entries) if e.event == event and _matches(e.matcher, key[1])
             )
+        return chosen
+
+    def _selected(self, event: str, tool: Any, also: tuple) -> list:
+        chosen = self._chosen(event, tool)
         if also and not set(also) <= set(chosen):
             return sorted(set(chosen) | {i for i in also if 0 <= i < len(self.entries) and self.entries[i].event == event})
         return list(chosen)
