@@ -284,9 +284,19 @@ def snapshot(value: Any, budget: Optional[int] = None) -> Any:
     every other object kept (by reference: no ``__deepcopy__`` or other code of it
     runs). ``CHANGED`` beyond ``budget`` containers (default ``BUDGET``) or for a cycle
     through a tuple. Other cycles and shared containers are copied as such."""
-    if type(value) not in _OPEN:
+    kind = type(value)
+    if kind not in _OPEN:
         return value
     try:
+        if kind is dict and (budget is None or budget >= 1):
+            # the common case, a flat dict (no container among its values): one container
+            # to copy, and ``dict`` copies it as ``_copy`` would, keys and order included
+            open_ = _OPEN
+            for x in value.values():
+                if type(x) in open_:
+                    break
+            else:
+                return dict(value)
         return _copy(value, BUDGET if budget is None else budget)
     except BaseException:  # noqa: BLE001 - a hostile or racing object cannot be copied: marked changed
         return _CHANGED
