@@ -1111,6 +1111,7 @@ class Adapter(abc.ABC):
 # ``Check`` and the names below) and the result types (``failsecure.verdict``); ruff's
 # banned-api rule in src/failsecure/adapters/ruff.toml holds every adapter to it.
 
+from .boundary import Later  # noqa: E402  (a normalised form of the judged arguments, made only when needed)
 from .failures import INVALID, process_failure  # noqa: E402  (failure categories; a command hook's exit)
 from .guard import _awaitable as awaitable  # noqa: E402  (an answer that is an awaitable, told without running code of it)
 from .guard import _close_awaitable as close_awaitable  # noqa: E402  (an awaitable closed unrun; never raises)
@@ -1130,7 +1131,7 @@ from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
 from .reduce import RANK, ask_unsupported  # noqa: E402  (what outranks what; the deny text of an ASK a framework cannot render)
 
 __all__ = (
-    "Adapter", "Check", "PatchError", "Ungoverned",
+    "Adapter", "Check", "Later", "PatchError", "Ungoverned",
     "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "awaitable",
     "callable_name", "close_awaitable",
     "command_name", "current_config", "fingerprint", "is_async", "plugin_gates", "process_failure", "run_command", "same",

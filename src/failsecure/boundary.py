@@ -159,14 +159,61 @@ class run_scope:
                 pass
 
 
+class Later:
+    """A form of the judged arguments (the framework's own normalisation of them) that is
+    made only when an execution matches none of its grant's other forms: ``make()``
+    returns it (on a copy of what the gates judged). Made once; a raise matches nothing."""
+
+    __slots__ = ("_make", "_seen")
+
+    def __init__(self, make: Any) -> None:
+        self._make, self._seen = make, _NOT_YET
+
+    def picture(self) -> Any:
+        seen = self._seen
+        if seen is _NOT_YET:
+            make, self._make = self._make, None
+            if make is None:  # being made in another thread right now: no match from it here
+                return _CHANGED
+            try:
+                made = make()
+                seen = _CHANGED if made is _CHANGED else picture(made)
+            except Exception:  # noqa: BLE001 - the framework's own helper failed: no second form, the judged one stands
+                seen = _CHANGED
+            self._seen = seen
+        return seen
+
+
+_NOT_YET = object()
+
+
+def _accepts(pictures: tuple, seen: Any) -> bool:
+    """A grant's forms accept the execution's picture ``seen``: a plain form at once, a
+    ``Later`` one made now."""
+    if seen in pictures:  # a Later never equals a picture (identity comparison)
+        return True
+    for p in pictures:
+        if type(p) is Later:
+            made = p.picture()
+            if made is not _CHANGED and made == seen:
+                return True
+    return False
+
+
 def _fingerprints(arguments: Any, also: tuple) -> tuple:
     if not also:
         one = picture(arguments)
         return (one,) if one is not _CHANGED else ()
-    pictures = [picture(arguments)]
+    first = picture(arguments)
+    pictures = [first] if first is not _CHANGED else []
     for other in also:
-        pictures.append(picture(other))
-    return tuple(p for p in pictures if p is not _CHANGED)
+        if type(other) is Later:
+            pictures.append(other)
+        else:
+            p = picture(other)
+            if p is not _CHANGED:
+                pictures.append(p)
+    return tuple(pictures)
 
 
 def grant(tool: Optional[str], call_id: Optional[str], arguments: Any, also: tuple = ()) -> None:
@@ -214,7 +261,7 @@ def revoke_args(tool: Optional[str], arguments: Any) -> None:
         return
     seen = picture(arguments)
     for i, pictures in enumerate(grants):
-        if seen in pictures:
+        if _accepts(pictures, seen):
             del grants[i]
             return
 
@@ -226,7 +273,7 @@ def _consume(run: Run, tool: Optional[str], call_id: Optional[str], arguments: A
         return None
     if call_id is not None:
         pictures = run.by_id.get(call_id)
-        if pictures is not None and seen in pictures:
+        if pictures is not None and _accepts(pictures, seen):
             del run.by_id[call_id]
             return tool, call_id, pictures
         return None
@@ -234,6 +281,10 @@ def _consume(run: Run, tool: Optional[str], call_id: Optional[str], arguments: A
     if grants:
         for i, pictures in enumerate(grants):
             if seen in pictures:
+                del grants[i]
+                return tool, None, pictures
+        for i, pictures in enumerate(grants):  # then the forms made only on a miss
+            if _accepts(pictures, seen):
                 del grants[i]
                 return tool, None, pictures
     return None

@@ -457,3 +457,67 @@ def test_two_adapters_around_one_tool(toy, audit_file, outer_first):
     assert shell.ran == [{"command": "ls"}]
     events = [(e["framework"], e["outcome"]) for e in audited(audit_file) if e["failure"] == "ungoverned"]
     assert ("toy", "deny") in events and set(events) <= {("toy", "deny"), ("outer", "allow")}
+
+
+def test_a_later_form_is_made_only_when_the_judged_form_does_not_match(toy):
+    """A framework's normalisation of the judged arguments (hermes' coercion, made on a copy):
+    not made at all when the execution runs with the judged arguments as they are; made,
+    once, when it runs with the normalised ones; other arguments still match nothing."""
+    shell = Tool("shell")
+    made = []
+
+    def normalise(arguments):
+        made.append(1)
+        return {k: int(v) if v.isdigit() else v for k, v in arguments.items()}
+
+    def grant(arguments):
+        decision = toy.decide("shell", [toy.hook_call("toy:gate", lambda: "allow")], arguments=arguments)
+        copied = dict(arguments)
+        toy.granted(decision, "shell", None, arguments, also=(boundary.Later(lambda: normalise(copied)),))
+
+    def body():
+        grant({"lines": "5"})
+        assert shell.run(lines="5") == "ran"  # as judged: the other form is never made
+        assert made == []
+        grant({"lines": "5"})
+        assert shell.run(lines=5) == "ran"  # the normalised form, made now
+        assert made == [1]
+        grant({"lines": "5"})
+        with pytest.raises(Ungoverned):
+            shell.run(lines=6)  # neither form
+
+    Runner().run(body)
+    assert shell.ran == [{"lines": "5"}, {"lines": 5}]
+
+
+def test_a_later_form_that_raises_or_is_changed_matches_nothing(toy):
+    shell = Tool("shell")
+
+    def failing():
+        raise RuntimeError("the framework's helper failed")
+
+    def body():
+        for make in (failing, lambda: boundary._CHANGED):
+            decision = toy.decide("shell", [toy.hook_call("toy:gate", lambda: "allow")], arguments={"lines": "5"})
+            toy.granted(decision, "shell", None, {"lines": "5"}, also=(boundary.Later(make),))
+            with pytest.raises(Ungoverned):
+                shell.run(lines=5)
+            assert shell.run(lines="5") == "ran"  # the judged form stands
+
+    Runner().run(body)
+    assert shell.ran == [{"lines": "5"}, {"lines": "5"}]
+
+
+def test_a_later_form_by_call_id(toy):
+    shell = Tool("shell")
+
+    async def body():
+        decision = toy.decide("shell", [toy.hook_call("toy:gate", lambda: "allow")], arguments={"lines": "5"})
+        toy.granted(decision, "shell", "c1", {"lines": "5"}, also=(boundary.Later(lambda: {"lines": 5}),))
+        assert [x async for x in shell.stream("c1", {"lines": 5})] == ["ran"]
+        with pytest.raises(Ungoverned):
+            async for _ in shell.stream("c1", {"lines": 5}):
+                pass
+
+    asyncio.run(Runner().arun(body))
+    assert shell.ran == [{"lines": 5}]

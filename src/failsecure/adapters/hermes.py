@@ -44,6 +44,7 @@ from failsecure.adapter import (
     CHANGED,
     Adapter,
     Check,
+    Later,
     PatchError,
     activate,
     callable_name,
@@ -497,12 +498,17 @@ def _coerced(tool: Any, arguments: Any) -> tuple:
     coerce = getattr(sys.modules.get("model_tools"), "coerce_tool_args", None)
     if not callable(coerce) or not isinstance(tool, str) or type(arguments) is not dict:
         return ()
-    try:
-        copied = snapshot(arguments)
-        coerced = coerce(tool, copied) if type(copied) is dict else None
-    except Exception:  # noqa: BLE001 - hermes' own helper: no second form, the judged one stands
+    copied = snapshot(arguments)
+    if type(copied) is not dict:
         return ()
-    return (coerced,) if type(coerced) is dict else ()
+    # made only when the execution's arguments are not the judged ones as they are (a
+    # call through handle_function_call was judged already coerced); a raise, or an
+    # answer that is no dict, is no second form
+    return (Later(lambda: _dict_or_changed(coerce(tool, copied))),)
+
+
+def _dict_or_changed(value: Any) -> Any:
+    return value if type(value) is dict else CHANGED
 
 
 def _read_dispatch(registry: Any, args: tuple, kwargs: dict) -> tuple:
