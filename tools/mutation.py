@@ -98,6 +98,8 @@ def lay_out(work: Path, modules: list[str], test_timeout: float = 5.0) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "src" / "failsecure", pkg, ignore=ignore)
     shutil.copytree(ROOT / "tests" / "core", work / "tests" / "core", ignore=ignore)
+    # the suite's shared fixtures (the trusted environment every config test relies on)
+    shutil.copy2(ROOT / "tests" / "conftest.py", work / "tests" / "conftest.py")
     shutil.copy2(ROOT / "failsecure-auto.pth", work / "failsecure-auto.pth")
     build_spin(pkg)
     (work / "conftest.py").write_text(WATCHDOG.format(limit=float(test_timeout), code=TIMEOUT_EXIT))
