@@ -36,9 +36,11 @@ The patch:
 Deny shape: ADK's own function response for a skipped tool. A gate's own dict is passed
 through untouched (it is the result ADK would have used); every other deny answers
 ``{"error": "failsecure: hook '<id>' failed closed (<category>)"}`` (the shape of ADK's
-own "tool not found" response). A failed ``require_confirmation`` predicate denies in the
-same shape, answered where ADK turns the predicate's answer into the call's response
-(``apply_confirmation_gate`` from 2.8, the tool's ``run_async`` in every release).
+own "tool not found" response). A failed ``require_confirmation`` predicate, or a tool
+class's own ``check_require_confirmation`` (any BaseTool subclass but FunctionTool and
+McpTool, classes defined later too), denies in the same shape, answered where ADK turns
+its answer into the call's response (``apply_confirmation_gate`` from 2.8, the tool's
+``run_async`` in every release).
 
 On resume (the human's ``ToolConfirmation`` in the next turn) ADK re-executes the paused
 call through the same stages: a deny of a confirmation stage of that call stands for the
@@ -127,6 +129,10 @@ class ADKAdapter(Adapter):
         self._shapes: dict[int, tuple[Any, tuple]] = {}  # id(function) -> (function, shape)
         self._confirming: set = set()  # tool classes whose confirmation predicate is guarded
         self._confirm_watch: set = set()  # their modules watched for import
+        #: user tool classes (any BaseTool subclass but those of CONFIRMING) whose own
+        #: ``check_require_confirmation`` is the gate, guarded
+        self._overriding: set = set()
+        self._override_base = False  # BaseTool's subclasses are visited (now and later)
         self._gate_wrapped = False  # apply_confirmation_gate (2.8 and later)
         #: (session id, call id) -> the call ADK paused for a human's confirmation, as
         #: every gate judged it: (tool name, tool class, function, arguments' picture)
@@ -169,12 +175,14 @@ class ADKAdapter(Adapter):
         self._ensure_agent_patch()
         for module_name, class_name in CONFIRMING:
             self._ensure_confirmation_patch(module_name, class_name)
+        self._ensure_override_patch()
         self._bounded = set()
         self._patch_boundary()
         if not self._bound_watch:
             self._bound_watch = True
             for module_name, _, _ in RUN_ENTRIES + (TOOL_BASE,):
                 when_imported(module_name, lambda _module: self._patch_boundary())
+            when_imported(TOOL_BASE[0], lambda _module: self._ensure_override_patch())
         if self._agent_class is None and not self._watching and LLM_AGENT not in sys.modules:
             self._watching = True
             when_imported(LLM_AGENT, lambda module: self._ensure_agent_patch())
@@ -228,7 +236,7 @@ class ADKAdapter(Adapter):
             if getattr(current, CALLBACK, None):
                 return True
             for tool in list(getattr(current, "tools", ()) or ()):
-                if callable(getattr(tool, "_require_confirmation", None)):
+                if callable(getattr(tool, "_require_confirmation", None)) or _overrides_confirmation(tool):
                     return True
             pending.extend(list(getattr(current, "sub_agents", ()) or ()))
         return False
@@ -296,7 +304,9 @@ class ADKAdapter(Adapter):
             adapter = self
 
             async def check_require_confirmation(wrapped, instance, args, kwargs):
-                return await adapter._confirmation(wrapped, instance, args, kwargs)
+                predicate = getattr(instance, "_require_confirmation", None)
+                hook = adapter.callable_id(predicate) if callable(predicate) else None
+                return await adapter._confirmation(wrapped, instance, args, kwargs, hook)
 
             async def run_async(wrapped, instance, args, kwargs):
                 return await adapter._confirm_gate(wrapped, instance, kwargs.get("args"), kwargs.get("tool_context"), args, kwargs)
@@ -306,6 +316,42 @@ class ADKAdapter(Adapter):
                 self.wrap(tool_class, RUN, run_async)
             self._confirming.add(tool_class)
         self._ensure_gate_patch()
+
+    def _ensure_override_patch(self) -> None:
+        """Guard the ``check_require_confirmation`` of every ``BaseTool`` subclass that
+        defines its own (a user's tool class: its method is the gate, inventory row 5),
+        those defined later too; FunctionTool's and McpTool's are the predicate's
+        (``_ensure_confirmation_patch``), BaseTool's own answers False (no user code)."""
+        if not self._active or self._override_base:
+            return
+        module = sys.modules.get(TOOL_BASE[0])
+        base = getattr(module, TOOL_BASE[1], None) if module is not None else None
+        if not isinstance(base, type) or not hasattr(module, TOOL_BASE[1]):
+            return  # not imported yet (watched): no tool class can exist
+        adapter = self
+
+        def visit(cls: type) -> None:
+            if cls is base or (cls.__module__, cls.__name__) in CONFIRMING or cls in adapter._overriding:
+                return
+            method = vars(cls).get(CONFIRM)
+            if method is None or not callable(method) or getattr(method, "__isabstractmethod__", False):
+                return
+            if isinstance(method, (staticmethod, classmethod)) or hasattr(method, "__wrapped__"):
+                return  # not a method ADK binds to the tool, or wrapped already: left as it is
+            hook = adapter.callable_id(method)
+
+            async def check_require_confirmation(wrapped, instance, args, kwargs):
+                return await adapter._confirmation(wrapped, instance, args, kwargs, hook)
+
+            adapter.wrap(cls, CONFIRM, check_require_confirmation)
+            adapter._overriding.add(cls)
+
+        with self._agent_lock:
+            if not self._active or self._override_base:
+                return
+            self._override_base = True
+            self.each_subclass(base, visit)
+        self._ensure_gate_patch()  # where 2.13 asks it: apply_confirmation_gate
 
     def _ensure_gate_patch(self) -> None:
         """Guard ADK's ``apply_confirmation_gate`` (2.8 and later) where it is called: it
@@ -338,6 +384,8 @@ class ADKAdapter(Adapter):
         self._agent_class = self._agent_property = self._original_property = None
         self._shapes.clear()
         self._confirming.clear()
+        self._overriding.clear()
+        self._override_base = False
         self._gate_wrapped = False
         self._paused.clear()
         self._stuck.clear()
@@ -433,14 +481,31 @@ class ADKAdapter(Adapter):
 
     def _later(self, tool: Any) -> tuple:
         """The gate of this call ADK asks after the before-tool stages: the tool's
-        ``require_confirmation`` predicate, when it is user code of a guarded tool class."""
-        predicate = getattr(tool, "_require_confirmation", None)
-        owner = next((c for c in type(tool).__mro__ if CONFIRM in c.__dict__), None)
-        if not callable(predicate) or owner not in self._confirming:
-            return ()  # no predicate, or a class whose own method asks it (not guarded)
-        return (self.callable_id(predicate),)
+        ``require_confirmation`` predicate, or its class's own ``check_require_confirmation``,
+        when it is user code of a guarded tool class."""
+        asked = self._confirm_hook(tool)
+        return () if asked is None else (asked[1],)
 
-    async def _confirmation(self, wrapped: Any, tool: Any, args: tuple, kwargs: dict) -> bool:
+    def _confirm_hook(self, tool: Any) -> Optional[tuple]:
+        """(the method to ask under the guard, its hook id) of a tool whose confirmation
+        runs user code: a predicate given to FunctionTool / McpTool (their method asks
+        it), or a tool class's own ``check_require_confirmation`` (the method itself is
+        the gate); None for upstream's (a static flag, BaseTool's own False)."""
+        owner = next((c for c in type(tool).__mro__ if CONFIRM in c.__dict__), None)
+        if owner is None:
+            return None
+        method = vars(owner)[CONFIRM]
+        check = getattr(method, "__wrapped__", None)
+        if check is None:
+            return None  # not guarded (BaseTool's own, or a class failsecure did not wrap)
+        if owner in self._overriding:
+            return check, self.callable_id(check)
+        predicate = getattr(tool, "_require_confirmation", None)
+        if owner in self._confirming and callable(predicate):
+            return check, self.callable_id(predicate)
+        return None
+
+    async def _confirmation(self, wrapped: Any, tool: Any, args: tuple, kwargs: dict, hook: Optional[str]) -> bool:
         """``check_require_confirmation`` -> ADK's answer (True: confirmation required).
         Asked where ``_confirm_gate`` does not stand before it (ADK's check of a
         confirmation that comes back), a failed predicate reads as a rejected
@@ -449,9 +514,9 @@ class ADKAdapter(Adapter):
         known = _asked.get()
         if known is not None and tool_context is not None and known[0] is tool_context:
             return known[1]
-        decision, answer = await self._judge_confirmation(wrapped, tool, args, kwargs, tool_context)
+        decision, answer = await self._judge_confirmation(wrapped, tool, args, kwargs, tool_context, hook)
         if decision is not None and decision.denied:
-            reason = decision.reason or f"failsecure: hook '{self.callable_id(getattr(tool, '_require_confirmation', None))}' denied the call"
+            reason = decision.reason or f"failsecure: hook '{hook}' denied the call"
             _reject(tool_context, reason)
             self._stick(tool_context, reason)  # the call's answer where ADK then asks again
             return True
@@ -470,8 +535,6 @@ class ADKAdapter(Adapter):
         paused: a deny of a confirmation stage of this call stands, and a tool or
         arguments other than those every gate judged when ADK asked the human are
         denied as an argument change (``google-adk:arguments``, invalid)."""
-        owner = next((c for c in type(tool).__mro__ if CONFIRM in c.__dict__), None)
-        predicate = getattr(tool, "_require_confirmation", None)
         known = _asked.get()
         again = tool_context is not None and known is not None and known[0] is tool_context
         resumed = getattr(tool_context, "tool_confirmation", None) if tool_context is not None else None
@@ -479,14 +542,13 @@ class ADKAdapter(Adapter):
             answer = await self._resumed(tool, call_args, tool_context, resumed)
             if answer is not None:
                 return answer
-        if not callable(predicate) or owner not in self._confirming or tool_context is None or again:
+        asked = self._confirm_hook(tool) if tool_context is not None and not again else None
+        if asked is None:
             return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
-        check = getattr(vars(owner)[CONFIRM], "__wrapped__", None)
-        if check is None:
-            return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
-        decision, answer = await self._judge_confirmation(check, tool, (tool, call_args, tool_context), {}, tool_context)
+        check, hook = asked
+        decision, answer = await self._judge_confirmation(check, tool, (tool, call_args, tool_context), {}, tool_context, hook)
         if decision is not None and decision.denied:
-            reason = decision.reason or f"failsecure: hook '{self.callable_id(predicate)}' denied the call"
+            reason = decision.reason or f"failsecure: hook '{hook}' denied the call"
             _reject(tool_context, reason)
             self._stick(tool_context, reason)
             return {"error": reason}
@@ -554,16 +616,15 @@ class ADKAdapter(Adapter):
         if key is not None:
             _remember(self._stuck, key, reason)
 
-    async def _judge_confirmation(self, check: Any, tool: Any, args: tuple, kwargs: dict, tool_context: Any) -> tuple:
-        """The predicate of ``tool`` under the guard -> (decision or None, ADK's answer).
-        The predicate runs with its deadline, any exception and an answer that is not a
-        bool are failures. A human's rejection of this call stands whatever the predicate
-        says on resume. A static ``require_confirmation`` (a bool, no user code) is left
-        to upstream (decision None)."""
-        predicate = getattr(tool, "_require_confirmation", None)
-        if not callable(predicate):
+    async def _judge_confirmation(self, check: Any, tool: Any, args: tuple, kwargs: dict, tool_context: Any,
+                                  hook: Optional[str]) -> tuple:
+        """The confirmation of ``tool`` (its predicate, or its class's own method: ``hook``)
+        under the guard -> (decision or None, ADK's answer). It runs with its deadline,
+        any exception and an answer that is not a bool are failures. A human's rejection
+        of this call stands whatever it says on resume. A static ``require_confirmation``
+        (a bool, no user code; ``hook`` None) is left to upstream (decision None)."""
+        if hook is None:
             return None, await check(*args, **kwargs)
-        hook = self.callable_id(predicate)
         outcome = None
         try:
             outcome = await self.ahook_call(hook, check, *args, _validate=_confirmation_verdict, **kwargs)
@@ -739,6 +800,14 @@ def _reject(tool_context: Any, reason: str) -> None:
     from google.adk.tools.tool_confirmation import ToolConfirmation
 
     tool_context.tool_confirmation = ToolConfirmation(hint=reason, confirmed=False)
+
+
+def _overrides_confirmation(tool: Any) -> bool:
+    """The tool's class (not FunctionTool / McpTool, whose method asks a predicate) has a
+    ``check_require_confirmation`` of its own that failsecure guards."""
+    owner = next((c for c in type(tool).__mro__ if CONFIRM in c.__dict__), None)
+    return owner is not None and (owner.__module__, owner.__name__) not in CONFIRMING and hasattr(
+        vars(owner)[CONFIRM], "__wrapped__")
 
 
 _overriding: dict = {}  # plugin class -> it overrides BasePlugin.before_tool_callback

@@ -38,6 +38,12 @@ only ever sees answers that are valid and never raise:
   matcher with ``onFailure: "block"`` on the wire (so a CLI-side timeout or a lost answer
   blocks too) without the SDK's refusal to talk to an older CLI.
 
+``permission_prompt_tool_name`` naming an in-process SDK MCP tool: the CLI's
+``tools/call`` of it is answered at ``Query._handle_sdk_mcp_request`` under the guard (the
+handler through the SDK's own MCP path; raise, junk, a late answer ->
+``{"behavior": "deny", "message": ...}``), after the PermissionRequest callbacks' shared
+decision, audited; the call is the CLI's, granted at the tool boundary.
+
 Other hook events are observers: untouched. Hook ids: ``claude-agent-sdk:<module>.<qualname>``
 of the callback (``can_use_tool`` likewise).
 
@@ -55,7 +61,9 @@ CLI's own decision (its permission rules) and is granted on arrival.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
+import json
 import logging
 import re
 import sys
@@ -185,6 +193,8 @@ class _Session:
         self.base: dict = {}  # the latest hook input's session fields
         #: "mcp__<server>__" of the Query's in-process (SDK MCP) servers
         self.in_process: tuple = ()
+        #: ``permission_prompt_tool_name`` when it is one of those servers' tools
+        self.prompt_tool: Optional[str] = None
 
     def local_tool(self, tool: Any) -> Optional[str]:
         """The in-process tool's own name for a CLI tool name ``mcp__<server>__<tool>`` of
@@ -489,6 +499,8 @@ class ClaudeSDKAdapter(Adapter):
         self._on_failure = False  # the release sends HookMatcher.on_failure (0.2.177+)
         #: an in-process tool's name as Claude Code spells it -> its own name
         self.local_names: dict = {}
+        #: "mcp__<server>__<tool>" -> the hook id of its handler (a permission prompt tool's)
+        self.handler_ids: dict = {}
 
     # ------------------------------------------------------------ patching
 
@@ -570,6 +582,9 @@ class ClaudeSDKAdapter(Adapter):
         async def handle_sdk_mcp_request(wrapped, instance, args, kwargs):
             server = args[0] if args else kwargs.get("server_name")
             message = args[1] if len(args) > 1 else kwargs.get("message")
+            prompt = adapter._prompt_of(instance, server, message)
+            if prompt is not None:
+                return await adapter._prompt_call(instance, prompt, message, wrapped, args, kwargs)
             adapter._arrived(instance, server, message)
             return await wrapped(*args, **kwargs)
 
@@ -590,7 +605,10 @@ class ClaudeSDKAdapter(Adapter):
                     self.local_names[_mcp_name(name)] = name
                 # the CLI never re-runs a tools/call that failed (the model's next call is
                 # judged again): a handler that raised gives no grant back
+                if len(self.handler_ids) < 4096:
+                    self.handler_ids[f"mcp__{_mcp_name(server)}__{_mcp_name(name)}"] = self.callable_id(handler)
                 self.wrap_boundary(tool_def, "handler", self._reader(name), where=f"{_mcp_name(server)}.{name}", give_back=False)
+                self.wrap(tool_def, "handler", _capture_raise)
         except Exception as exc:  # noqa: BLE001 - the SDK's or the user's objects: this server's tools keep no boundary (said)
             log.error("failsecure: claude-agent-sdk: an SDK MCP server's tools got no boundary (%s)", type(exc).__name__)
 
@@ -620,6 +638,74 @@ class ClaudeSDKAdapter(Adapter):
             self.granted(_CLI_DECIDED, name, None, arguments if arguments is not None else {})
         except Exception as exc:  # noqa: BLE001 - no grant: the call is ungoverned (fail closed), said
             log.error("failsecure: claude-agent-sdk: an in-process tool call was not recorded (%s)", type(exc).__name__)
+
+    # ------------------------------------------------------------ permission_prompt_tool_name
+
+    @staticmethod
+    def _prompt_of(query: Any, server: Any, message: Any) -> Optional[str]:
+        """The CLI name of the session's permission prompt tool when ``message`` is the
+        CLI's ``tools/call`` of it (an SDK MCP tool the CLI asks instead of the user)."""
+        session = getattr(query, _MARK, None)
+        prompt = getattr(session, "prompt_tool", None)
+        if prompt is None or not isinstance(message, dict) or message.get("method") != "tools/call":
+            return None
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if type(name) is not str or f"mcp__{_mcp_name(server)}__{_mcp_name(name)}" != prompt:
+            return None
+        return prompt
+
+    async def _prompt_call(self, query: Any, prompt: str, message: dict, wrapped: Any, args: tuple, kwargs: dict) -> Any:
+        """The permission prompt tool as a gate: its handler, through the SDK's own MCP
+        path, under the guard (deadline, a late answer is a timeout, a raise or an answer
+        the CLI does not define denies); the session's PermissionRequest callbacks'
+        decision first (their deny outranks its allow); one audited decision; a deny is
+        answered in the shape the CLI honours, ``{"behavior": "deny", "message": R}``."""
+        session = getattr(query, _MARK)
+        params = message.get("params") or {}
+        given = params.get("arguments")
+        arguments: dict = given if isinstance(given, dict) else {}
+        tool_name = arguments.get("tool_name")
+        tool = tool_name if type(tool_name) is str else None
+        call_id = arguments.get("tool_use_id")
+        call_id = call_id if type(call_id) is str and call_id else None
+        hook = self.handler_ids.get(prompt) or self.hook_id(prompt)
+        local = params.get("name")
+        try:
+            # the CLI's own call of its prompt (not a model's tool call): no decision to pass
+            self.granted(_CLI_DECIDED, local, None, arguments)
+            if session.selects(PERMISSION, tool):
+                data = session.permission_input(tool_name, arguments.get("input"), None)
+                hooks = await session.shared(PERMISSION, None, data, call_id, None)
+                if hooks.decision.action is Action.DENY:
+                    self.ungrant(local, arguments)
+                    return _prompt_deny(message, hooks.decision.reason or _denied_by(hooks.decision))
+            box: dict = {}
+
+            async def ask() -> Any:
+                token = _prompting.set(box)
+                try:
+                    response = await wrapped(*args, **kwargs)
+                finally:
+                    _prompting.reset(token)
+                if "raised" in box:
+                    raise box["raised"]  # the handler's own exception (the SDK made it a tool error)
+                return response
+
+            outcome = await self.ahook_call(hook, ask, _validate=_prompt_verdict, _interactive=True)
+            decision = await self.adecide(tool, [outcome], call_id=call_id, arguments=arguments.get("input"),
+                                          later=tuple(session.registered))
+            session.grant(decision, tool, call_id, arguments.get("input"))
+            if decision.action is Action.ALLOW or decision.action is Action.ABSTAIN:
+                return outcome.verdict.data if outcome.verdict is not None else _prompt_deny(message, _denied_by(decision))
+            verdict = outcome.verdict
+            if decision.action is Action.DENY and verdict is not None and verdict.action is Action.DENY:
+                return verdict.data  # its own deny, as it answered
+            return _prompt_deny(message, decision.reason or _denied_by(decision))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return _prompt_deny(message, self.failed(exc, tool, call_id, hook=hook).reason or "failsecure: denied")
 
     def _lockdown(self) -> None:
         """The targets are not where expected: a session that has gating callbacks or
@@ -674,6 +760,13 @@ class ClaudeSDKAdapter(Adapter):
         servers = getattr(query, "sdk_mcp_servers", None)
         if isinstance(servers, dict):
             session.in_process = tuple(f"mcp__{_mcp_name(name)}__" for name in servers)
+        options = getattr(getattr(query, "transport", None), "_options", None)
+        prompt = getattr(options, "permission_prompt_tool_name", None)
+        if type(prompt) is str and session.in_process and prompt.startswith(session.in_process):
+            session.prompt_tool = prompt
+            hook = self.handler_ids.get(prompt)
+            if hook is not None:
+                session.registered.add(hook)
         for new_matchers in replaced.values():
             for matcher in new_matchers:
                 if isinstance(matcher, dict) and isinstance(matcher.get("hooks"), list):
@@ -949,6 +1042,60 @@ def _denied_by(decision, verb: str = "denied") -> str:
     return f"failsecure: hook '{primary.hook if primary is not None else ClaudeSDKAdapter.name}' {verb} the call"
 
 
+
+
+#: the box of the permission prompt call whose handler runs in this task
+_prompting: "contextvars.ContextVar[Optional[dict]]" = contextvars.ContextVar("failsecure_claude_prompt", default=None)
+
+
+async def _capture_raise(wrapped, instance, args, kwargs):
+    """An SDK MCP tool's handler: when it runs as the permission prompt, its exception is
+    kept for the guard (the SDK turns it into a tool error with its text)."""
+    box = _prompting.get()
+    if box is None:
+        return await wrapped(*args, **kwargs)
+    try:
+        return await wrapped(*args, **kwargs)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # SystemExit too: kept for the guard, not let loose in the SDK's MCP server
+        box["raised"] = exc
+        raise RuntimeError("failsecure: the permission prompt tool raised") from None
+
+
+def _prompt_verdict(response: Any) -> Verdict:
+    """The JSON-RPC answer of a permission prompt tool call -> a Verdict: one text content
+    holding ``{"behavior": "allow", "updatedInput"?: object}`` or ``{"behavior": "deny",
+    "message": string}`` (what the CLI accepts); a tool error or anything else is INVALID."""
+    if type(response) is not dict or type(response.get("result")) is not dict:
+        raise Invalid()
+    result = response["result"]
+    content = result.get("content")
+    if result.get("isError") or type(content) is not list or len(content) != 1 or type(content[0]) is not dict:
+        raise Invalid()
+    text = content[0].get("text")
+    if content[0].get("type") != "text" or type(text) is not str:
+        raise Invalid()
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        raise Invalid() from None
+    if type(answer) is not dict:
+        raise Invalid()
+    if answer.get("behavior") == "allow":
+        updated = answer.get("updatedInput")
+        if "updatedInput" in answer and type(updated) is not dict:
+            raise Invalid()
+        return Verdict(action=Action.ALLOW, data=response)
+    if answer.get("behavior") == "deny" and type(answer.get("message")) is str:
+        return Verdict(action=Action.DENY, reason=answer["message"] or None, data=response)
+    raise Invalid()
+
+
+def _prompt_deny(message: dict, reason: str) -> dict:
+    """A deny in the shape the CLI honours for a permission prompt tool's answer."""
+    text = json.dumps({"behavior": "deny", "message": reason})
+    return {"jsonrpc": "2.0", "id": message.get("id"), "result": {"content": [{"type": "text", "text": text}]}}
 
 
 def _block_on_failure(request: dict) -> dict:

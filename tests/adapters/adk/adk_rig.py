@@ -87,8 +87,11 @@ class Outcome:
         return "\n".join(parts)
 
 
-def make_tool(marker: Path, outcome: Outcome, confirm: Any = None):
+def make_tool(marker: Path, outcome: Outcome, confirm: Any = None, tool_class: Any = None):
+    """``run_command`` as a ``FunctionTool`` (``tool_class``: a subclass of it, one that
+    overrides ``check_require_confirmation`` say)."""
     _, _, _, _, _, FunctionTool, _ = _imports()
+    FunctionTool = tool_class or FunctionTool
 
     def run_command(command: str) -> dict:
         """Run a command (the test tool: writes a marker file)."""
@@ -114,6 +117,7 @@ def run_agent(
     on_resume: Any = None,
     call: str = TOOL,
     wrapper: bool = False,
+    tool_class: Any = None,
 ) -> Outcome:
     """One real agent run: the model calls ``run_command(**arguments)`` once. ``resume``:
     when ADK asks for a confirmation, the human's answer (``{"confirmed": True}``) is sent
@@ -128,7 +132,7 @@ def run_agent(
         kwargs["before_tool_callback"] = before
     if after is not None:
         kwargs["after_tool_callback"] = after
-    tool = make_tool(marker, outcome, confirm)
+    tool = make_tool(marker, outcome, confirm, tool_class)
     tools = [tool]
     if wrapper:
         tools.append(wrapper_tool(tool))
@@ -230,6 +234,17 @@ def plugin(name: str, callback):
 
     GatePlugin.__qualname__ = GatePlugin.__name__ = f"GatePlugin_{name}"
     return GatePlugin(name=name)
+
+
+def confirming_class(name: str, check, base: Any = None):
+    """A tool class (a ``FunctionTool`` subclass, or ``base``) whose own
+    ``check_require_confirmation(self, args, tool_context)`` is ``check`` (a coroutine
+    function, as ADK awaits it), named ``<name>.check_require_confirmation``."""
+    _, _, _, _, _, FunctionTool, _ = _imports()
+    check.__name__ = "check_require_confirmation"
+    check.__qualname__ = f"{name}.check_require_confirmation"
+    return type(name, (base or FunctionTool,), {"check_require_confirmation": check, "__qualname__": name,
+                                                 "__module__": __name__})
 
 
 def named(fn, name: str):

@@ -262,6 +262,51 @@ class ConfirmationHarness(ADKHarness):
         return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
 
 
+class OverrideHarness(ConfirmationHarness):
+    """A tool class's own ``check_require_confirmation`` (inventory row 5): the one gate of
+    a ``FunctionTool`` subclass that overrides the method (ADK asks it in 2.13's
+    ``apply_confirmation_gate`` and, in every release, in ``FunctionTool.run_async``). Its
+    answers are the predicate's (``False`` runs, ``True`` asks a human, anything else is
+    junk). ADK awaits the method, so it is a coroutine function; a sync gate of the kit
+    runs off the loop in it (``asyncio.to_thread``), as a tool author would."""
+
+    kind = "check_require_confirmation"
+
+    def __init__(self, workdir):
+        super().__init__(workdir)
+        self.tool_class = None
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.tool_class is not None:
+            raise NotSupported("one check_require_confirmation per tool class")
+        label = self.label(name)
+
+        async def check(self, args, tool_context):
+            seen = Seen(getattr(self, "name", None), dict(args))
+            if is_async:
+                return await behave(seen)
+            return await asyncio.to_thread(behave, seen)
+
+        self.tool_class = adk_rig.confirming_class(f"Confirming_{label}", check)
+        return f"google-adk:{check.__module__}.{check.__qualname__}"
+
+    def reset(self):
+        super().reset()
+        self.tool_class = None
+
+    def run(self, arguments, mode):
+        marker = self.workdir / "kit-marker"
+        if marker.exists():
+            marker.unlink()
+        outcome = adk_rig.run_agent(marker, arguments, mode, tool_class=self.tool_class)
+        return Ran(ran=marker.exists(), arguments=outcome.ran[-1] if outcome.ran else None, told=outcome.told())
+
+
+@pytest.fixture
+def failsecure_harness_check_require_confirmation(tmp_path):
+    return OverrideHarness(tmp_path)
+
+
 @pytest.fixture
 def failsecure_harness_plugin(tmp_path):
     return PluginHarness(tmp_path)
