@@ -425,6 +425,91 @@ class CanUseToolHarness(ClaudeSDKHarness):
         return Ran(True, {"command": line}, told)
 
 
+class PromptToolHarness(CanUseToolHarness):
+    """``permission_prompt_tool_name``: an in-process SDK MCP tool the CLI asks instead of a
+    person when no rule allows the call (exclusive with ``can_use_tool``, one per session:
+    the cases with two gates are n/a). Its answer is a text content holding
+    ``{"behavior": "allow" | "deny", ...}``; like ``can_use_tool`` it has no "no opinion"
+    answer (``abstain`` is its allow) and no default deadline."""
+
+    kind = "permission_prompt_tool"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        from claude_agent_sdk import create_sdk_mcp_server, tool
+
+        from failsecure.testing import NotSupported
+
+        if self.matchers:
+            raise NotSupported("one permission prompt tool per session")
+
+        def seen_of(args):
+            tool_input = args.get("input") if isinstance(args, dict) else None
+            command = tool_input.get("command") if isinstance(tool_input, dict) else None
+            return Seen(args.get("tool_name") if isinstance(args, dict) else None, {"command": command}, native=tool_input)
+
+        if is_async:
+
+            async def answer_of(args):
+                return await behave(seen_of(args))
+
+        else:
+
+            async def answer_of(args):
+                return await asyncio.to_thread(behave, seen_of(args))
+
+        async def handler(args):
+            answer = await answer_of(args)
+            if isinstance(answer, dict) and "behavior" in answer:
+                return {"content": [{"type": "text", "text": json.dumps(answer)}]}
+            return answer
+
+        named(handler, f"prompt_{name.replace(' ', '_').replace('-', '_')}")
+        self.matchers.append(create_sdk_mcp_server("perm", tools=[tool("approve", "Permission prompt.", {"tool_name": str, "input": dict})(handler)]))
+        return f"{self.framework}:{handler.__module__}.{handler.__name__}"
+
+    def allow(self, seen):
+        return {"behavior": "allow", "updatedInput": dict(seen.native or {})}
+
+    def abstain(self, seen):
+        return self.allow(seen)
+
+    def deny(self, seen):
+        return {"behavior": "deny", "message": "conformance gate denied"}
+
+    def junk(self):
+        return [("None", None), ("text", {"content": [{"type": "text", "text": "yes please"}]}),
+                ("unknown behavior", {"behavior": "maybe"}),
+                ("non-dict updatedInput", {"behavior": "allow", "updatedInput": "x"})]
+
+    def rewrite(self, seen, arguments):
+        return {"behavior": "allow", "updatedInput": dict(seen.native or {}, command=arguments["command"])}
+
+    def run(self, arguments, mode):
+        if not self.matchers:  # no gate: the person says yes
+            return super().run(arguments, mode)
+        home = self.work / "home"
+        api = sdk_rig.ScriptedAPI()
+        opts = sdk_rig.options(api, str(home), str(self.work), allowed_tools=[], mcp_servers={"perm": self.matchers[0]},
+                               permission_prompt_tool_name="mcp__perm__approve")
+        opts.env["PATH"] = f"{self.bin}:/usr/bin:/bin"
+        self.ran_file.unlink(missing_ok=True)
+        try:
+            asyncio.run(sdk_rig.run_prompts(opts, ["run: " + arguments["command"]], timeout=60))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            told = type(exc).__name__
+        else:
+            told = ""
+        finally:
+            api.close()
+        told = "\n".join([told] + [str(b.get("content")) for b in api.model.tool_results()])
+        if not self.ran_file.exists():
+            return Ran(False, None, told)
+        line = self.ran_file.read_text().splitlines()[0]
+        return Ran(True, {"command": line}, told)
+
+
 @pytest.fixture
 def failsecure_harness_PermissionRequest(tmp_path, adapter):
     return PermissionRequestHarness(Path(tempfile.mkdtemp(prefix="fs-sdk-perm-", dir=tmp_path)))
@@ -433,3 +518,8 @@ def failsecure_harness_PermissionRequest(tmp_path, adapter):
 @pytest.fixture
 def failsecure_harness_can_use_tool(tmp_path, adapter):
     return CanUseToolHarness(Path(tempfile.mkdtemp(prefix="fs-sdk-cut-", dir=tmp_path)))
+
+
+@pytest.fixture
+def failsecure_harness_permission_prompt_tool(tmp_path, adapter):
+    return PromptToolHarness(Path(tempfile.mkdtemp(prefix="fs-sdk-ppt-", dir=tmp_path)))
