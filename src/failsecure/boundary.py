@@ -260,9 +260,8 @@ def revoke_args(tool: Optional[str], arguments: Any) -> None:
     if not grants:
         return
     seen = picture(arguments)
-    for i, pictures in enumerate(grants):
-        if _accepts(pictures, seen):
-            del grants[i]
+    for pictures in list(grants):
+        if _accepts(pictures, seen) and _take(grants, pictures):
             return
 
 
@@ -274,7 +273,11 @@ def _consume(run: Run, tool: Optional[str], call_id: Optional[str], arguments: A
     if call_id is not None:
         pictures = run.by_id.get(call_id)
         if pictures is not None and _accepts(pictures, seen):
-            del run.by_id[call_id]
+            # a Later's make is the framework's code: another thread of the run may have
+            # taken this grant (or a later decision replaced it) meanwhile
+            if run.by_id.get(call_id) is not pictures:
+                return None
+            run.by_id.pop(call_id, None)
             return tool, call_id, pictures
         return None
     grants = run.by_args.get(tool)
@@ -283,11 +286,23 @@ def _consume(run: Run, tool: Optional[str], call_id: Optional[str], arguments: A
             if seen in pictures:
                 del grants[i]
                 return tool, None, pictures
-        for i, pictures in enumerate(grants):  # then the forms made only on a miss
+        for pictures in list(grants):  # then the forms made only on a miss
             if _accepts(pictures, seen):
-                del grants[i]
-                return tool, None, pictures
+                # by identity, not by index: while a Later was made (the framework's code)
+                # another thread of the run may have taken a grant of this list (this one:
+                # then look on)
+                if _take(grants, pictures):
+                    return tool, None, pictures
     return None
+
+
+def _take(grants: list, pictures: tuple) -> bool:
+    """Remove this very grant from ``grants``; False when it is gone already."""
+    for i, g in enumerate(grants):
+        if g is pictures:
+            del grants[i]
+            return True
+    return False
 
 
 class _Token:

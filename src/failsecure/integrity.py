@@ -290,13 +290,17 @@ def snapshot(value: Any, budget: Optional[int] = None) -> Any:
     try:
         if kind is dict and (budget is None or budget >= 1):
             # the common case, a flat dict (no container among its values): one container
-            # to copy, and ``dict`` copies it as ``_copy`` would, keys and order included
-            open_ = _OPEN
-            for x in value.values():
-                if type(x) in open_:
+            # to copy, and ``dict`` copies it as ``_copy`` would, keys and order included.
+            # The copy is made first and its own values are scanned (by identity: no code
+            # of them runs), so a value rewritten during the scan (another thread) cannot
+            # slip a container into the copy by reference.
+            copied = dict(value)
+            for x in copied.values():
+                k = type(x)
+                if k is dict or k is list or k is tuple:
                     break
             else:
-                return dict(value)
+                return copied
         return _copy(value, BUDGET if budget is None else budget)
     except BaseException:  # noqa: BLE001 - a hostile or racing object cannot be copied: marked changed
         return _CHANGED

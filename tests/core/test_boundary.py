@@ -521,3 +521,53 @@ def test_a_later_form_by_call_id(toy):
 
     asyncio.run(Runner().arun(body))
     assert shell.ran == [{"lines": 5}]
+
+
+def test_a_later_form_made_while_another_thread_consumes_an_earlier_grant_takes_its_own_grant(toy):
+    """Red team: a Later's ``make`` is the framework's code (hermes' coerce_tool_args), run
+    inside ``_consume`` between finding a grant's index and deleting it. Another thread of
+    the run (hermes' concurrent tool executor propagates the context to its workers)
+    consuming an earlier grant meanwhile shifts the list: the index then names the next
+    grant. The execution must take its own grant: it stays spent (no second execution on
+    it) and the other grant stays good (its call is not denied)."""
+    shell = Tool("shell")
+    entered, go = threading.Event(), threading.Event()
+
+    def grant(arguments, make=None):
+        decision = toy.decide("shell", [toy.hook_call("toy:gate", lambda: "allow")], arguments=arguments)
+        also = (boundary.Later(make),) if make is not None else ()
+        toy.granted(decision, "shell", None, arguments, also=also)
+
+    def slow():
+        entered.set()
+        go.wait(10)
+        return {"n": 2}
+
+    outcome = []
+
+    def worker():
+        try:
+            outcome.append(shell.run(n=2))
+        except Ungoverned as exc:  # pragma: no cover - the failure being demonstrated
+            outcome.append(exc)
+
+    def body():
+        grant({"n": "1"}, lambda: {"n": 1})
+        grant({"n": "2"}, slow)
+        grant({"n": "3"})
+        import contextvars
+
+        ctx = contextvars.copy_context()
+        thread = threading.Thread(target=ctx.run, args=(worker,))
+        thread.start()
+        assert entered.wait(10)
+        assert shell.run(n="1") == "ran"  # the first grant, consumed while the worker makes the second's form
+        go.set()
+        thread.join(10)
+        assert outcome == ["ran"]
+        with pytest.raises(Ungoverned):
+            shell.run(n=2)  # the second grant is spent
+        assert shell.run(n="3") == "ran"  # the third one is still good
+
+    Runner().run(body)
+    assert shell.ran == [{"n": 2}, {"n": "1"}, {"n": "3"}] or shell.ran == [{"n": "1"}, {"n": 2}, {"n": "3"}]

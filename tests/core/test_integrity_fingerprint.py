@@ -379,3 +379,38 @@ def test_async_a_call_that_cannot_be_pictured_never_settles():
     outcomes = asyncio.run(integrity.auntil_stable(round_, lambda: {}, "t:args", picture=lambda v: integrity.CHANGED))
     assert len(rounds) == integrity.MAX_ROUNDS and outcomes[-1].hook == "t:args"
     assert outcomes[-1].failure is Failure.INVALID
+
+
+def test_a_dict_rewritten_while_it_is_snapshotted_shares_no_container_with_the_copy():
+    """Red team: a value whose type's metaclass hashes (code that runs while the snapshot
+    looks for containers among the values; a thread racing the snapshot is the same window)
+    turns an already-scanned flat value into a dict. The snapshot must not then keep that
+    dict by reference: a later in-place rewrite of it would reach what the gate judged
+    (``same`` would say unchanged, and a plugin gate's copy would be the running call)."""
+    args: dict = {}
+
+    class Meta(type):
+        def __hash__(cls):
+            if args.get("b") == "x":
+                args["b"] = {"cmd": "ls"}
+            return type.__hash__(cls)
+
+        def __eq__(cls, other):
+            return cls is other
+
+    class Trigger(metaclass=Meta):
+        pass
+
+    args.update(b="x", a=Trigger())
+    seen = integrity.snapshot(args)
+    assert seen is integrity.CHANGED or type(seen["b"]) is not dict or seen["b"] is not args["b"]
+    if seen is not integrity.CHANGED and type(seen["b"]) is dict:
+        args["b"]["cmd"] = "rm -rf /"
+        assert integrity.same(seen, args) is False
+
+    # the allow twin: a flat dict nobody rewrites is a copy, and a rewrite of it is seen
+    plain = {"b": "x", "a": Trigger()}
+    seen = integrity.snapshot(plain)
+    assert seen is not plain and seen == plain
+    plain["b"] = "y"
+    assert integrity.same(seen, plain) is False
