@@ -525,6 +525,12 @@ class Adapter(abc.ABC):
     def hook_id(self, name: str) -> str:
         return f"{self.name}:{name}"
 
+    def setting(self, name: str) -> str:
+        """One of this framework's own settings in the config in force
+        (``[frameworks."<name>"]``, declared in its ``ADAPTERS`` entry): what the trusted
+        config set (a project file only tightens), else the declared default."""
+        return policy.current().setting(self.name, name)
+
     def callable_id(self, fn: Any) -> str:
         """The hook id of a Python callable: ``<framework>:<module>.<qualname>``. Never
         raises and never calls the object's own ``__str__``/``__repr__``. Cached per

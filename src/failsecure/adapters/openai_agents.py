@@ -23,7 +23,8 @@ The patch (``wrapt``):
   SDK's own shapes: ``None`` (allow), the rejection message (``reject_content``: the
   model is told the call was rejected, with the hook id and failure category only), or
   ``ToolInputGuardrailTripwireTriggered`` for a guardrail's own ``raise_exception`` (and
-  for failures when ``failure_behavior = "raise_exception"``). The guardrails' valid
+  for failures when the config says ``[frameworks."openai-agents"] failure_behavior =
+  "raise_exception"``). The guardrails' valid
   outputs are appended to the run's ``tool_input_guardrail_results`` as upstream does.
   This runs for every function tool call, with or without guardrails, so plugin gates
   and ``required`` hooks are consulted on every call.
@@ -71,9 +72,11 @@ import inspect
 import json
 import sys
 import threading
+import warnings
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError, asettle, plugin_gates, when_imported
+from failsecure.adapters import ADAPTERS
 from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
 
 PACKAGE = "agents"
@@ -100,7 +103,9 @@ NEEDS_APPROVAL = "evaluate_needs_approval_setting"
 FUNCTION_NEEDS_APPROVAL = "function_needs_approval"
 _LOOP_PARAMS = ("func_tool", "tool_context", "agent", "tool_input_guardrail_results")
 
-FAILURE_BEHAVIORS = ("reject_content", "raise_exception")
+#: the values of the config's ``[frameworks."openai-agents"] failure_behavior``, the loosest
+#: first (declared in the adapter's ``ADAPTERS`` entry)
+FAILURE_BEHAVIORS = ADAPTERS["openai-agents"].settings["failure_behavior"]
 
 _ALLOW = Verdict(action=Action.ALLOW)
 _ASK = Verdict(action=Action.ASK)
@@ -249,11 +254,8 @@ class OpenAIAgentsAdapter(Adapter):
     supports_ask = True
     self_test_junk = "deny"  # not even an output object; see _probe
 
-    #: how a failed guardrail (raise, hang, junk, missing) denies: ``reject_content`` (the
-    #: model is told) or ``raise_exception`` (the run stops with
-    #: ``ToolInputGuardrailTripwireTriggered``). Set on the adapter instance
-    #: (``failsecure.activation.get("openai-agents").failure_behavior``).
-    failure_behavior: str = "reject_content"
+    #: what the deprecated ``failure_behavior`` attribute was set to (None: never)
+    _failure_behavior: Optional[str] = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -271,6 +273,24 @@ class OpenAIAgentsAdapter(Adapter):
         #: call id -> deny reason: shell / apply-patch / custom tool calls whose
         #: ``needs_approval`` failed or was denied; ``resolve_approval_status`` rejects them
         self._refused: dict = {}
+
+    @property
+    def failure_behavior(self) -> str:
+        """How a failed guardrail (raise, hang, junk, missing) denies: ``reject_content``
+        (the model is told) or ``raise_exception`` (the run stops with
+        ``ToolInputGuardrailTripwireTriggered``). The config decides
+        (``[frameworks."openai-agents"] failure_behavior``, docs/configuration.md); setting
+        this attribute is deprecated and can only make it ``raise_exception``, the stricter."""
+        configured = self.setting("failure_behavior")
+        return "raise_exception" if self._failure_behavior == "raise_exception" else configured
+
+    @failure_behavior.setter
+    def failure_behavior(self, value: str) -> None:
+        warnings.warn(
+            'failure_behavior on the adapter is deprecated: set [frameworks."openai-agents"] failure_behavior in the config',
+            DeprecationWarning, stacklevel=2,
+        )
+        self._failure_behavior = value
 
     # ------------------------------------------------------------ patching
 
