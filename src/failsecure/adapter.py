@@ -811,6 +811,13 @@ class Adapter(abc.ABC):
         except Exception:  # noqa: BLE001 - cannot tell (a broken config or plugin): decide, fail closed
             return True
 
+    def requires_own(self) -> bool:
+        """A hook of this framework itself (not a plugin gate) is ``required``: a dispatch
+        point with none of the framework's hooks for the call still decides (the missing
+        hook denies there)."""
+        prefix = self.name + ":"
+        return any(r.startswith(prefix) for r in policy.current().required_for(self.name))
+
     # ------------------------------------------------------------ the tool boundary
     # (issue 29, docs/ungoverned.md) An adapter wraps its framework's run entry points
     # (``wrap_run``) and the innermost tool execution (``wrap_boundary``;
