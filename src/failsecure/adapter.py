@@ -1128,7 +1128,7 @@ from .failures import INVALID, process_failure  # noqa: E402  (failure categorie
 from .guard import _awaitable as awaitable  # noqa: E402  (an answer that is an awaitable, told without running code of it)
 from .guard import _close_awaitable as close_awaitable  # noqa: E402  (an awaitable closed unrun; never raises)
 from .guard import is_async  # noqa: E402  (a hook Adapter.ahook_calls awaits on the loop, not one of a sync batch)
-from .hookid import callable_name, command_name  # noqa: E402  (hook ids, derived in one place)
+from .hookid import callable_name, command_name, nonempty_str, plain_str  # noqa: E402  (hook ids; a str-or-None of a framework value)
 from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
     CHANGED,
     asettle,
@@ -1146,7 +1146,7 @@ __all__ = (
     "Adapter", "Check", "PatchError", "Ungoverned",
     "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "awaitable",
     "callable_name", "close_awaitable",
-    "command_name", "current_config", "fingerprint", "is_async", "plugin_gates", "process_failure", "run_command", "same",
+    "command_name", "current_config", "fingerprint", "is_async", "nonempty_str", "plain_str", "plugin_gates", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )
 

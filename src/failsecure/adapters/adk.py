@@ -65,7 +65,18 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, Adapter, PatchError, Ungoverned, asettle, fingerprint, is_async, when_imported
+from failsecure.adapter import (
+    CHANGED,
+    Adapter,
+    PatchError,
+    Ungoverned,
+    asettle,
+    fingerprint,
+    is_async,
+    nonempty_str,
+    plain_str,
+    when_imported,
+)
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
 PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
@@ -731,7 +742,7 @@ def _call_key(tool_context: Any) -> Optional[tuple]:
         return None
     session = getattr(getattr(tool_context, "_invocation_context", None), "session", None)
     session_id = getattr(session, "id", None)
-    return (session_id if type(session_id) is str else None, call_id)
+    return (plain_str(session_id), call_id)
 
 
 def _reject(tool_context: Any, reason: str) -> None:
@@ -791,12 +802,12 @@ def _from_tool_node() -> bool:
 
 def _tool_name(tool: Any) -> Optional[str]:
     name = getattr(tool, "name", None)
-    return name if type(name) is str else None
+    return plain_str(name)
 
 
 def _call_id(tool_context: Any) -> Optional[str]:
     call_id = getattr(tool_context, "function_call_id", None)
-    return call_id if type(call_id) is str and call_id else None
+    return nonempty_str(call_id)
 
 
 __all__ = ["ADKAdapter"]

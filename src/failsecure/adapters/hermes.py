@@ -50,6 +50,7 @@ from failsecure.adapter import (
     command_name,
     current_config,
     fingerprint,
+    nonempty_str,
     process_failure,
     run_command,
     same,
@@ -434,7 +435,7 @@ class HermesAdapter(Adapter):
             rule_key = rule_key.strip() if type(rule_key) is str else None
             return Verdict(
                 action=Action.ASK,
-                reason=message if type(message) is str and message else None,
+                reason=nonempty_str(message),
                 data=rule_key or None,
             )
         raise Invalid()

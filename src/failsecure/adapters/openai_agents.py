@@ -75,7 +75,7 @@ import threading
 import warnings
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, PatchError, asettle, plugin_gates, when_imported
+from failsecure.adapter import Adapter, PatchError, asettle, plain_str, plugin_gates, when_imported
 from failsecure.adapters import ADAPTERS
 from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
 
@@ -196,23 +196,19 @@ def _callback_call(kind: str, tool: Optional[str], args: tuple) -> tuple:
     try:
         if kind == "safety":
             call = getattr(args[0], "tool_call", None)
-            return tool, _text(getattr(call, "call_id", None)), _plain(getattr(call, "action", None))
+            return tool, plain_str(getattr(call, "call_id", None)), _plain(getattr(call, "action", None))
         if len(args) >= 2:  # on_approval(ctx, approval item)
             item = getattr(args[1], "raw_item", None)
             get = item.get if isinstance(item, dict) else lambda key: getattr(item, key, None)
-            name = _text(getattr(args[1], "tool_name", None)) or tool
+            name = plain_str(getattr(args[1], "tool_name", None)) or tool
             for key in ("input", "arguments", "action"):
                 if get(key) is not None:
-                    return name, _text(get("call_id")), _plain(get(key))
-            return name, _text(get("call_id")), None
+                    return name, plain_str(get("call_id")), _plain(get(key))
+            return name, plain_str(get("call_id")), None
         data = getattr(args[0], "data", None)  # on_approval_request(MCPToolApprovalRequest)
-        return _text(getattr(data, "name", None)) or tool, _text(getattr(data, "id", None)), _plain(getattr(data, "arguments", None))
+        return plain_str(getattr(data, "name", None)) or tool, plain_str(getattr(data, "id", None)), _plain(getattr(data, "arguments", None))
     except Exception:
         return tool, None, None
-
-
-def _text(value: Any) -> Optional[str]:
-    return value if type(value) is str else None
 
 
 def _parsed(arguments: Any) -> Any:
@@ -443,8 +439,8 @@ class OpenAIAgentsAdapter(Adapter):
         ctx = args[0] if args else kwargs.get("ctx")
         raw = args[1] if len(args) > 1 else kwargs.get("input")
         function_tool = vars(invoker).get("_function_tool")
-        tool = _text(getattr(function_tool, "name", None))
-        call_id = _text(getattr(ctx, "tool_call_id", None))
+        tool = plain_str(getattr(function_tool, "name", None))
+        call_id = plain_str(getattr(ctx, "tool_call_id", None))
         parsed = _view(raw)
         return tool, call_id, raw if parsed is None else parsed, ("openai-agents", id(function_tool)), self._gated(function_tool, ctx)
 
@@ -472,13 +468,13 @@ class OpenAIAgentsAdapter(Adapter):
             pending = getattr(te, PEEK_NESTED)(task_state.tool_run.tool_call, scope_id=executor.tool_state_scope_id)
             if pending is None or not getattr(executor, NESTED_INTERRUPTIONS)(pending):
                 return
-            call_id = _text(getattr(tool_context, "tool_call_id", None))
+            call_id = plain_str(getattr(tool_context, "tool_call_id", None))
             arguments = getattr(tool_call, "arguments", None)
-            if call_id is None or call_id != _text(getattr(tool_call, "call_id", None)) or type(arguments) is not str:
+            if call_id is None or call_id != plain_str(getattr(tool_call, "call_id", None)) or type(arguments) is not str:
                 return
         except Exception:
             return
-        self._granted(_text(getattr(func_tool, "name", None)), call_id, arguments)
+        self._granted(plain_str(getattr(func_tool, "name", None)), call_id, arguments)
 
     def _granted(self, tool: Optional[str], call_id: Optional[str], arguments: Any) -> None:
         parsed = _view(arguments)
@@ -513,7 +509,7 @@ class OpenAIAgentsAdapter(Adapter):
         A valid answer is passed through as it came."""
         adapter = self
         validate = _safety_verdict if kind == "safety" else _approval_result_verdict
-        name = _text(tool)
+        name = plain_str(tool)
 
         async def guarded(*args, **kwargs):
             if not adapter._active:
@@ -589,7 +585,7 @@ class OpenAIAgentsAdapter(Adapter):
 
         async def rejecting(*args, **kwargs):
             func_tool = kwargs.get("func_tool")
-            tool = _text(getattr(func_tool, "name", None))
+            tool = plain_str(getattr(func_tool, "name", None))
             decision = await adapter.adecide(tool, [])
             return decision.reason or failure_reason(adapter.hook_id("failsecure"), Failure.MISSING)
 
@@ -608,7 +604,7 @@ class OpenAIAgentsAdapter(Adapter):
     async def _named(self, wrapped, args, kwargs):
         function_tool = args[0] if args else kwargs.get("function_tool")
         tool_call = args[2] if len(args) > 2 else kwargs.get("tool_call")
-        name = _text(getattr(function_tool, "name", None))
+        name = plain_str(getattr(function_tool, "name", None))
         # the raw arguments: parsed only when a decision needs them (not for a bool setting
         # without plugin gates, the common case)
         token = _function_call.set((name, getattr(tool_call, "arguments", None)))
@@ -632,7 +628,7 @@ class OpenAIAgentsAdapter(Adapter):
                 return await wrapped(*args, **kwargs)  # upstream's own UserError / default
             named = _function_call.get()
             tool, arguments = (named[0], self._arguments(named[1])) if named is not None else (None, rest[1] if len(rest) > 1 else None)
-            call_id = _text(rest[2]) if len(rest) > 2 else None
+            call_id = plain_str(rest[2]) if len(rest) > 2 else None
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
             if decision.action is Action.DENY:
                 if outcomes and outcomes[0].failure is not None:
@@ -647,7 +643,7 @@ class OpenAIAgentsAdapter(Adapter):
         except BaseException as exc:
             named = _function_call.get() or (None,)
             decision = self.failed(exc, named[0], hook=self.hook_id(NEEDS_APPROVAL))
-            call_id = _text(rest[2]) if len(rest) > 2 else None
+            call_id = plain_str(rest[2]) if len(rest) > 2 else None
             reason = decision.reason or failure_reason(self.hook_id(NEEDS_APPROVAL), Failure.RAISED)
             return not self._deny_at_tool(named[0], call_id, reason)
 
@@ -755,8 +751,8 @@ class OpenAIAgentsAdapter(Adapter):
         tool_context = kwargs.get("tool_context")
         agent = kwargs.get("agent")
         results = kwargs.get("tool_input_guardrail_results")
-        tool = _text(getattr(func_tool, "name", None))
-        call_id = _text(getattr(tool_context, "tool_call_id", None))
+        tool = plain_str(getattr(func_tool, "name", None))
+        call_id = plain_str(getattr(tool_context, "tool_call_id", None))
         pre = _pre_approval.get()
         if pre:
             _pre_approval.set(False)
@@ -876,7 +872,7 @@ class OpenAIAgentsAdapter(Adapter):
                         output_info={"failsecure": failure_reason(outcome.hook, outcome.failure)}
                     )
                     raise self._tripwire(guardrail=by_outcome[id(outcome)], output=output)
-        return decision.reason or f"failsecure: the call to '{_text(getattr(func_tool, 'name', None))}' was denied"
+        return decision.reason or f"failsecure: the call to '{plain_str(getattr(func_tool, 'name', None))}' was denied"
 
     @staticmethod
     def _approved(tool_context: Any, func_tool: Any) -> bool:

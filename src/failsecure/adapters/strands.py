@@ -71,6 +71,8 @@ from failsecure.adapter import (
     close_awaitable,
     current_config,
     fingerprint,
+    nonempty_str,
+    plain_str,
     snapshot,
     type_name,
     when_imported,
@@ -284,7 +286,7 @@ class StrandsAdapter(Adapter):
             name = tool.tool_name
         except Exception:
             return None
-        return name if type(name) is str else None
+        return plain_str(name)
 
     @staticmethod
     def _key(name: Optional[str], tool: Any) -> tuple:
@@ -306,7 +308,7 @@ class StrandsAdapter(Adapter):
         call_id = tool_use.get("toolUseId")
         agent = state.get("agent") if isinstance(state, dict) else None
         gated = self._agent_gated(agent) if agent is not None else None
-        return name, call_id if type(call_id) is str and call_id else None, tool_use.get("input"), self._key(name, tool), gated or None
+        return name, nonempty_str(call_id), tool_use.get("input"), self._key(name, tool), gated or None
 
     def _read_call(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
         """A decorated tool called as a function: never a dispatcher's call."""
@@ -447,12 +449,12 @@ class StrandsAdapter(Adapter):
                     return own
         except Exception:
             pass
-        return name if type(name) is str else None
+        return plain_str(name)
 
     def _call_id(self, event: Any) -> Optional[str]:
         tool_use = self._tool_use(event)
         call_id = tool_use.get("toolUseId") if tool_use is not None else None
-        return call_id if type(call_id) is str and call_id else None
+        return nonempty_str(call_id)
 
     def _arguments(self, event: Any) -> Any:
         tool_use = self._tool_use(event)
@@ -985,7 +987,7 @@ class StrandsAdapter(Adapter):
         if name is None:
             tool_use = getattr(ctx, "tool_use", None)
             name = tool_use.get("name") if isinstance(tool_use, dict) else None
-        return name if type(name) is str else None
+        return plain_str(name)
 
     def _error_result(self, ctx: Any, decision: Any) -> Any:
         text = decision.reason if type(decision.reason) is str and decision.reason else \
