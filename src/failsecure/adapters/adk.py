@@ -68,6 +68,7 @@ from typing import Any, Optional
 from failsecure.adapter import (
     CHANGED,
     Adapter,
+    IdCache,
     PatchError,
     Ungoverned,
     asettle,
@@ -135,7 +136,7 @@ class ADKAdapter(Adapter):
         self._original_property: Any = None
         self._watching = False
         self._agent_lock = threading.Lock()
-        self._shapes: dict[int, tuple[Any, tuple]] = {}  # id(function) -> (function, shape)
+        self._shapes = IdCache()  # function -> shape
         self._confirming: set = set()  # tool classes whose confirmation predicate is guarded
         self._confirm_watch: set = set()  # their modules watched for import
         self._gate_wrapped = False  # apply_confirmation_gate (2.8 and later)
@@ -630,9 +631,9 @@ class ADKAdapter(Adapter):
         ``plain``: a plain sync function or method (not a coroutine function, not a
         callable object or partial that might hand back an awaitable)."""
         key = getattr(callback, "__func__", callback)
-        known = self._shapes.get(id(key))
-        if known is not None and known[0] is key:
-            return known[1]
+        known = self._shapes.get(key)
+        if known is not None:
+            return known
         hook = self.callable_id(callback)
         plain = (inspect.isfunction(key) or inspect.isbuiltin(key)) and not (
             inspect.iscoroutinefunction(key) or inspect.isasyncgenfunction(key)
@@ -649,11 +650,8 @@ class ADKAdapter(Adapter):
                     positional = True
             except (ValueError, TypeError):
                 positional = False
-        if len(self._shapes) > 4096:
-            self._shapes.clear()
         shape = (positional, plain, hook)
-        self._shapes[id(key)] = (key, shape)
-        return shape
+        return self._shapes.put(key, shape)
 
     def _native(self, decision: Any, outcomes: Any) -> Optional[dict]:
         """A Decision as ADK's before-tool answer."""
@@ -700,20 +698,7 @@ class ADKAdapter(Adapter):
         tool = SimpleNamespace(name="failsecure-self-test")
         context = SimpleNamespace(function_call_id=None)
 
-        def run() -> Any:
-            return asyncio.run(manager.run_before_tool_callback(tool=tool, tool_args={}, tool_context=context))
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            answer = run()
-        else:  # called from a running loop: probe on a thread of its own
-            box: list = []
-            config_context = contextvars.copy_context()  # the self-test's config lives in it
-            worker = threading.Thread(target=lambda: box.append(config_context.run(run)), daemon=True)
-            worker.start()
-            worker.join(30)
-            answer = box[0] if box else None
+        answer = self.run_probe(lambda: asyncio.run(manager.run_before_tool_callback(tool=tool, tool_args={}, tool_context=context)))
         return answer is not None
 
 

@@ -912,9 +912,7 @@ class ClaudeSDKAdapter(Adapter):
         """``gate`` as the only PreToolUse callback of a real ``Query``, through its
         (patched) set-up and its real ``_handle_control_request``: True when the answer
         written to the CLI denies the tool call."""
-        import contextvars
         import functools
-        import threading
 
         @functools.wraps(gate)
         def hook(*args):
@@ -922,21 +920,7 @@ class ClaudeSDKAdapter(Adapter):
             answer = gate(*args)
             return {} if answer is None else answer
 
-        box: dict = {}
-
-        def run() -> None:
-            try:
-                box["answer"] = asyncio.run(probe_answer(hook))
-            except BaseException as exc:
-                box["error"] = exc
-
-        context = contextvars.copy_context()  # the self-test's config lives in this context
-        thread = threading.Thread(target=context.run, args=(run,), daemon=True)
-        thread.start()
-        thread.join(30)
-        if "error" in box:
-            raise box["error"]
-        answer = box.get("answer")
+        answer = self.run_probe(lambda: asyncio.run(probe_answer(hook)))
         response = (answer or {}).get("response", {})
         if response.get("subtype") != "success":
             return False

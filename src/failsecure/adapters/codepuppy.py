@@ -767,14 +767,7 @@ class CodePuppyAdapter(Adapter):
         registry[:] = [gate]
         try:
             dispatch = callbacks.on_run_shell_command(None, "failsecure-self-test", None, 60)
-            if _loop_running():  # asyncio.run needs a thread without a loop
-                done: list = []
-                thread = threading.Thread(target=lambda: done.append(asyncio.run(dispatch)), daemon=True)
-                thread.start()
-                thread.join(30)
-                results = done[0] if done else None
-            else:
-                results = asyncio.run(dispatch)
+            results = self.run_probe(lambda: asyncio.run(dispatch))
         finally:
             registry[:] = saved
         return any(isinstance(r, dict) and r.get("blocked") for r in results or ())

@@ -71,7 +71,6 @@ import importlib
 import inspect
 import json
 import sys
-import threading
 import warnings
 from typing import Any, Optional
 
@@ -913,15 +912,7 @@ class OpenAIAgentsAdapter(Adapter):
             except self._tripwire:
                 return "tripwire"
 
-        try:
-            asyncio.get_running_loop()
-            done: list = []
-            thread = threading.Thread(target=lambda: done.append(asyncio.run(dispatch())), daemon=True)
-            thread.start()
-            thread.join(30)
-            rejected = done[0] if done else "no answer"
-        except RuntimeError:
-            rejected = asyncio.run(dispatch())
+        rejected = self.run_probe(lambda: asyncio.run(dispatch()), default="no answer")
         return rejected is not None
 
 

@@ -66,7 +66,6 @@ import contextvars
 import dataclasses
 import importlib
 import sys
-import threading
 from typing import Any
 
 from failsecure.adapter import Adapter, PatchError, Ungoverned, asettle, same, snapshot, when_imported
@@ -1020,13 +1019,7 @@ class PydanticAIAdapter(Adapter):
             except Exception:
                 pass
 
-        try:
-            asyncio.get_running_loop()
-            thread = threading.Thread(target=run, daemon=True)
-            thread.start()
-            thread.join(30)
-        except RuntimeError:
-            run()
+        self.run_probe(run)
         return not ran
 
 
