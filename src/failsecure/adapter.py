@@ -14,6 +14,7 @@ of that adapter denies.
 from __future__ import annotations
 
 import abc
+import contextvars
 import logging
 import os
 import sys
@@ -184,6 +185,49 @@ class PatchError(Exception):
     """A patch target is not where the adapter expects it (an unknown release)."""
 
 
+class IdCache:
+    """What an adapter worked out once about one object (a hook's id, a callback's shape),
+    keyed by the object's identity: no code of the object runs to look it up (no
+    ``__hash__``/``__eq__``). The entry keeps the object, so its ``id`` is never reused
+    while the entry lives; past ``limit`` entries the cache starts again empty (bounded:
+    a framework that makes callables per call cannot grow it)."""
+
+    __slots__ = ("_entries", "limit")
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._entries: dict[int, tuple[Any, Any]] = {}
+        self.limit = limit
+
+    def get(self, obj: Any, default: Any = None) -> Any:
+        """The value stored for this very object, else ``default``."""
+        known = self._entries.get(id(obj))
+        if known is not None and known[0] is obj:
+            return known[1]
+        return default
+
+    def put(self, obj: Any, value: Any) -> Any:
+        """Store ``value`` for ``obj``; returns it."""
+        entries = self._entries
+        if len(entries) > self.limit:
+            entries.clear()
+        entries[id(obj)] = (obj, value)
+        return value
+
+    def pop(self, obj: Any) -> None:
+        """Forget ``obj`` (whichever object now has its id: the entry is gone either way)."""
+        self._entries.pop(id(obj), None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: how long ``Adapter.run_probe`` waits for a probe on a thread of its own, in seconds
+PROBE_WAIT = 30.0
+
+
 class Check:
     """One line of an adapter's self-test, shown by ``failsecure doctor``."""
 
@@ -239,7 +283,7 @@ class Adapter(abc.ABC):
         _instances.add(self)
         self._version: Optional[str] = None
         self._framework_text: Optional[tuple] = None  # (version, "<name> <version>")
-        self._callable_ids: dict = {}  # id(callable) -> (callable, hook id)
+        self._callable_ids = IdCache()  # callable -> hook id
         self._everywhere: list = []  # (package, attr, wrapped, original) of wrap_everywhere
         self._replaced: list[tuple[Any, str, Any, bool, Any]] = []  # (owner, attr, original, own attr)
         # patches of objects a fresh import replaced since (and wrap_everywhere's call-site
@@ -467,6 +511,35 @@ class Adapter(abc.ABC):
         and return True when the framework would deny the tool call. ``gate`` accepts
         any arguments. Each adapter implements it; ``self_test`` does the rest."""
 
+    @staticmethod
+    def run_probe(probe: Callable[[], Any], default: Any = None, wait: float = PROBE_WAIT) -> Any:
+        """``probe()`` for ``_probe``, which drives the framework's dispatcher (often with
+        ``asyncio.run``): here when no event loop runs in this thread, else on a thread of
+        its own that runs in a copy of this context (the self-test's config is set in
+        it). Its answer, what it raised (raised here), or ``default`` when it did not end
+        within ``wait`` seconds."""
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return probe()
+        box: dict = {}
+        context = contextvars.copy_context()
+
+        def run() -> None:
+            try:
+                box["answer"] = context.run(probe)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, raised there
+                box["error"] = exc
+
+        thread = threading.Thread(target=run, name="failsecure-probe", daemon=True)
+        thread.start()
+        thread.join(wait)
+        if "error" in box:
+            raise box["error"]
+        return box.get("answer", default)
+
     def self_test(self) -> list[Check]:
         """Inject a raising, a hanging and a junk gate (and an allowing twin) into the
         framework's real dispatcher and check each is denied for the right reason."""
@@ -525,18 +598,20 @@ class Adapter(abc.ABC):
     def hook_id(self, name: str) -> str:
         return f"{self.name}:{name}"
 
+    def setting(self, name: str) -> str:
+        """One of this framework's own settings in the config in force
+        (``[frameworks."<name>"]``, declared in its ``ADAPTERS`` entry): what the trusted
+        config set (a project file only tightens), else the declared default."""
+        return policy.current().setting(self.name, name)
+
     def callable_id(self, fn: Any) -> str:
         """The hook id of a Python callable: ``<framework>:<module>.<qualname>``. Never
         raises and never calls the object's own ``__str__``/``__repr__``. Cached per
         callable object (the cache keeps the object, so its ``id`` is never reused)."""
-        known = self._callable_ids.get(id(fn))
-        if known is not None and known[0] is fn:
-            return known[1]
-        hook_id = self.hook_id(hookid.callable_name(fn))
-        if len(self._callable_ids) > 4096:
-            self._callable_ids.clear()
-        self._callable_ids[id(fn)] = (fn, hook_id)
-        return hook_id
+        known = self._callable_ids.get(fn)
+        if known is not None:
+            return known
+        return self._callable_ids.put(fn, self.hook_id(hookid.callable_name(fn)))
 
     def hook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, **kwargs) -> Outcome:
         timeout = policy.current().timeout_for(hook_id, _interactive)
@@ -804,6 +879,13 @@ class Adapter(abc.ABC):
                         or plugins.gates() or plugins.load_failures)
         except Exception:  # noqa: BLE001 - cannot tell (a broken config or plugin): decide, fail closed
             return True
+
+    def requires_own(self) -> bool:
+        """A hook of this framework itself (not a plugin gate) is ``required``: a dispatch
+        point with none of the framework's hooks for the call still decides (the missing
+        hook denies there)."""
+        prefix = self.name + ":"
+        return any(r.startswith(prefix) for r in policy.current().required_for(self.name))
 
     # ------------------------------------------------------------ the tool boundary
     # (issue 29, docs/ungoverned.md) An adapter wraps its framework's run entry points
@@ -1116,7 +1198,7 @@ from .failures import INVALID, process_failure  # noqa: E402  (failure categorie
 from .guard import _awaitable as awaitable  # noqa: E402  (an answer that is an awaitable, told without running code of it)
 from .guard import _close_awaitable as close_awaitable  # noqa: E402  (an awaitable closed unrun; never raises)
 from .guard import is_async  # noqa: E402  (a hook Adapter.ahook_calls awaits on the loop, not one of a sync batch)
-from .hookid import callable_name, command_name  # noqa: E402  (hook ids, derived in one place)
+from .hookid import callable_name, command_name, nonempty_str, plain_str  # noqa: E402  (hook ids; a str-or-None of a framework value)
 from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
     CHANGED,
     asettle,
@@ -1131,10 +1213,10 @@ from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
 from .reduce import RANK, ask_unsupported  # noqa: E402  (what outranks what; the deny text of an ASK a framework cannot render)
 
 __all__ = (
-    "Adapter", "Check", "Later", "PatchError", "Ungoverned",
+    "Adapter", "Check", "IdCache", "Later", "PatchError", "Ungoverned",
     "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "awaitable",
     "callable_name", "close_awaitable",
-    "command_name", "current_config", "fingerprint", "is_async", "plugin_gates", "process_failure", "run_command", "same",
+    "command_name", "current_config", "fingerprint", "is_async", "nonempty_str", "plain_str", "plugin_gates", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )
 

@@ -352,6 +352,10 @@ def _config_lines(config) -> list[str]:
         name = f'hooks."{hook_id}".timeout (waiting for a human)'
         if name in config.origins:
             lines.append(f'hooks."{hook_id}".timeout = {own.interactive_timeout} while it waits for a human  ({config.origins[name]})')
+    for framework, own in sorted(config.frameworks.items()):
+        for key, value in sorted(own.items()):
+            name = f'frameworks."{framework}".{key}'
+            lines.append(f"{name} = {value}  ({config.origins.get(name, 'default')})")
     for where, setting in config.ignored:
         lines.append(f"ignored: {setting}  ({where}; trust it with `failsecure config trust {where}`)")
     lines.append("files read: " + (", ".join(config.sources) if config.sources else "none"))

@@ -12,21 +12,43 @@ from __future__ import annotations
 
 import os
 
-_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+@/<>")
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+#: what a Python callable's name keeps (``<lambda>``, ``<locals>`` included)
+_SAFE = frozenset(_LETTERS + "._-+@/<>")
+#: what a command hook's id keeps as given (``--hook-id``, a settings file): the
+#: ``command:`` prefix and the ``#`` of a derived id included
+_COMMAND_SAFE = frozenset(_LETTERS + "._:@+-/#")
 
 
-def _clean(text: str, limit: int = 120) -> str:
-    out = "".join(c if c in _SAFE else "_" for c in text[:limit])
-    return out or "_"
+def _clean(text: str, limit: "int | None" = 120, safe: frozenset = _SAFE, empty: str = "_") -> str:
+    """The one sanitizer of hook ids: the first ``limit`` characters, each not in
+    ``safe`` replaced by ``_``; ``empty`` for nothing left."""
+    out = "".join(c if c in safe else "_" for c in text[:limit])
+    return out or empty
 
 
-def _plain_str(value) -> "str | None":
+def command_id(text: str) -> str:
+    """A command hook's id as given (an explicit ``--hook-id``, a derived one): ASCII
+    letters and digits and ``._:@+-/#`` kept, any other character ``_``; ``hook`` for an
+    empty one."""
+    return _clean(text, None, _COMMAND_SAFE, "hook")
+
+
+def plain_str(value) -> "str | None":
+    """``value`` when it is exactly a str (a subclass could run code of its own when
+    compared or printed), else None."""
     return value if type(value) is str else None
+
+
+def nonempty_str(value) -> "str | None":
+    """``plain_str`` that takes an empty string for none (a call id, a message)."""
+    return value if type(value) is str and value else None
+
 
 
 def _attr(obj, name):
     try:
-        return _plain_str(getattr(obj, name, None))
+        return plain_str(getattr(obj, name, None))
     except BaseException:  # noqa: BLE001 - a hostile __getattr__: the name is unknown, not an error
         return None
 
@@ -38,8 +60,8 @@ def callable_name(fn) -> str:
         qualname = _attr(fn, "__qualname__")
         if qualname is None:  # an instance with __call__, a partial, a proxy ...
             cls = type(fn)
-            module = _plain_str(type.__dict__["__module__"].__get__(cls)) if module is None else module
-            qualname = _plain_str(type.__dict__["__qualname__"].__get__(cls))
+            module = plain_str(type.__dict__["__module__"].__get__(cls)) if module is None else module
+            qualname = plain_str(type.__dict__["__qualname__"].__get__(cls))
         if qualname is None:
             return "<unnamed>"
         return _clean(f"{module}.{qualname}" if module else qualname, 200)

@@ -49,6 +49,9 @@ ROLES = ("gate", "observer")
 #: whenever a gate is in force ("deny"), or allowed and audited ("audit")
 UNGOVERNED = ("deny", "audit")
 _TOP = ("on_error", "timeout", "required", "audit", "hooks", "ungoverned")
+#: the table of the frameworks' own settings (``[frameworks."<name>"]``); its keys are the
+#: adapters' ``settings`` in ``failsecure.adapters.ADAPTERS``
+_FRAMEWORKS = "frameworks"
 _HOOK = ("on_error", "timeout", "role")
 _AUDIT = ("path", "otel")
 
@@ -84,7 +87,7 @@ class HookPolicy:
 
 class Config:
     __slots__ = ("on_error", "timeout", "required", "audit_path", "hooks", "error", "source", "_resolved",
-                 "origins", "ignored", "sources", "audit_otel", "ungoverned")
+                 "origins", "ignored", "sources", "audit_otel", "ungoverned", "frameworks")
 
     def __init__(
         self,
@@ -97,6 +100,7 @@ class Config:
         source: str | None = None,
         audit_otel: bool = False,
         ungoverned: str = "deny",
+        frameworks: dict | None = None,
     ):
         self.on_error = on_error
         self.timeout = timeout
@@ -107,6 +111,9 @@ class Config:
         #: ``ungoverned``: "deny" (a gate is in force) or "audit" (trusted config only)
         self.ungoverned = ungoverned
         self.hooks = hooks or {}
+        #: ``[frameworks."<name>"]``: framework -> {setting: value}, only the values a file
+        #: set (``setting`` gives the default of the others)
+        self.frameworks = {name: dict(own) for name, own in (frameworks or {}).items()}
         self.error = error
         self.source = source
         self._resolved: dict = {}
@@ -119,7 +126,8 @@ class Config:
 
     #: the fields ``to_dict``/``from_dict`` carry (what decides a call; ``origins``,
     #: ``ignored`` and ``sources`` only explain it)
-    FIELDS = ("on_error", "timeout", "required", "audit_path", "audit_otel", "ungoverned", "hooks", "error", "source")
+    FIELDS = ("on_error", "timeout", "required", "audit_path", "audit_otel", "ungoverned", "hooks", "frameworks",
+              "error", "source")
 
     def to_dict(self) -> dict:
         """The config as plain JSON, every field that decides a call (the one schema: the
@@ -127,6 +135,7 @@ class Config:
         out = {name: getattr(self, name) for name in Config.FIELDS}
         out["required"] = list(self.required)
         out["hooks"] = {hook_id: own.to_dict() for hook_id, own in self.hooks.items()}
+        out["frameworks"] = {name: dict(own) for name, own in self.frameworks.items()}
         return out
 
     @classmethod
@@ -177,6 +186,14 @@ class Config:
             return hook.interactive_timeout
         return self.timeout or None
 
+    def setting(self, framework: str, name: str) -> str:
+        """One of a framework's own settings (``[frameworks."<framework>"] <name>``): the
+        value the config set, else the default the adapter's metadata declares."""
+        own = self.frameworks.get(framework)
+        if own is not None and name in own:
+            return own[name]
+        return _framework_settings(framework)[name][0]
+
     def required_for(self, framework: str) -> tuple:
         """The required hook ids one adapter enforces: its own and the plugin gates."""
         if not self.required:
@@ -223,6 +240,33 @@ def _unknown(where: str, prefix: str, data: dict, known) -> None:
             raise ConfigError(f"{where}: unknown key '{prefix}{key}' (known: {', '.join(known)})")
 
 
+def _framework_settings(framework: str) -> dict:
+    """The settings a framework's adapter declares (setting -> values, the loosest first)."""
+    from .adapters import ADAPTERS  # metadata only: it imports nothing
+
+    meta = ADAPTERS.get(framework)
+    return meta.settings if meta is not None else {}
+
+
+def _frameworks(where: str, data: dict) -> dict:
+    """``[frameworks."<name>"]``: each framework's own settings, validated against what
+    its adapter declares (an unknown framework, setting or value is a ConfigError)."""
+    out = {}
+    for framework, raw in _table(where, _FRAMEWORKS, data).items():
+        key = f'{_FRAMEWORKS}."{framework}"'
+        known = _framework_settings(framework)
+        if not known:
+            from .adapters import ADAPTERS
+
+            with_settings = [name for name, meta in ADAPTERS.items() if meta.settings]
+            raise ConfigError(f"{where}: unknown key '{key}' (frameworks with settings: {', '.join(with_settings)})"[:300])
+        raw = _table(where, key, raw)
+        _unknown(where, key + ".", raw, tuple(known))
+        if raw:
+            out[framework] = {name: _choice(where, f"{key}.{name}", value, known[name]) for name, value in raw.items()}
+    return out
+
+
 def validate(data: dict, where: str = "<config>") -> Config:
     """Validate one parsed TOML table as a whole config (trusted). Raises ConfigError."""
     config = Config(source=where)
@@ -233,10 +277,11 @@ def validate(data: dict, where: str = "<config>") -> Config:
 
 def layer(data: dict, where: str = "<config>") -> dict:
     """Validate a parsed TOML table into the settings it sets explicitly:
-    ``{"on_error", "timeout", "required", "audit_path", "audit_otel", "hooks": {id: {key: value}}}``.
+    ``{"on_error", "timeout", "required", "audit_path", "audit_otel", "hooks": {id: {key: value}},
+    "frameworks": {name: {setting: value}}}``.
     Raises ConfigError naming the file and key."""
     data = _table(where, "failsecure", data)
-    _unknown(where, "", data, _TOP)
+    _unknown(where, "", {key: None for key in data if key != _FRAMEWORKS}, _TOP)
     on_error = _choice(where, "on_error", data.get("on_error", "deny"), ON_ERROR)
     ungoverned = _choice(where, "ungoverned", data.get("ungoverned", "deny"), UNGOVERNED)
     timeout = _number(where, "timeout", data.get("timeout", DEFAULT_TIMEOUT))
@@ -284,6 +329,10 @@ def layer(data: dict, where: str = "<config>") -> dict:
         out["audit_path"] = audit_path
     if audit_otel is not None:
         out["audit_otel"] = audit_otel
+    if _FRAMEWORKS in data:
+        frameworks = _frameworks(where, data[_FRAMEWORKS])
+        if frameworks:
+            out["frameworks"] = frameworks
     return out
 
 
@@ -365,6 +414,17 @@ def _apply(config: Config, settings: dict, where: str, trusted: bool) -> None:
                 if value != current:
                     ignore(name, value)
         config.hooks[hook_id] = policy
+    for framework, own in settings.get("frameworks", {}).items():
+        values = _framework_settings(framework)
+        for key, value in own.items():
+            name = f'{_FRAMEWORKS}."{framework}".{key}'
+            current = config.setting(framework, key)
+            # trusted: full effect; a project file may only move to a later (stricter) value
+            if trusted or values[key].index(value) > values[key].index(current):
+                config.frameworks.setdefault(framework, {})[key] = value
+                config.origins[name] = where
+            elif value != current:
+                ignore(name, value)
     config._resolved = {}
 
 
@@ -936,6 +996,7 @@ def _loosens(config: Config, settings: dict, path: str) -> bool:
     probe.audit_otel = config.audit_otel
     probe.ungoverned = config.ungoverned
     probe.hooks = {k: HookPolicy(v.on_error, v.timeout, v.role) for k, v in config.hooks.items()}
+    probe.frameworks = {name: dict(own) for name, own in config.frameworks.items()}
     _apply(probe, settings, path, trusted=False)
     return bool(probe.ignored)
 

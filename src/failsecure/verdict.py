@@ -37,14 +37,16 @@ class Failure(str, Enum):
 
 
 class Invalid(Exception):
-    """Raised by a validator: the hook's answer is not one the framework would honour.
+    """Raised by a validator: the hook's answer is not one the framework (or the host of
+    a command hook) would honour.
 
     ``failure`` names the category when the answer itself reports a failure (a command
     hook's result that says the process timed out or died): ``Invalid(Failure.CRASHED)``.
-    Carries no payload text."""
+    ``why``: which rule the answer broke, in fixed words ("unknown decision"), for the
+    reader of the code; never the answer's text (it carries no payload)."""
 
-    def __init__(self, failure: "Failure | None" = None):
-        super().__init__()
+    def __init__(self, failure: "Failure | None" = None, why: str = ""):
+        super().__init__(*((why,) if why else ()))
         self.failure = failure if failure is not None else Failure.INVALID
 
 

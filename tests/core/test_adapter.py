@@ -95,6 +95,16 @@ def test_required_hook_only_for_its_framework(write_config):
     assert d.action is Action.ALLOW  # other:guard belongs to another framework
 
 
+@pytest.mark.parametrize("required, expected", [
+    ('["toy:guard"]', True),
+    ('["plugin:corp", "other:guard", "toyish:guard"]', False),  # a plugin gate, another framework's hook
+    ("[]", False),
+])
+def test_requires_own_is_a_required_hook_of_the_framework_itself(write_config, required, expected):
+    write_config(f"required = {required}\n")
+    assert Toy().requires_own() is expected
+
+
 def test_policy_timeout_applies_to_hook_calls(write_config):
     write_config('timeout = 5\n[hooks."toy:slow"]\ntimeout = 0.05\n')
     toy = Toy()

@@ -18,10 +18,10 @@ class Meta:
     """One adapter's metadata (see the module docstring)."""
 
     __slots__ = ("name", "title", "trigger", "target", "distribution", "supported", "releases", "env", "tests",
-                 "docs", "how", "set_env", "bench", "bench_set_env")
+                 "docs", "how", "set_env", "bench", "bench_set_env", "settings")
 
     def __init__(self, name, *, title, trigger, target, distribution, supported, releases, env, tests, docs, how,
-                 set_env=(), bench=None, bench_set_env=()):
+                 set_env=(), bench=None, bench_set_env=(), settings=None):
         #: the adapter's name: ``activation.get(name)``, the audit's ``framework``, hook-id prefix
         self.name = name
         #: how the docs and the README name the framework
@@ -46,6 +46,10 @@ class Meta:
         self.set_env, self.bench_set_env = tuple(set_env), tuple(bench_set_env)
         #: its benchmark script under benchmarks/ (None: no benchmark)
         self.bench = bench
+        #: its own config settings (``[frameworks."<name>"]``, read with
+        #: ``Adapter.setting``): setting -> the values it may take, the loosest first; the
+        #: first is the default, and a project file may only move one to a later value
+        self.settings = dict(settings or {})
 
     @property
     def tested(self) -> tuple:
@@ -107,6 +111,7 @@ ADAPTERS = {meta.name: meta for meta in (
          releases={"0.24.0": ("openai-agents==0.24.0",), "0.20.0": ("openai-agents==0.20.0",)},
          env="openai-agents", tests="openai_agents", docs="openai-agents", bench="bench_openai_agents.py",
          set_env=("OPENAI_AGENTS_DISABLE_TRACING = 1", "OPENAI_API_KEY = sk-dummy-not-used"),
+         settings={"failure_behavior": ("reject_content", "raise_exception")},
          how="tool input guardrails, `needs_approval`, MCP `require_approval` and the approval and safety-check callbacks"),
     Meta("google-adk", title="Google ADK", trigger="google.adk.plugins.plugin_manager",
          target="failsecure.adapters.adk:ADKAdapter", distribution="google-adk", supported=">=2.7.1,<=2.13.0",

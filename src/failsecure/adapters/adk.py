@@ -67,7 +67,19 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from failsecure.adapter import CHANGED, Adapter, PatchError, Ungoverned, asettle, fingerprint, is_async, when_imported
+from failsecure.adapter import (
+    CHANGED,
+    Adapter,
+    IdCache,
+    PatchError,
+    Ungoverned,
+    asettle,
+    fingerprint,
+    is_async,
+    nonempty_str,
+    plain_str,
+    when_imported,
+)
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
 PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
@@ -126,7 +138,7 @@ class ADKAdapter(Adapter):
         self._original_property: Any = None
         self._watching = False
         self._agent_lock = threading.Lock()
-        self._shapes: dict[int, tuple[Any, tuple]] = {}  # id(function) -> (function, shape)
+        self._shapes = IdCache()  # function -> shape
         self._confirming: set = set()  # tool classes whose confirmation predicate is guarded
         self._confirm_watch: set = set()  # their modules watched for import
         #: user tool classes (any BaseTool subclass but those of CONFIRMING) whose own
@@ -680,9 +692,9 @@ class ADKAdapter(Adapter):
         ``plain``: a plain sync function or method (not a coroutine function, not a
         callable object or partial that might hand back an awaitable)."""
         key = getattr(callback, "__func__", callback)
-        known = self._shapes.get(id(key))
-        if known is not None and known[0] is key:
-            return known[1]
+        known = self._shapes.get(key)
+        if known is not None:
+            return known
         hook = self.callable_id(callback)
         plain = (inspect.isfunction(key) or inspect.isbuiltin(key)) and not (
             inspect.iscoroutinefunction(key) or inspect.isasyncgenfunction(key)
@@ -699,11 +711,8 @@ class ADKAdapter(Adapter):
                     positional = True
             except (ValueError, TypeError):
                 positional = False
-        if len(self._shapes) > 4096:
-            self._shapes.clear()
         shape = (positional, plain, hook)
-        self._shapes[id(key)] = (key, shape)
-        return shape
+        return self._shapes.put(key, shape)
 
     def _native(self, decision: Any, outcomes: Any) -> Optional[dict]:
         """A Decision as ADK's before-tool answer."""
@@ -750,20 +759,7 @@ class ADKAdapter(Adapter):
         tool = SimpleNamespace(name="failsecure-self-test")
         context = SimpleNamespace(function_call_id=None)
 
-        def run() -> Any:
-            return asyncio.run(manager.run_before_tool_callback(tool=tool, tool_args={}, tool_context=context))
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            answer = run()
-        else:  # called from a running loop: probe on a thread of its own
-            box: list = []
-            config_context = contextvars.copy_context()  # the self-test's config lives in it
-            worker = threading.Thread(target=lambda: box.append(config_context.run(run)), daemon=True)
-            worker.start()
-            worker.join(30)
-            answer = box[0] if box else None
+        answer = self.run_probe(lambda: asyncio.run(manager.run_before_tool_callback(tool=tool, tool_args={}, tool_context=context)))
         return answer is not None
 
 
@@ -792,7 +788,7 @@ def _call_key(tool_context: Any) -> Optional[tuple]:
         return None
     session = getattr(getattr(tool_context, "_invocation_context", None), "session", None)
     session_id = getattr(session, "id", None)
-    return (session_id if type(session_id) is str else None, call_id)
+    return (plain_str(session_id), call_id)
 
 
 def _reject(tool_context: Any, reason: str) -> None:
@@ -860,12 +856,12 @@ def _from_tool_node() -> bool:
 
 def _tool_name(tool: Any) -> Optional[str]:
     name = getattr(tool, "name", None)
-    return name if type(name) is str else None
+    return plain_str(name)
 
 
 def _call_id(tool_context: Any) -> Optional[str]:
     call_id = getattr(tool_context, "function_call_id", None)
-    return call_id if type(call_id) is str and call_id else None
+    return nonempty_str(call_id)
 
 
 __all__ = ["ADKAdapter"]

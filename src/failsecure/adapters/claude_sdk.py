@@ -71,7 +71,7 @@ from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Awaitable, Optional
 
-from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, same, snapshot
+from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, nonempty_str, plain_str, same, snapshot
 from failsecure.adapter import adapter as registered
 from failsecure.verdict import Action, Decision, Failure, Invalid, Outcome, Verdict
 
@@ -266,7 +266,7 @@ class _Session:
         """The decision of ``event`` for one tool call, made once for every request that
         asks for it (the triggers of that event, the permission callback: ``index`` None);
         a request served from a decision before asks again and gets a fresh one."""
-        key = tool_use_id if type(tool_use_id) is str and tool_use_id else None
+        key = nonempty_str(tool_use_id)
         me = index if index is not None else "can_use_tool"
         also: tuple = () if index is None else (index,)
         if key is not None and event == EVENT and isinstance(input_data, dict) and self._chosen(event, input_data.get("tool_name")) == (index,):
@@ -322,7 +322,7 @@ class _Session:
 
     def _chosen(self, event: str, tool: Any) -> tuple:
         """The indices of the entries whose matchers select ``tool`` for ``event`` (cached)."""
-        key = (event, tool if type(tool) is str else None)
+        key = (event, plain_str(tool))
         chosen = self._selection.get(key)
         if chosen is None:
             chosen = self._selection[key] = tuple(
@@ -408,11 +408,11 @@ class _Session:
         outcomes = list(outcomes)
         for earlier in rounds[:-1]:  # a deny, failure or ask of any round stands
             outcomes += [o for o in earlier if _stands(o)]
-        call_id = tool_use_id if type(tool_use_id) is str and tool_use_id else None
+        call_id = nonempty_str(tool_use_id)
         final = state["judged"]
         # the callbacks registered with this session are there (a ``required`` naming one
         # is met), whether or not their matchers select this tool: the core says so
-        decision = await adapter.adecide(tool if type(tool) is str else None, outcomes, call_id=call_id, arguments=final,
+        decision = await adapter.adecide(plain_str(tool), outcomes, call_id=call_id, arguments=final,
                                          later=tuple(self.registered))
         self.grant(decision, tool, call_id, final)
         return _Result(decision, frozenset(indices), last, final, final is not original)
@@ -816,9 +816,9 @@ class ClaudeSDKAdapter(Adapter):
         validate = self._permission_verdict
 
         async def can_use_tool(tool_name, input_data, context):
-            tool = tool_name if type(tool_name) is str else None
+            tool = plain_str(tool_name)
             call_id = getattr(context, "tool_use_id", None)
-            call_id = call_id if type(call_id) is str and call_id else None
+            call_id = nonempty_str(call_id)
             try:
                 if session.selects(PERMISSION, tool):
                     # the CLI takes whichever answers first, the PermissionRequest hooks or
@@ -1005,9 +1005,7 @@ class ClaudeSDKAdapter(Adapter):
         """``gate`` as the only PreToolUse callback of a real ``Query``, through its
         (patched) set-up and its real ``_handle_control_request``: True when the answer
         written to the CLI denies the tool call."""
-        import contextvars
         import functools
-        import threading
 
         @functools.wraps(gate)
         def hook(*args):
@@ -1015,21 +1013,7 @@ class ClaudeSDKAdapter(Adapter):
             answer = gate(*args)
             return {} if answer is None else answer
 
-        box: dict = {}
-
-        def run() -> None:
-            try:
-                box["answer"] = asyncio.run(probe_answer(hook))
-            except BaseException as exc:
-                box["error"] = exc
-
-        context = contextvars.copy_context()  # the self-test's config lives in this context
-        thread = threading.Thread(target=context.run, args=(run,), daemon=True)
-        thread.start()
-        thread.join(30)
-        if "error" in box:
-            raise box["error"]
-        answer = box.get("answer")
+        answer = self.run_probe(lambda: asyncio.run(probe_answer(hook)))
         response = (answer or {}).get("response", {})
         if response.get("subtype") != "success":
             return False

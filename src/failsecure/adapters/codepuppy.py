@@ -60,6 +60,7 @@ from failsecure.adapter import (
     close_awaitable,
     command_name,
     is_async,
+    plain_str,
     process_failure,
     run_command,
     when_imported,
@@ -356,7 +357,7 @@ class CodePuppyAdapter(Adapter):
         arguments: code-puppy's ``pre_tool_call`` carries no call id."""
         name = args[0] if args else kwargs.get("name")
         tool_args = args[1] if len(args) > 1 else kwargs.get("tool_args")
-        name = name if type(name) is str else None
+        name = plain_str(name)
         return name, None, tool_args, name, None
 
     def user_gates(self) -> bool:
@@ -766,14 +767,7 @@ class CodePuppyAdapter(Adapter):
         registry[:] = [gate]
         try:
             dispatch = callbacks.on_run_shell_command(None, "failsecure-self-test", None, 60)
-            if _loop_running():  # asyncio.run needs a thread without a loop
-                done: list = []
-                thread = threading.Thread(target=lambda: done.append(asyncio.run(dispatch)), daemon=True)
-                thread.start()
-                thread.join(30)
-                results = done[0] if done else None
-            else:
-                results = asyncio.run(dispatch)
+            results = self.run_probe(lambda: asyncio.run(dispatch))
         finally:
             registry[:] = saved
         return any(isinstance(r, dict) and r.get("blocked") for r in results or ())

@@ -45,7 +45,7 @@ import sys
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, PatchError, settle, when_imported
+from failsecure.adapter import Adapter, IdCache, PatchError, settle, when_imported
 from failsecure.verdict import ABSTAIN, Action, Invalid, Verdict
 
 log = logging.getLogger("failsecure")
@@ -120,7 +120,7 @@ def _interactive() -> bool:
     return answer
 
 
-_asking: dict = {}  # id(user function) -> (function, it calls request_human_input)
+_asking = IdCache()  # user function -> it calls request_human_input
 
 
 def _asks_human(hook: Any) -> bool:
@@ -128,9 +128,9 @@ def _asks_human(hook: Any) -> bool:
     its code's names (and its nested functions'), once per hook. A hook that asks only
     through a helper keeps the default deadline (a slow answer then denies, never runs)."""
     fn = _user_function(hook)
-    known = _asking.get(id(fn))
-    if known is not None and known[0] is fn:
-        return known[1]
+    known = _asking.get(fn)
+    if known is not None:
+        return known
     answer = False
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if code is None:
@@ -140,10 +140,7 @@ def _asks_human(hook: Any) -> bool:
         current = pending.pop()
         answer = "request_human_input" in getattr(current, "co_names", ())
         pending += [c for c in getattr(current, "co_consts", ()) if hasattr(c, "co_names")]
-    if len(_asking) > 4096:
-        _asking.clear()
-    _asking[id(fn)] = (fn, answer)
-    return answer
+    return _asking.put(fn, answer)
 
 
 def _cell(fn: Any, name: str) -> Any:

@@ -44,6 +44,7 @@ from failsecure.adapter import (
     CHANGED,
     Adapter,
     Check,
+    IdCache,
     Later,
     PatchError,
     activate,
@@ -51,6 +52,7 @@ from failsecure.adapter import (
     command_name,
     current_config,
     fingerprint,
+    nonempty_str,
     process_failure,
     run_command,
     same,
@@ -84,7 +86,7 @@ class HermesAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._names: dict[int, tuple[Any, str]] = {}  # id(callback) -> (callback, plugin key)
-        self._ids: dict[int, tuple[Any, str, Any]] = {}  # id(callback) -> (callback, hook id, shell spec)
+        self._ids = IdCache()  # callback -> (hook id, shell spec)
         self._approve = False  # the release has the approve directive (0.18.1+)
         self.ask_api = False  # nothing seen yet: the patch says what the release has
         self._schema: Any = None  # OBSERVER_SCHEMA_VERSION, added to the hook kwargs (0.18.1+)
@@ -392,9 +394,9 @@ class HermesAdapter(Adapter):
         return entries
 
     def _identify(self, manager: Any, cb: Any) -> tuple[str, Any]:
-        known = self._ids.get(id(cb))
-        if known is not None and known[0] is cb:
-            return known[1], known[2]
+        known = self._ids.get(cb)
+        if known is not None:
+            return known
         spec = None
         name: Optional[str]
         module = getattr(cb, "__module__", None)
@@ -408,8 +410,7 @@ class HermesAdapter(Adapter):
                 qualname = getattr(cb, "__qualname__", None) or type(cb).__qualname__
                 name = f"{module or type(cb).__module__}.{qualname}"
         hook_id = self.hook_id(name)
-        self._ids[id(cb)] = (cb, hook_id, spec)
-        return hook_id, spec
+        return self._ids.put(cb, (hook_id, spec))
 
     # ------------------------------------------------------------ Python plugins
 
@@ -435,7 +436,7 @@ class HermesAdapter(Adapter):
             rule_key = rule_key.strip() if type(rule_key) is str else None
             return Verdict(
                 action=Action.ASK,
-                reason=message if type(message) is str and message else None,
+                reason=nonempty_str(message),
                 data=rule_key or None,
             )
         raise Invalid()
@@ -461,7 +462,7 @@ class HermesAdapter(Adapter):
             results = manager.invoke_hook(EVENT, tool_name="failsecure-self-test", args={}, task_id="", session_id="", tool_call_id="")
         finally:
             self._names.pop(id(gate), None)
-            self._ids.pop(id(gate), None)
+            self._ids.pop(gate)
         return any(isinstance(r, dict) and r.get("action") == "block" and r.get("message") for r in results)
 
     def self_test(self) -> list[Check]:

@@ -23,7 +23,8 @@ The patch (``wrapt``):
   SDK's own shapes: ``None`` (allow), the rejection message (``reject_content``: the
   model is told the call was rejected, with the hook id and failure category only), or
   ``ToolInputGuardrailTripwireTriggered`` for a guardrail's own ``raise_exception`` (and
-  for failures when ``failure_behavior = "raise_exception"``). The guardrails' valid
+  for failures when the config says ``[frameworks."openai-agents"] failure_behavior =
+  "raise_exception"``). The guardrails' valid
   outputs are appended to the run's ``tool_input_guardrail_results`` as upstream does.
   This runs for every function tool call, with or without guardrails, so plugin gates
   and ``required`` hooks are consulted on every call.
@@ -70,10 +71,11 @@ import importlib
 import inspect
 import json
 import sys
-import threading
+import warnings
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, PatchError, asettle, plugin_gates, when_imported
+from failsecure.adapter import Adapter, PatchError, asettle, plain_str, plugin_gates, when_imported
+from failsecure.adapters import ADAPTERS
 from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
 
 PACKAGE = "agents"
@@ -100,7 +102,9 @@ NEEDS_APPROVAL = "evaluate_needs_approval_setting"
 FUNCTION_NEEDS_APPROVAL = "function_needs_approval"
 _LOOP_PARAMS = ("func_tool", "tool_context", "agent", "tool_input_guardrail_results")
 
-FAILURE_BEHAVIORS = ("reject_content", "raise_exception")
+#: the values of the config's ``[frameworks."openai-agents"] failure_behavior``, the loosest
+#: first (declared in the adapter's ``ADAPTERS`` entry)
+FAILURE_BEHAVIORS = ADAPTERS["openai-agents"].settings["failure_behavior"]
 
 _ALLOW = Verdict(action=Action.ALLOW)
 _ASK = Verdict(action=Action.ASK)
@@ -191,23 +195,19 @@ def _callback_call(kind: str, tool: Optional[str], args: tuple) -> tuple:
     try:
         if kind == "safety":
             call = getattr(args[0], "tool_call", None)
-            return tool, _text(getattr(call, "call_id", None)), _plain(getattr(call, "action", None))
+            return tool, plain_str(getattr(call, "call_id", None)), _plain(getattr(call, "action", None))
         if len(args) >= 2:  # on_approval(ctx, approval item)
             item = getattr(args[1], "raw_item", None)
             get = item.get if isinstance(item, dict) else lambda key: getattr(item, key, None)
-            name = _text(getattr(args[1], "tool_name", None)) or tool
+            name = plain_str(getattr(args[1], "tool_name", None)) or tool
             for key in ("input", "arguments", "action"):
                 if get(key) is not None:
-                    return name, _text(get("call_id")), _plain(get(key))
-            return name, _text(get("call_id")), None
+                    return name, plain_str(get("call_id")), _plain(get(key))
+            return name, plain_str(get("call_id")), None
         data = getattr(args[0], "data", None)  # on_approval_request(MCPToolApprovalRequest)
-        return _text(getattr(data, "name", None)) or tool, _text(getattr(data, "id", None)), _plain(getattr(data, "arguments", None))
+        return plain_str(getattr(data, "name", None)) or tool, plain_str(getattr(data, "id", None)), _plain(getattr(data, "arguments", None))
     except Exception:
         return tool, None, None
-
-
-def _text(value: Any) -> Optional[str]:
-    return value if type(value) is str else None
 
 
 def _parsed(arguments: Any) -> Any:
@@ -249,11 +249,8 @@ class OpenAIAgentsAdapter(Adapter):
     supports_ask = True
     self_test_junk = "deny"  # not even an output object; see _probe
 
-    #: how a failed guardrail (raise, hang, junk, missing) denies: ``reject_content`` (the
-    #: model is told) or ``raise_exception`` (the run stops with
-    #: ``ToolInputGuardrailTripwireTriggered``). Set on the adapter instance
-    #: (``failsecure.activation.get("openai-agents").failure_behavior``).
-    failure_behavior: str = "reject_content"
+    #: what the deprecated ``failure_behavior`` attribute was set to (None: never)
+    _failure_behavior: Optional[str] = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -271,6 +268,24 @@ class OpenAIAgentsAdapter(Adapter):
         #: call id -> deny reason: shell / apply-patch / custom tool calls whose
         #: ``needs_approval`` failed or was denied; ``resolve_approval_status`` rejects them
         self._refused: dict = {}
+
+    @property
+    def failure_behavior(self) -> str:
+        """How a failed guardrail (raise, hang, junk, missing) denies: ``reject_content``
+        (the model is told) or ``raise_exception`` (the run stops with
+        ``ToolInputGuardrailTripwireTriggered``). The config decides
+        (``[frameworks."openai-agents"] failure_behavior``, docs/configuration.md); setting
+        this attribute is deprecated and can only make it ``raise_exception``, the stricter."""
+        configured = self.setting("failure_behavior")
+        return "raise_exception" if self._failure_behavior == "raise_exception" else configured
+
+    @failure_behavior.setter
+    def failure_behavior(self, value: str) -> None:
+        warnings.warn(
+            'failure_behavior on the adapter is deprecated: set [frameworks."openai-agents"] failure_behavior in the config',
+            DeprecationWarning, stacklevel=2,
+        )
+        self._failure_behavior = value
 
     # ------------------------------------------------------------ patching
 
@@ -423,8 +438,8 @@ class OpenAIAgentsAdapter(Adapter):
         ctx = args[0] if args else kwargs.get("ctx")
         raw = args[1] if len(args) > 1 else kwargs.get("input")
         function_tool = vars(invoker).get("_function_tool")
-        tool = _text(getattr(function_tool, "name", None))
-        call_id = _text(getattr(ctx, "tool_call_id", None))
+        tool = plain_str(getattr(function_tool, "name", None))
+        call_id = plain_str(getattr(ctx, "tool_call_id", None))
         parsed = _view(raw)
         return tool, call_id, raw if parsed is None else parsed, ("openai-agents", id(function_tool)), self._gated(function_tool, ctx)
 
@@ -452,13 +467,13 @@ class OpenAIAgentsAdapter(Adapter):
             pending = getattr(te, PEEK_NESTED)(task_state.tool_run.tool_call, scope_id=executor.tool_state_scope_id)
             if pending is None or not getattr(executor, NESTED_INTERRUPTIONS)(pending):
                 return
-            call_id = _text(getattr(tool_context, "tool_call_id", None))
+            call_id = plain_str(getattr(tool_context, "tool_call_id", None))
             arguments = getattr(tool_call, "arguments", None)
-            if call_id is None or call_id != _text(getattr(tool_call, "call_id", None)) or type(arguments) is not str:
+            if call_id is None or call_id != plain_str(getattr(tool_call, "call_id", None)) or type(arguments) is not str:
                 return
         except Exception:
             return
-        self._granted(_text(getattr(func_tool, "name", None)), call_id, arguments)
+        self._granted(plain_str(getattr(func_tool, "name", None)), call_id, arguments)
 
     def _granted(self, tool: Optional[str], call_id: Optional[str], arguments: Any) -> None:
         parsed = _view(arguments)
@@ -493,7 +508,7 @@ class OpenAIAgentsAdapter(Adapter):
         A valid answer is passed through as it came."""
         adapter = self
         validate = _safety_verdict if kind == "safety" else _approval_result_verdict
-        name = _text(tool)
+        name = plain_str(tool)
 
         async def guarded(*args, **kwargs):
             if not adapter._active:
@@ -569,7 +584,7 @@ class OpenAIAgentsAdapter(Adapter):
 
         async def rejecting(*args, **kwargs):
             func_tool = kwargs.get("func_tool")
-            tool = _text(getattr(func_tool, "name", None))
+            tool = plain_str(getattr(func_tool, "name", None))
             decision = await adapter.adecide(tool, [])
             return decision.reason or failure_reason(adapter.hook_id("failsecure"), Failure.MISSING)
 
@@ -588,7 +603,7 @@ class OpenAIAgentsAdapter(Adapter):
     async def _named(self, wrapped, args, kwargs):
         function_tool = args[0] if args else kwargs.get("function_tool")
         tool_call = args[2] if len(args) > 2 else kwargs.get("tool_call")
-        name = _text(getattr(function_tool, "name", None))
+        name = plain_str(getattr(function_tool, "name", None))
         # the raw arguments: parsed only when a decision needs them (not for a bool setting
         # without plugin gates, the common case)
         token = _function_call.set((name, getattr(tool_call, "arguments", None)))
@@ -612,7 +627,7 @@ class OpenAIAgentsAdapter(Adapter):
                 return await wrapped(*args, **kwargs)  # upstream's own UserError / default
             named = _function_call.get()
             tool, arguments = (named[0], self._arguments(named[1])) if named is not None else (None, rest[1] if len(rest) > 1 else None)
-            call_id = _text(rest[2]) if len(rest) > 2 else None
+            call_id = plain_str(rest[2]) if len(rest) > 2 else None
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
             if decision.action is Action.DENY:
                 if outcomes and outcomes[0].failure is not None:
@@ -627,7 +642,7 @@ class OpenAIAgentsAdapter(Adapter):
         except BaseException as exc:
             named = _function_call.get() or (None,)
             decision = self.failed(exc, named[0], hook=self.hook_id(NEEDS_APPROVAL))
-            call_id = _text(rest[2]) if len(rest) > 2 else None
+            call_id = plain_str(rest[2]) if len(rest) > 2 else None
             reason = decision.reason or failure_reason(self.hook_id(NEEDS_APPROVAL), Failure.RAISED)
             return not self._deny_at_tool(named[0], call_id, reason)
 
@@ -735,8 +750,8 @@ class OpenAIAgentsAdapter(Adapter):
         tool_context = kwargs.get("tool_context")
         agent = kwargs.get("agent")
         results = kwargs.get("tool_input_guardrail_results")
-        tool = _text(getattr(func_tool, "name", None))
-        call_id = _text(getattr(tool_context, "tool_call_id", None))
+        tool = plain_str(getattr(func_tool, "name", None))
+        call_id = plain_str(getattr(tool_context, "tool_call_id", None))
         pre = _pre_approval.get()
         if pre:
             _pre_approval.set(False)
@@ -856,7 +871,7 @@ class OpenAIAgentsAdapter(Adapter):
                         output_info={"failsecure": failure_reason(outcome.hook, outcome.failure)}
                     )
                     raise self._tripwire(guardrail=by_outcome[id(outcome)], output=output)
-        return decision.reason or f"failsecure: the call to '{_text(getattr(func_tool, 'name', None))}' was denied"
+        return decision.reason or f"failsecure: the call to '{plain_str(getattr(func_tool, 'name', None))}' was denied"
 
     @staticmethod
     def _approved(tool_context: Any, func_tool: Any) -> bool:
@@ -897,15 +912,7 @@ class OpenAIAgentsAdapter(Adapter):
             except self._tripwire:
                 return "tripwire"
 
-        try:
-            asyncio.get_running_loop()
-            done: list = []
-            thread = threading.Thread(target=lambda: done.append(asyncio.run(dispatch())), daemon=True)
-            thread.start()
-            thread.join(30)
-            rejected = done[0] if done else "no answer"
-        except RuntimeError:
-            rejected = asyncio.run(dispatch())
+        rejected = self.run_probe(lambda: asyncio.run(dispatch()), default="no answer")
         return rejected is not None
 
 

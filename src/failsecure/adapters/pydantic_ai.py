@@ -66,10 +66,9 @@ import contextvars
 import dataclasses
 import importlib
 import sys
-import threading
 from typing import Any
 
-from failsecure.adapter import Adapter, PatchError, Ungoverned, asettle, current_config, same, snapshot, when_imported
+from failsecure.adapter import Adapter, PatchError, Ungoverned, asettle, same, snapshot, when_imported
 from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
 
 HOOKS = "pydantic_ai.capabilities.hooks"
@@ -459,14 +458,6 @@ class PydanticAIAdapter(Adapter):
 
     # ------------------------------------------------------------ the gate
 
-    def _gated(self, entries: list) -> bool:
-        """A dispatch with no hook for this tool is upstream's, unless a ``pydantic-ai:``
-        hook is required (then its absence denies)."""
-        if entries:
-            return True
-        prefix = self.name + ":"
-        return any(r.startswith(prefix) for r in current_config().required_for(self.name))
-
     async def _gate(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         """A ``Hooks`` capability dispatched on its own (not from a ``CombinedCapability``,
         which flattens its hooks into its own round)."""
@@ -476,7 +467,9 @@ class PydanticAIAdapter(Adapter):
             return await wrapped(*args, **kwargs)  # not the dispatcher's own calling shape
         try:
             entries = [(_HOOK, entry, ctx) for entry in self._hooks._filter_tool_entries(instance._get(EVENT), call=call)]
-            if not self._gated(entries):
+            # no hook for this tool: upstream's, unless a pydantic-ai hook is required
+            # (then its absence denies): the core says which
+            if not entries and not self.requires_own():
                 return arguments
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
@@ -1026,13 +1019,7 @@ class PydanticAIAdapter(Adapter):
             except Exception:
                 pass
 
-        try:
-            asyncio.get_running_loop()
-            thread = threading.Thread(target=run, daemon=True)
-            thread.start()
-            thread.join(30)
-        except RuntimeError:
-            run()
+        self.run_probe(run)
         return not ran
 
 

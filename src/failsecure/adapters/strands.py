@@ -53,7 +53,6 @@ Hook ids: ``strands:<module>.<qualname>`` of the callback (a bound method names 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import importlib
 import inspect
@@ -64,6 +63,7 @@ from typing import Any, Optional
 from failsecure.adapter import (
     CHANGED,
     Adapter,
+    IdCache,
     PatchError,
     ask_unsupported,
     awaitable,
@@ -71,6 +71,8 @@ from failsecure.adapter import (
     close_awaitable,
     current_config,
     fingerprint,
+    nonempty_str,
+    plain_str,
     snapshot,
     type_name,
     when_imported,
@@ -170,7 +172,7 @@ class StrandsAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._interrupt_exc: Any = None
-        self._ids: dict[int, tuple[Any, str]] = {}
+        self._ids = IdCache()  # intervention handler class -> hook id
         self._gated: dict[type, bool] = {}
         #: call id -> (tool, fingerprint of the tool use, event class) the gates last allowed
         self._judged: dict[Any, tuple] = {}
@@ -284,7 +286,7 @@ class StrandsAdapter(Adapter):
             name = tool.tool_name
         except Exception:
             return None
-        return name if type(name) is str else None
+        return plain_str(name)
 
     @staticmethod
     def _key(name: Optional[str], tool: Any) -> tuple:
@@ -306,7 +308,7 @@ class StrandsAdapter(Adapter):
         call_id = tool_use.get("toolUseId")
         agent = state.get("agent") if isinstance(state, dict) else None
         gated = self._agent_gated(agent) if agent is not None else None
-        return name, call_id if type(call_id) is str and call_id else None, tool_use.get("input"), self._key(name, tool), gated or None
+        return name, nonempty_str(call_id), tool_use.get("input"), self._key(name, tool), gated or None
 
     def _read_call(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
         """A decorated tool called as a function: never a dispatcher's call."""
@@ -447,12 +449,12 @@ class StrandsAdapter(Adapter):
                     return own
         except Exception:
             pass
-        return name if type(name) is str else None
+        return plain_str(name)
 
     def _call_id(self, event: Any) -> Optional[str]:
         tool_use = self._tool_use(event)
         call_id = tool_use.get("toolUseId") if tool_use is not None else None
-        return call_id if type(call_id) is str and call_id else None
+        return nonempty_str(call_id)
 
     def _arguments(self, event: Any) -> Any:
         tool_use = self._tool_use(event)
@@ -678,14 +680,10 @@ class StrandsAdapter(Adapter):
     def _handler_hook(self, handler: Any) -> str:
         """``strands:<module>.<class>.before_tool_call`` of an intervention handler's class."""
         cls = type(handler)
-        known = self._ids.get(id(cls))
-        if known is not None and known[0] is cls:
-            return known[1]
-        hook_id = self.hook_id(f"{callable_name(cls)}.before_tool_call")
-        if len(self._ids) > 4096:
-            self._ids.clear()
-        self._ids[id(cls)] = (cls, hook_id)
-        return hook_id
+        known = self._ids.get(cls)
+        if known is not None:
+            return known
+        return self._ids.put(cls, self.hook_id(f"{callable_name(cls)}.before_tool_call"))
 
     def _handler_sync(self, handler: Any, event: Any, origin: Optional[list] = None) -> Any:
         before = event.cancel_tool
@@ -985,7 +983,7 @@ class StrandsAdapter(Adapter):
         if name is None:
             tool_use = getattr(ctx, "tool_use", None)
             name = tool_use.get("name") if isinstance(tool_use, dict) else None
-        return name if type(name) is str else None
+        return plain_str(name)
 
     def _error_result(self, ctx: Any, decision: Any) -> Any:
         text = decision.reason if type(decision.reason) is str and decision.reason else \
@@ -1109,16 +1107,7 @@ class StrandsAdapter(Adapter):
             tool_use={"toolUseId": "failsecure-self-test", "name": "failsecure-self-test", "input": {}},
             invocation_state={},
         )
-        box: list = []
-        context = contextvars.copy_context()  # the self-test's config is set for this context
-
-        def run() -> None:
-            box.append(context.run(asyncio.run, registry.invoke_callbacks_async(event)))
-
-        # a thread of its own: the caller may be inside a running event loop
-        thread = threading.Thread(target=run, name="failsecure-strands-probe", daemon=True)
-        thread.start()
-        thread.join(30)
+        self.run_probe(lambda: asyncio.run(registry.invoke_callbacks_async(event)))
         cancel = event.cancel_tool
         return cancel is True or (type(cancel) is str and bool(cancel))
 

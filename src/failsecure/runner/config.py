@@ -43,7 +43,7 @@ import os
 
 from failsecure._fastjson import dumps, loads
 
-FORMAT = 3  # 3: the record is policy.Config.to_dict() (2 dropped audit_otel and interactive_timeout)
+FORMAT = 4  # 4: the record is policy.Config.to_dict() with the frameworks' own settings (2 dropped audit_otel and interactive_timeout)
 _CONTENT_CAP = 256 * 1024  # a larger config file is loaded directly, never cached
 READ_CAP = 4 * 1024 * 1024  # a larger config candidate is an error, never read
 _TRUST_VARS = ("FAILSECURE_CONFIG", "XDG_CONFIG_HOME", "HOME")

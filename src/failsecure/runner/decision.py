@@ -27,21 +27,15 @@ AUDIT_BOUND = 1.0  # seconds the audit append may take after the answer is out
 last_words = False
 
 
-def sanitize_id(text):
-    out = []
-    for ch in text:
-        out.append(ch if (ch.isalnum() and ch.isascii()) or ch in "._:@+-/#" else "_")
-    return "".join(out) or "hook"
-
-
 def hook_id_for(hook_id, argv):
     """`command:<id>`: an explicit --hook-id as given, else derived from the command by
-    failsecure.hookid (basename + hash: nothing of the arguments shows)."""
-    if not hook_id:
-        from failsecure.hookid import command_name
+    failsecure.hookid (basename + hash: nothing of the arguments shows); either kept to
+    the characters of a command hook's id (``hookid.command_id``)."""
+    from failsecure.hookid import command_id, command_name
 
+    if not hook_id:
         hook_id = command_name(list(argv)) if argv else "hook"
-    hook_id = sanitize_id(hook_id)
+    hook_id = command_id(hook_id)
     return hook_id if hook_id.startswith("command:") else "command:" + hook_id
 
 

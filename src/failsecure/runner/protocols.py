@@ -2,17 +2,21 @@
 
 Facts from the shipped hosts (docs/command-hooks.md): Claude Code and Codex read
 Claude-style JSON, Gemini CLI its own, kiro_crew only the exit code. Stdlib-free
-beyond ``failsecure._fastjson`` (the hot path).
+beyond ``failsecure._fastjson`` and the result types (``failsecure.verdict``, which the
+runner's decision imports on every run anyway): the hot path.
 """
 
 from failsecure._fastjson import dumps as _dumps
 from failsecure._fastjson import loads as _loads
+from failsecure.verdict import Action, Invalid
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every hook run
 if TYPE_CHECKING:
     from typing import Any
 
-ALLOW, DENY, ASK, ABSTAIN = "allow", "deny", "ask", "abstain"
+#: the actions ``judge`` answers, as plain strings: the values of ``verdict.Action`` (the
+#: one declaration of the words)
+ALLOW, DENY, ASK, ABSTAIN = Action.ALLOW.value, Action.DENY.value, Action.ASK.value, Action.ABSTAIN.value
 _JSON_WS = " \t\n\r"
 
 # Every event that gates a tool call (or a command), per host, with the host release it
@@ -67,8 +71,8 @@ _DECISION_KEYS = frozenset(
 )
 
 
-class Invalid(Exception):
-    """The hook answered something the host would not honour (category ``invalid``)."""
+# ``Invalid`` (``failsecure.verdict``): the hook answered something the host would not
+# honour (category ``invalid``); ``why`` says which rule, in fixed words.
 
 
 def _check_keys(obj, allowed, what, unknown="invalid"):
@@ -78,12 +82,12 @@ def _check_keys(obj, allowed, what, unknown="invalid"):
             if unknown == "invalid" or lowered in _DECISION_KEYS or any(lowered == k.lower() for k in allowed):
                 # a known key in another case (``hookspecificoutput``) is one the host
                 # will not read either: the hook meant it
-                raise Invalid("unknown key in %s" % what)
+                raise Invalid(why="unknown key in %s" % what)
 
 
 def _check_type(obj, key, kind):
     if key in obj and not isinstance(obj[key], kind):
-        raise Invalid("wrong type for %s" % key)
+        raise Invalid(why="wrong type for %s" % key)
 
 
 def parse_answer(text):
@@ -94,9 +98,9 @@ def parse_answer(text):
     try:
         obj = _loads(text)
     except ValueError:
-        raise Invalid("stdout is not JSON") from None
+        raise Invalid(why="stdout is not JSON") from None
     if not isinstance(obj, dict):
-        raise Invalid("stdout is not a JSON object")
+        raise Invalid(why="stdout is not a JSON object")
     return obj
 
 
@@ -157,10 +161,10 @@ class JsonProtocol(Protocol):
         if "hookSpecificOutput" in obj:
             specific = obj["hookSpecificOutput"]
             if not isinstance(specific, dict):
-                raise Invalid("hookSpecificOutput is not an object")
+                raise Invalid(why="hookSpecificOutput is not an object")
             _check_keys(specific, self.specific_keys_for(event), "hookSpecificOutput", self.unknown_keys)
             if (self.event_required or "hookEventName" in specific) and specific.get("hookEventName") not in self.event_names(event):
-                raise Invalid("wrong hookEventName")
+                raise Invalid(why="wrong hookEventName")
             _check_type(specific, "additionalContext", str)
         action, reason = self.own_decision(obj, specific or {}, event)
         if action != DENY and obj.get("continue") is False:
@@ -207,10 +211,10 @@ class ClaudeProtocol(JsonProtocol):
     def own_decision(self, obj, specific, event=None):
         decision = obj.get("decision")
         if "decision" in obj and decision not in self.decisions:
-            raise Invalid("unknown decision")
+            raise Invalid(why="unknown decision")
         permission = specific.get("permissionDecision")
         if "permissionDecision" in specific and permission not in self.permission_decisions:
-            raise Invalid("unknown permissionDecision")
+            raise Invalid(why="unknown permissionDecision")
         _check_type(specific, "permissionDecisionReason", str)
         _check_type(specific, "updatedInput", dict)
         if decision == "block" or permission == "deny":
@@ -274,7 +278,7 @@ class GeminiProtocol(JsonProtocol):
         _check_type(specific, "tool_input", dict)
         decision = obj.get("decision")
         if "decision" in obj and decision not in ("allow", "ask", "deny", "block"):
-            raise Invalid("unknown decision")
+            raise Invalid(why="unknown decision")
         if decision in ("deny", "block"):
             return DENY, obj.get("reason")
         if decision == "ask":

@@ -10,7 +10,8 @@ import os
 import sys
 
 from failsecure.failures import CRASHED, MISSING, failure_reason
-from failsecure.runner.decision import hook_id_for, sanitize_id
+from failsecure.hookid import command_id, command_name
+from failsecure.runner.decision import hook_id_for
 from failsecure.runner.protocols import GATING_EVENTS, PROTOCOLS, gating_events
 
 TYPE_CHECKING = False  # not typing's: the annotations below are for mypy only
@@ -162,9 +163,7 @@ def _b64decode(text):
 def _derive_hook_id(command):
     """The hook id `hook install` gives a command (without `command:`): the one place
     is failsecure.hookid, so a token on the command line never becomes an id."""
-    from failsecure.hookid import command_name
-
-    return sanitize_id(command_name(command))
+    return command_id(command_name(command))
 
 
 def _shell_deny_lines(proto, reason):

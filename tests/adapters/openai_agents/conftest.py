@@ -74,7 +74,7 @@ def rig(tmp_path, monkeypatch, adapter):
     r.config()
     yield r
     r.release.set()
-    adapter.failure_behavior = "reject_content"
+    adapter._failure_behavior = None  # the deprecated attribute unset: the config decides
     monkeypatch.delenv("FAILSECURE_CONFIG", raising=False)
     policy.reload()
 

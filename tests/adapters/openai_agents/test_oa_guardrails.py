@@ -11,6 +11,7 @@ import pytest
 from agents import ToolGuardrailFunctionOutput, ToolInputGuardrailTripwireTriggered, tool_output_guardrail
 
 import failsecure
+from failsecure import policy as config_policy
 
 MODES = ["sync", "async"]
 SECRET = "sk-secret-token-77"
@@ -197,10 +198,18 @@ def test_own_raise_exception_halts_the_run(rig, mode):
     assert rig.last()["outcome"] == "deny"
 
 
+RAISE_EXCEPTION = '[frameworks."openai-agents"]\nfailure_behavior = "raise_exception"\n'
+
+
 @pytest.mark.parametrize("mode", MODES)
-def test_failure_behavior_raise_exception(rig, adapter, mode):
-    """The adapter can be told to stop the run on a guardrail failure instead."""
-    adapter.failure_behavior = "raise_exception"
+@pytest.mark.parametrize("told_by", ["config", "deprecated attribute"])
+def test_failure_behavior_raise_exception(rig, adapter, mode, told_by):
+    """The adapter can be told to stop the run on a guardrail failure instead: by the
+    trusted config (docs/configuration.md), or by the deprecated attribute."""
+    if told_by == "config":
+        rig.config(RAISE_EXCEPTION)
+    else:
+        adapter.failure_behavior = "raise_exception"
 
     def guard(data):
         raise RuntimeError(SECRET)
@@ -210,6 +219,39 @@ def test_failure_behavior_raise_exception(rig, adapter, mode):
     assert info.value.output.output_info == {"failsecure": f"failsecure: hook '{hook_of(guard)}' failed closed (raised)"}
     assert rig.tool.runs() == []
     assert (rig.last()["failure"], rig.last()["exception_type"]) == ("raised", "RuntimeError")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_config_says_raise_exception_allow_twin(rig, mode):
+    rig.config(RAISE_EXCEPTION)
+    rig.run([rig_guardrail(allow)], mode=mode)
+    assert len(rig.tool.runs()) == 1
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("allow", None)
+
+
+def test_a_project_file_cannot_undo_raise_exception(rig, adapter, monkeypatch):
+    rig.config(RAISE_EXCEPTION)  # ./failsecure.toml, trusted ($FAILSECURE_CONFIG)
+    checkout = rig.dir / "checkout"
+    checkout.mkdir()
+    (checkout / "failsecure.toml").write_text('[frameworks."openai-agents"]\nfailure_behavior = "reject_content"\n')
+    monkeypatch.chdir(checkout)
+    config = config_policy.reload()
+    assert config.ignored == [(str(checkout / "failsecure.toml"), 'frameworks."openai-agents".failure_behavior = "reject_content"')]
+    assert adapter.failure_behavior == "raise_exception"
+
+    def guard(data):
+        raise RuntimeError(SECRET)
+
+    with pytest.raises(ToolInputGuardrailTripwireTriggered):
+        rig.run([rig_guardrail(guard)])
+    assert rig.tool.runs() == [] and rig.last()["failure"] == "raised"
+
+
+def test_the_deprecated_attribute_cannot_undo_the_config(rig, adapter):
+    rig.config(RAISE_EXCEPTION)
+    with pytest.warns(DeprecationWarning, match="frameworks"):
+        adapter.failure_behavior = "reject_content"
+    assert adapter.failure_behavior == "raise_exception"
 
 
 # ---------------------------------------------------------------- several guardrails
