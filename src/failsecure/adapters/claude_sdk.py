@@ -693,12 +693,26 @@ class ClaudeSDKAdapter(Adapter):
                 return response
 
             outcome = await self.ahook_call(hook, ask, _validate=_prompt_verdict, _interactive=True)
-            decision = await self.adecide(tool, [outcome], call_id=call_id, arguments=arguments.get("input"),
-                                          later=tuple(session.registered))
-            session.grant(decision, tool, call_id, arguments.get("input"))
-            if decision.action is Action.ALLOW or decision.action is Action.ABSTAIN:
-                return outcome.verdict.data if outcome.verdict is not None else _prompt_deny(message, _denied_by(decision))
             verdict = outcome.verdict
+            original = arguments.get("input")
+            final = _prompt_updated(verdict.data) if verdict is not None and verdict.action is Action.ALLOW else None
+            final = original if final is None else final
+            decision = await self.adecide(tool, [outcome], call_id=call_id, arguments=final,
+                                          later=tuple(session.registered))
+            session.grant(decision, tool, call_id, final)
+            if decision.action is Action.ALLOW or decision.action is Action.ABSTAIN:
+                if verdict is None:
+                    return _prompt_deny(message, _denied_by(decision))
+                if final is not original and not same(snapshot(original), final):
+                    # the prompt rewrote the input the PreToolUse callbacks approved (the CLI
+                    # asked them before its permission path): they and the PermissionRequest
+                    # callbacks judge what will run
+                    data = {"hook_event_name": EVENT, "tool_name": tool_name, "tool_input": original}
+                    data.update({k: v for k, v in session.base.items() if k not in data})
+                    again = await session.evaluate(EVENT, data, call_id, None, arguments=final, judges=GATED)
+                    if again.decision.action is not Action.ALLOW and again.decision.action is not Action.ABSTAIN:
+                        return _prompt_deny(message, again.decision.reason or _denied_by(again.decision))
+                return verdict.data
             if decision.action is Action.DENY and verdict is not None and verdict.action is Action.DENY:
                 return verdict.data  # its own deny, as it answered
             return _prompt_deny(message, decision.reason or _denied_by(decision))
@@ -1074,6 +1088,12 @@ def _prompt_verdict(response: Any) -> Verdict:
     if answer.get("behavior") == "deny" and type(answer.get("message")) is str:
         return Verdict(action=Action.DENY, reason=answer["message"] or None, data=response)
     raise Invalid()
+
+
+def _prompt_updated(response: Any) -> Any:
+    """The ``updatedInput`` of an allow ``_prompt_verdict`` accepted (None: none given)."""
+    answer = json.loads(response["result"]["content"][0]["text"])
+    return answer.get("updatedInput")
 
 
 def _prompt_deny(message: dict, reason: str) -> dict:

@@ -170,3 +170,40 @@ def test_a_permission_request_deny_outranks_the_prompts_allow(rig):
 def test_a_permission_request_with_no_opinion_and_the_prompts_allow_run(rig):
     out, hook = run(rig, "both", allowing(), events={"PermissionRequest": [_permission_hook({})]})
     assert out.error is None and out.ran("both")
+
+
+def _pre_denying(word):
+    """A PreToolUse policy: denies a command with ``word`` in it, no opinion otherwise."""
+
+    async def pre(input_data, tool_use_id, context):
+        command = (input_data.get("tool_input") or {}).get("command", "")
+        if word in command:
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                           "permissionDecisionReason": "policy says no"}}
+        return {}
+
+    return HookMatcher(matcher=None, hooks=[named(pre, "pre_policy")])
+
+
+def rewriting(command):
+    async def behave(args):
+        return {"behavior": "allow", "updatedInput": dict(args["input"], command=command)}
+
+    return behave
+
+
+def test_a_prompts_rewrite_is_judged_by_the_pre_tool_use_callbacks(rig):
+    """The CLI asks PreToolUse before its permission path, so upstream the prompt's
+    updatedInput runs unjudged: the policy that would deny it never sees it."""
+    evil = rig.touch("evil")[len("run: "):]
+    out, hook = run(rig, "ok", rewriting(evil), hooks=[_pre_denying("evil")])
+    assert not out.ran("evil") and not out.ran("ok")
+    assert "policy says no" in out.told
+    assert any(e["outcome"] == "deny" and e["hook"].endswith("pre_policy") for e in rig.events())
+
+
+def test_a_prompts_rewrite_the_pre_tool_use_callbacks_allow_runs(rig):
+    fine = rig.touch("fine")[len("run: "):]
+    out, hook = run(rig, "ok", rewriting(fine), hooks=[_pre_denying("evil")])
+    assert out.error is None and out.ran("fine") and not out.ran("ok"), out.told
+    assert not [e for e in rig.events() if e["outcome"] == "deny"]
