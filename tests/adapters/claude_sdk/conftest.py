@@ -200,10 +200,14 @@ class ClaudeSDKHarness(Harness):
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
 
     # the call
+    def options(self) -> dict:
+        """The session's options beside the rig's own (each gate kind says how its gates go in)."""
+        return {"hooks": {"PreToolUse": list(self.matchers)} if self.matchers else None}
+
     def run(self, arguments, mode):
         home = self.work / "home"
         api = sdk_rig.ScriptedAPI()
-        opts = sdk_rig.options(api, str(home), str(self.work), hooks={"PreToolUse": list(self.matchers)} if self.matchers else None)
+        opts = sdk_rig.options(api, str(home), str(self.work), **self.options())
         opts.env["PATH"] = f"{self.bin}:/usr/bin:/bin"
         self.ran_file.unlink(missing_ok=True)
         try:
@@ -319,32 +323,11 @@ class PermissionRequestHarness(ClaudeSDKHarness):
         updated = dict(seen.native or {}, command=arguments["command"])
         return {"hookSpecificOutput": {"hookEventName": PERM, "decision": {"behavior": "allow", "updatedInput": updated}}}
 
-    def run(self, arguments, mode):
-        home = self.work / "home"
-        api = sdk_rig.ScriptedAPI()
-
+    def options(self) -> dict:
         async def host(tool_name, input_data, context):  # the person at the prompt says yes
             return PermissionResultAllow()
 
-        hooks = {PERM: list(self.matchers)} if self.matchers else None
-        opts = sdk_rig.options(api, str(home), str(self.work), hooks=hooks, allowed_tools=[], can_use_tool=host)
-        opts.env["PATH"] = f"{self.bin}:/usr/bin:/bin"
-        self.ran_file.unlink(missing_ok=True)
-        try:
-            asyncio.run(sdk_rig.run_prompts(opts, ["run: " + arguments["command"]], timeout=60))
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            told = type(exc).__name__
-        else:
-            told = ""
-        finally:
-            api.close()
-        told = "\n".join([told] + [str(b.get("content")) for b in api.model.tool_results()])
-        if not self.ran_file.exists():
-            return Ran(False, None, told)
-        line = self.ran_file.read_text().splitlines()[0]
-        return Ran(True, {"command": line}, told)
+        return {"hooks": {PERM: list(self.matchers)} if self.matchers else None, "allowed_tools": [], "can_use_tool": host}
 
 
 class CanUseToolHarness(ClaudeSDKHarness):
@@ -397,32 +380,11 @@ class CanUseToolHarness(ClaudeSDKHarness):
     def rewrite(self, seen, arguments):
         return PermissionResultAllow(updated_input=dict(seen.native or {}, command=arguments["command"]))
 
-    def run(self, arguments, mode):
-        home = self.work / "home"
-        api = sdk_rig.ScriptedAPI()
-
+    def options(self) -> dict:
         async def allow_all(tool_name, input_data, context):  # no gate: the person says yes
             return PermissionResultAllow()
 
-        gate = self.matchers[0] if self.matchers else allow_all
-        opts = sdk_rig.options(api, str(home), str(self.work), allowed_tools=[], can_use_tool=gate)
-        opts.env["PATH"] = f"{self.bin}:/usr/bin:/bin"
-        self.ran_file.unlink(missing_ok=True)
-        try:
-            asyncio.run(sdk_rig.run_prompts(opts, ["run: " + arguments["command"]], timeout=60))
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            told = type(exc).__name__
-        else:
-            told = ""
-        finally:
-            api.close()
-        told = "\n".join([told] + [str(b.get("content")) for b in api.model.tool_results()])
-        if not self.ran_file.exists():
-            return Ran(False, None, told)
-        line = self.ran_file.read_text().splitlines()[0]
-        return Ran(True, {"command": line}, told)
+        return {"allowed_tools": [], "can_use_tool": self.matchers[0] if self.matchers else allow_all}
 
 
 class PromptToolHarness(CanUseToolHarness):
@@ -484,30 +446,10 @@ class PromptToolHarness(CanUseToolHarness):
     def rewrite(self, seen, arguments):
         return {"behavior": "allow", "updatedInput": dict(seen.native or {}, command=arguments["command"])}
 
-    def run(self, arguments, mode):
+    def options(self) -> dict:
         if not self.matchers:  # no gate: the person says yes
-            return super().run(arguments, mode)
-        home = self.work / "home"
-        api = sdk_rig.ScriptedAPI()
-        opts = sdk_rig.options(api, str(home), str(self.work), allowed_tools=[], mcp_servers={"perm": self.matchers[0]},
-                               permission_prompt_tool_name="mcp__perm__approve")
-        opts.env["PATH"] = f"{self.bin}:/usr/bin:/bin"
-        self.ran_file.unlink(missing_ok=True)
-        try:
-            asyncio.run(sdk_rig.run_prompts(opts, ["run: " + arguments["command"]], timeout=60))
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            told = type(exc).__name__
-        else:
-            told = ""
-        finally:
-            api.close()
-        told = "\n".join([told] + [str(b.get("content")) for b in api.model.tool_results()])
-        if not self.ran_file.exists():
-            return Ran(False, None, told)
-        line = self.ran_file.read_text().splitlines()[0]
-        return Ran(True, {"command": line}, told)
+            return super().options()
+        return {"allowed_tools": [], "mcp_servers": {"perm": self.matchers[0]}, "permission_prompt_tool_name": "mcp__perm__approve"}
 
 
 @pytest.fixture
