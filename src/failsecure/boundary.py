@@ -201,9 +201,8 @@ def _accepts(pictures: tuple, seen: Any) -> bool:
 
 
 def _fingerprints(arguments: Any, also: tuple) -> tuple:
-    if not also:
-        one = picture(arguments)
-        return (one,) if one is not _CHANGED else ()
+    """The pictures a grant with normalised forms ``also`` accepts (``grant`` pictures the
+    judged arguments alone itself)."""
     first = picture(arguments)
     pictures = [first] if first is not _CHANGED else []
     for other in also:
