@@ -174,6 +174,9 @@ def _superseded(owner: Any) -> bool:
 SELF_TEST_TIMEOUT = 0.25
 
 
+_PROBE_NAMES = {"raise": "raising", "hang": "hanging", "junk": "junk", "abstain": "allowing"}
+
+
 class _SelfTestConfig(policy.Config):
     """Defaults, with a short deadline for every hook, interactive ones included."""
 
@@ -541,39 +544,41 @@ class Adapter(abc.ABC):
         return box.get("answer", default)
 
     def self_test(self) -> list[Check]:
-        """Inject a raising, a hanging and a junk gate (and an allowing twin) into the
-        framework's real dispatcher and check each is denied for the right reason."""
+        """The fault matrix's self-test rows (``failsecure.testing.matrix.SELF_TEST``: a
+        raising, a hanging and a junk gate, and a gate with no opinion as their twin), each
+        the only gate of one call through the framework's real dispatcher: each must be
+        denied for the row's failure category, without the secret the raising gate
+        carries in its message, or run."""
         if self.state != "patched":
             return [Check("patched", False, f"state {self.state}")]
+        from .testing.matrix import SECRET, self_test_cases
+
         release = threading.Event()
 
-        def raising(*args, **kwargs):
-            raise RuntimeError("failsecure self-test")
+        def gate_for(case: Any) -> Callable:
+            kind = case.gates[0][1]
 
-        def hanging(*args, **kwargs):
-            release.wait(10)
+            def gate(*args, **kwargs):
+                if kind == "raise":
+                    raise RuntimeError(f"gate failed on {SECRET}")
+                if kind == "hang":
+                    release.wait(10)
+                elif kind == "junk":
+                    return case.junk
+                return None  # "abstain": no opinion
 
-        def junk(*args, **kwargs):
-            return self.self_test_junk
+            gate.__name__ = gate.__qualname__ = _PROBE_NAMES.get(kind, kind)  # what a hook id names it by
+            return gate
 
-        def allowing(*args, **kwargs):
-            return None
-
-        probes = (
-            ("raising gate", raising, Failure.RAISED),
-            ("hanging gate", hanging, Failure.TIMEOUT),
-            ("junk gate", junk, Failure.INVALID),
-            ("allowing gate", allowing, None),
-        )
         checks = []
         scope = policy.using(_SelfTestConfig())  # this context only: real calls elsewhere keep theirs
         scope.__enter__()
         try:
-            for label, gate, expected in probes:
+            for label, case in self_test_cases(self.self_test_junk):
                 seen: list[Decision] = []
                 _capture.decisions = seen
                 try:
-                    denied = self._probe(gate)
+                    denied = self._probe(gate_for(case))
                 except Exception as exc:  # noqa: BLE001 - a probe's failure is the self-test's failed check, not an internal error
                     checks.append(Check(label, False, f"the probe raised {type(exc).__name__}"))
                     continue
@@ -581,12 +586,18 @@ class Adapter(abc.ABC):
                     _capture.decisions = None
                 decision = seen[-1] if seen else None
                 failures = {o.failure for o in decision.outcomes} if decision is not None else set()
-                if expected is None:
+                if case.expect == "run":
                     ok = not denied and decision is not None and not decision.denied
                     detail = "allowed" if ok else f"denied={denied}, decision={decision.action.value if decision else None}"
                 else:
-                    ok = denied and decision is not None and decision.denied and expected in failures
-                    detail = (decision.reason or "") if ok and decision else f"denied={denied}, failures={sorted(f.value for f in failures if f)}"
+                    reason = (decision.reason or "") if decision is not None else ""
+                    ok = denied and decision is not None and decision.denied and Failure(case.failure) in failures
+                    if not ok:
+                        detail = f"denied={denied}, failures={sorted(f.value for f in failures if f)}"
+                    elif SECRET in reason:
+                        ok, detail = False, "the deny reason carries the gate's exception text"
+                    else:
+                        detail = reason
                 checks.append(Check(label, ok, detail or ""))
         finally:
             release.set()

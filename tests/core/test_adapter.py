@@ -306,6 +306,50 @@ def test_self_test_fails_when_the_framework_would_not_deny():
     assert [c.ok for c in checks] == [False, False, False, True]
 
 
+def test_self_test_runs_the_fault_matrix_own_rows():
+    from failsecure.testing.harness import Harness
+    from failsecure.testing.matrix import cases, self_test_cases
+
+    rows = {case.name: case for case in cases(Harness())}
+    got = [(label, case.expect, case.failure) for label, case in self_test_cases({"blocked": True})]
+    assert got == [("raising gate", "deny", "raised"), ("hanging gate", "deny", "timeout"),
+                   ("junk gate", "deny", "invalid"), ("allowing gate", "run", "")]
+    for label, case in self_test_cases({"blocked": True}):
+        if label != "junk gate":
+            assert rows[case.name] == case  # the matrix's own row
+        else:
+            assert case.junk == {"blocked": True} and case.gates[0][1] == "junk"
+
+
+class Leaky(Probed):
+    """Words the deny of a raising gate with the gate's own exception text."""
+
+    def _probe(self, gate):
+        from failsecure.adapter import _capture
+        from failsecure.verdict import Decision, Outcome
+
+        if gate.__name__ != "raising":
+            return super()._probe(gate)
+        try:
+            gate("ls")
+        except RuntimeError as exc:
+            failed = Outcome(hook="toy:probe", failure=Failure.RAISED, exception_type="RuntimeError")
+            _capture.decisions.append(Decision(Verdict(Action.DENY, f"denied: {exc}"), (failed,), (failed,), (Action.DENY,)))
+            return True
+        return super()._probe(gate)
+
+
+def test_self_test_fails_a_deny_that_carries_the_exception_text():
+    adapter = Leaky()
+    adapter.patch()
+    checks = adapter.self_test()
+    assert [(c.name, c.ok) for c in checks] == [
+        ("raising gate", False), ("hanging gate", True), ("junk gate", True), ("allowing gate", True)
+    ], checks
+    assert checks[0].detail == "the deny reason carries the gate's exception text"
+    assert "sk-" not in checks[0].detail
+
+
 def test_self_test_of_an_unpatched_adapter_fails():
     assert [c.ok for c in Probed().self_test()] == [False]
 

@@ -11,7 +11,8 @@ from typing import Any, Optional
 
 from .harness import Harness, NotSupported, Seen
 
-__all__ = ("Case", "HostileAnswer", "HostileDict", "HostileError", "RESULTS", "cases", "run_case")
+__all__ = ("Case", "HostileAnswer", "HostileDict", "HostileError", "RESULTS", "SELF_TEST", "cases", "junk_case", "run_case",
+           "self_test_cases")
 
 
 SECRET = "sk-conformance-secret-5150"
@@ -148,12 +149,36 @@ def cases(harness: Harness) -> list[Case]:
     except NotImplementedError:
         junk = []
     for label, value in junk:
-        cases.append(Case(f"junk: {label}", (("junky", "junk", A),), "deny", "invalid", junk=value))
+        cases.append(junk_case(label, value))
     # last: upstream, these can take the whole process down with them (a SystemExit that
     # ends the run, an exception whose repr breaks asyncio's own bookkeeping)
     cases.append(Case("raise SystemExit", (("exiting", "exit", A),), "deny", "raised", "SystemExit"))
     cases.append(Case("raise hostile exception", (("hostile", "hostile-raise", A),), "deny", "raised"))
     return cases
+
+
+def junk_case(label: str, value: Any) -> Case:
+    """The row of a junk answer ``value``: one gate answering it, denied as invalid."""
+    return Case(f"junk: {label}", (("junky", "junk", False),), "deny", "invalid", junk=value)
+
+
+#: The rows ``Adapter.self_test`` (``failsecure doctor``) runs in production, each as the
+#: only gate of one call through the framework's real dispatcher: (the label doctor shows,
+#: the row's name; "junk: ..." is the adapter's own ``self_test_junk``). Each is judged as
+#: the row is here: denied for its failure category without the secret it carries, or run.
+SELF_TEST = (
+    ("raising gate", "raise RuntimeError (secret in args and message)"),
+    ("hanging gate", "hang (sync)"),
+    ("junk gate", "junk: self-test"),
+    ("allowing gate", "no opinion"),
+)
+
+
+def self_test_cases(junk: Any) -> list[tuple[str, Case]]:
+    """``SELF_TEST``'s rows, the junk one answering ``junk``: (label, Case)."""
+    rows = {case.name: case for case in cases(Harness())}
+    rows["junk: self-test"] = junk_case("self-test", junk)
+    return [(label, rows[name]) for label, name in SELF_TEST]
 
 
 class _Gates:
