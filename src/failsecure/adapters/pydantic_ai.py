@@ -504,29 +504,38 @@ class PydanticAIAdapter(Adapter):
             if entries is None:
                 raise PatchError("the before-tool gates of this call could not be listed")
 
-            def step(kind: Any, entry: Any, entry_ctx: Any) -> Any:
-                async def run() -> Outcome:  # one gate, given the arguments as they are now
-                    if kind is _HOOK:
-                        outcome = await self._call(entry, EVENT, entry_ctx, call=call, tool_def=tool_def, args=state["args"])
-                    else:
-                        outcome = await self._call_capability(entry, entry_ctx, call, tool_def, state["args"])
-                    if outcome.failure is None and outcome.action is Action.ALLOW:
-                        # its answer: the arguments
-                        state["args"] = outcome.verdict.data  # type: ignore[union-attr]
-                    return outcome  # a failure (an observer's, a tolerated one): the arguments stand
+            if len(entries) == 1:  # one gate: nothing can have judged a stale call (asettle's own rule)
+                outcome = await self._one(entries[0], call, tool_def, arguments)
+                state["args"] = _after(outcome, arguments)
+                outcomes = [outcome]
+            else:
 
-                return run
+                def step(gate: tuple) -> Any:
+                    async def run() -> Outcome:  # one gate, given the arguments as they are now
+                        outcome = await self._one(gate, call, tool_def, state["args"])
+                        state["args"] = _after(outcome, state["args"])
+                        return outcome
 
-            # hook by hook: the hooks that judged the arguments before a later one rewrote
-            # them judge again; a stamping hook settles; a deny (upstream stops at a raise
-            # too) ends it. Compared by fingerprint: no code of the arguments' objects runs.
-            outcomes = await asettle([step(*e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
+                    return run
+
+                # hook by hook: the hooks that judged the arguments before a later one
+                # rewrote them judge again; a stamping hook settles; a deny (upstream stops
+                # at a raise too) ends it. Compared by fingerprint: no code of the
+                # arguments' objects runs.
+                outcomes = await asettle([step(e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later(call_id))
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:  # a bug here must not let the tool run unjudged
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         return decision, state["args"]
+
+    def _one(self, gate: tuple, call: Any, tool_def: Any, args: Any) -> Any:
+        """The guarded call of one entry ``(kind, gate, ctx)`` of ``_judge`` (an awaitable)."""
+        kind, entry, entry_ctx = gate
+        if kind is _HOOK:
+            return self._call(entry, EVENT, entry_ctx, call=call, tool_def=tool_def, args=args)
+        return self._call_capability(entry, entry_ctx, call, tool_def, args)
 
     async def _executing(self, wrapped: Any, args: tuple, kwargs: dict) -> Any:
         """``ToolManager._run_execute_hooks``: the tool the call's gates judge, for
@@ -1024,6 +1033,14 @@ class PydanticAIAdapter(Adapter):
 
 
 __all__ = ["PydanticAIAdapter"]
+
+
+def _after(outcome: Outcome, args: Any) -> Any:
+    """The arguments after one gate: an allow's answer is the arguments it returns; a
+    failure (an observer's, a tolerated one), a deny or an ask leaves them."""
+    if outcome.failure is None and outcome.action is Action.ALLOW:
+        return outcome.verdict.data  # type: ignore[union-attr]
+    return args
 
 
 def _abandon_flag(utils: Any) -> Any:
