@@ -215,7 +215,7 @@ def _parsed(arguments: Any) -> Any:
         return None
     try:
         value = json.loads(arguments)
-    except Exception:  # noqa: BLE001 - any failure to parse the model's text: no plain arguments
+    except (ValueError, RecursionError, MemoryError):  # all json.loads raises for a str: not JSON, nested too deep, too large
         return None
     return value if isinstance(value, dict) else None
 
