@@ -43,14 +43,14 @@ try:
     import site
     dirs = list(site.getsitepackages()) + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
     out["pth"] = [d for d in dirs if os.path.isfile(os.path.join(d, "failsecure-auto.pth"))]
-except BaseException as exc:
+except BaseException as exc:  # whatever stops the site check is its row (by type name); the probe goes on
     out["pth_error"] = type(exc).__name__
 for pair in sys.argv[1:]:
     name, _, trigger = pair.partition("=")
     row = out["frameworks"][name] = {}
     try:
         __import__(trigger)
-    except BaseException as exc:
+    except BaseException as exc:  # a refused or broken import is this framework's row; the others are still probed
         row["import_error"] = type(exc).__name__
     activation = sys.modules.get("failsecure.activation")
     adapter = getattr(activation, "_adapters", {}).get(name) if activation is not None else None

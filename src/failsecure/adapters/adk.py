@@ -442,7 +442,7 @@ class ADKAdapter(Adapter):
             if agent_callbacks:
                 calls += self._agent_calls(agent_callbacks, tool, tool_args, tool_context)
             return await self._gate(calls, tool, tool_args, tool_context, judged=bool(agent_callbacks))
-        except Exception as exc:  # a bug here must not read as "no answer"
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as ADK's "no answer" (run the tool): failed() says it and denies
             return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=self.hook_id(CALLBACK)), ())
 
     async def _agent_stage(self, agent: Any, callbacks: list, tool: Any, args: Any, tool_context: Any) -> Optional[dict]:
@@ -454,7 +454,7 @@ class ADKAdapter(Adapter):
         try:
             calls = self._agent_calls(callbacks, tool, args, tool_context)
             return await self._gate(calls, tool, args, tool_context, judged=False)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as ADK's "no answer" (run the tool): failed() says it and denies
             return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=self.hook_id(CALLBACK)), ())
 
     async def _gate(self, calls: list, tool: Any, tool_args: Any, tool_context: Any, judged: bool) -> Optional[dict]:
@@ -601,7 +601,7 @@ class ADKAdapter(Adapter):
         hook = self.hook_id("arguments")
         try:
             decision = await self.adecide_stage(_tool_name(tool), [Outcome(hook=hook, failure=Failure.INVALID)], call_id=key[1])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the resumed call changed since it was paused: any failure to decide it is its deny, audited
             decision = self.failed(exc, _tool_name(tool), key[1], hook=hook)
         if not decision.denied:
             return None
@@ -641,7 +641,7 @@ class ADKAdapter(Adapter):
         try:
             outcome = await self.ahook_call(hook, check, *args, _validate=_confirmation_verdict, **kwargs)
             decision = await self.adecide_stage(_tool_name(tool), [outcome], call_id=_call_id(tool_context))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a confirmation that cannot be decided is a deny (audited), never ADK's own answer
             decision = self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=hook)
         if decision.denied:
             return decision, True
@@ -832,7 +832,7 @@ def _class_attr(cls: Any, name: str) -> Any:
             own = vars(klass)
             if name in own:
                 return own[name]
-    except Exception:
+    except Exception:  # noqa: BLE001 - a hostile metaclass (__mro__, a __dict__-less class): getattr_static's own walk answers
         return inspect.getattr_static(cls, name, None)
     return None
 

@@ -178,7 +178,7 @@ def _interactive() -> bool:
     try:
         if sys.stdin is not None and sys.stdin.isatty():
             return True
-    except Exception:
+    except Exception:  # noqa: BLE001 - sys.stdin is whatever the application put there (closed: ValueError): not a terminal, the default deadlines hold
         pass
     common = sys.modules.get("code_puppy.tools.common")
     getter = getattr(common, "get_approval_backend", None) if common is not None else None
@@ -186,7 +186,7 @@ def _interactive() -> bool:
         return False
     try:
         return getter() is not None
-    except Exception:
+    except Exception:  # noqa: BLE001 - code-puppy's own approval getter raised: no human known to answer, the default deadlines hold
         return False
 
 
@@ -439,7 +439,7 @@ class CodePuppyAdapter(Adapter):
             timeout = max(float(hook.timeout) / 1000.0, 0.001)
             ran = await asyncio.to_thread(run_command, ["/bin/sh", "-c", line], payload, timeout, env)
             category, blocked_by, reason, stdout = _judge_command(executor, ran)
-        except Exception as exc:  # judging must not reopen what it judges
+        except Exception as exc:  # noqa: BLE001 - judging must not reopen what it judges: any failure to run or read the command is its block, audited
             decision = self.failed(exc, hook=self.hook_id("command"))
             return result_type(blocked=True, hook_command=hook_id, error=decision.reason or "failsecure: denied", exit_code=-1, hook_id=getattr(hook, "id", None))
         code = ran.status if ran.status is not None else -1
@@ -528,7 +528,7 @@ class CodePuppyAdapter(Adapter):
             self.wrap(patches, "_patch_failed", patch_failed)
         try:
             failed = PRE_TOOL_PATCH in list(getattr(patches, "_LOUD_FAILURES", ()))
-        except Exception:
+        except Exception:  # noqa: BLE001 - code-puppy's record of failed patches cannot be read: as upstream; the _patch_failed wrapper sees later ones
             failed = False
         if failed:
             self._pre_tool_failed()
@@ -550,7 +550,7 @@ class CodePuppyAdapter(Adapter):
         print(msg, file=sys.stderr)
         try:
             from pydantic_ai.tool_manager import ToolManager
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - importing pydantic-ai can raise anything: the gating phases still deny (said)
             log.error("failsecure: pydantic-ai ToolManager not found (%s); only the gating phases deny", type(exc).__name__)
             return
         adapter = self
@@ -583,7 +583,7 @@ class CodePuppyAdapter(Adapter):
         """Registered with upstream's ``fail_closed=True`` (0.0.734+)."""
         try:
             return (phase, callback) in getattr(self._callbacks, "_fail_closed_callbacks", ())
-        except Exception:
+        except Exception:  # noqa: BLE001 - code-puppy's opt-in registry (a hostile __eq__ among its entries): not opted in, the config alone decides
             return False
 
     def _tool_and_arguments(self, phase: str, args: tuple, kwargs: dict) -> tuple[Optional[str], Any]:
@@ -645,7 +645,7 @@ class CodePuppyAdapter(Adapter):
             return results
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
-        except BaseException as exc:  # a bug here must not read as "no callback objected"
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not read as "no callback objected"; failed() says it and blocks
             return self._broken(phase, exc)
 
     async def _recheck_rewrite(self, args: tuple, kwargs: dict, results: list) -> list:
@@ -688,7 +688,7 @@ class CodePuppyAdapter(Adapter):
             return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes, frozenset(opted)), outcomes)
         except KeyboardInterrupt:
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not read as "no callback objected"; failed() says it and blocks
             return self._broken(phase, exc)
 
     def _decide_sync(self, phase: str, args: tuple, kwargs: dict, outcomes: list, fail_closed=frozenset()):
@@ -700,7 +700,7 @@ class CodePuppyAdapter(Adapter):
         hook = self.hook_id(phase)
         try:
             text = self.failed(exc, hook=hook).reason or failure_reason(hook, Failure.RAISED)
-        except Exception:
+        except Exception:  # noqa: BLE001 - failed() never raises; should it, the block still has its text (the phase is denied either way)
             text = failure_reason(hook, Failure.RAISED)
         if phase == FILE:
             _file_denied.set(text)
@@ -869,7 +869,7 @@ def _activate_as_code_puppy_plugin() -> None:
             return
 
         activate(CodePuppyAdapter.name)
-    except Exception as exc:  # never break code-puppy's plugin loading
+    except Exception as exc:  # noqa: BLE001 - code-puppy's loader would log it with its text and go on: said here by type name only
         print(f"failsecure: could not activate code-puppy ({type(exc).__name__})", file=sys.stderr)
 
 

@@ -114,7 +114,7 @@ def _interactive() -> bool:
         return _tty[1]
     try:
         answer = bool(stdin is not None and stdin.isatty())
-    except Exception:
+    except Exception:  # noqa: BLE001 - sys.stdin is whatever the application put there (closed: ValueError): not a terminal, the default deadlines hold
         answer = False
     _tty[0], _tty[1] = stdin, answer
     return answer
@@ -148,7 +148,7 @@ def _cell(fn: Any, name: str) -> Any:
     try:
         code = fn.__code__
         return fn.__closure__[code.co_freevars.index(name)].cell_contents
-    except Exception:
+    except Exception:  # noqa: BLE001 - a hook's own attributes (__code__, __closure__) can raise anything: not unwrapped, named as it is
         return None
 
 
@@ -160,7 +160,7 @@ def _user_function(hook: Any) -> Any:
         try:
             qualname = getattr(hook, "__qualname__", None)
             module = getattr(hook, "__module__", None)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a hostile __getattr__ on the hook: it is named as it is, not unwrapped
             return hook
         if type(qualname) is not str or type(module) is not str or not module.startswith("crewai."):
             return hook
@@ -381,7 +381,7 @@ class CrewAIAdapter(Adapter):
             return
         try:
             self._patch_flow_actions(module)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure to patch the flow actions refuses the adapter (loud, and every call denies)
             self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
 
     def _patch_flow_actions(self, module: Any) -> None:
@@ -412,7 +412,7 @@ class CrewAIAdapter(Adapter):
             try:
                 while hook in hooks:
                     hooks.remove(hook)
-            except Exception:
+            except Exception:  # noqa: BLE001 - crewai's hook list (a hostile __eq__): the lockdown hook stays, which only denies more
                 pass
         self._locked.clear()
 
@@ -492,7 +492,7 @@ class CrewAIAdapter(Adapter):
             decision = self.decide(tool, outcomes, arguments=original[0])
             self.granted(decision, self._clean(tool), None, original[0],
                          also=self._normalised(ctx.tool, original[0]))
-        except Exception as exc:  # a bug here must not read as "no hook objected"
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no hook objected": failed() says it and the call is denied
             decision = self.failed(exc, tool, hook=self.hook_id("pre_tool_call"))
         if not decision.denied:
             self._telemetry(hooks, start, None, None)
@@ -528,7 +528,7 @@ class CrewAIAdapter(Adapter):
             result = ctx.tool_result
             if type(result) is str and result.startswith(BLOCKED) and pending[1] not in result:
                 ctx.tool_result = f"{result.rstrip('.')}. {pending[1]}"
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the deny stands; only its reason in crewai's block text is lost (ctx is crewai's object), said
             log.error("failsecure: crewai deny text not set (%s)", type(exc).__name__)
 
     def _telemetry(self, hooks: list, start: float, reason: Optional[str], source: Optional[str]) -> None:
@@ -541,7 +541,7 @@ class CrewAIAdapter(Adapter):
         try:
             outcome = "aborted" if reason is not None else "proceeded"
             emit(self._pre, outcome, len(hooks), (perf_counter() - start) * 1000.0, reason, source)
-        except Exception:
+        except Exception:  # noqa: BLE001 - crewai's own telemetry emitter: its failure never touches the decision
             pass
 
     def to_verdict(self, native: Any) -> Verdict:

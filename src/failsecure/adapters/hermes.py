@@ -109,7 +109,7 @@ class HermesAdapter(Adapter):
                     return False
                 dispatch = importlib.import_module(PLUGINS + "_dispatch")
             return EVENT in getattr(dispatch, "_HOOK_TIMEOUT_FAIL_CLOSED_HOOKS", ())
-        except Exception:
+        except Exception:  # noqa: BLE001 - hermes' dispatch module cannot be read (an import can raise anything): failsecure gates it itself
             return False
 
     def _targets(self) -> tuple[Any, Any, Any]:
@@ -146,7 +146,7 @@ class HermesAdapter(Adapter):
                 try:
                     manifest = instance.manifest
                     adapter._names[id(callback)] = (callback, str(manifest.key or manifest.name))
-                except Exception:
+                except Exception:  # noqa: BLE001 - a plugin's manifest that cannot be read: the callback's plugin is found by its module instead
                     pass
             return result
 
@@ -155,7 +155,7 @@ class HermesAdapter(Adapter):
             _asking.set(None)
             try:
                 message = wrapped(*args, **kwargs)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - hermes' call sites catch Exception from here and run the tool: any failure is this call's block, audited
                 tool = args[0] if args else kwargs.get("tool_name")
                 return adapter.failed(exc, tool, kwargs.get("tool_call_id"), hook=adapter.hook_id(EVENT)).reason
             asked = _asking.get()
@@ -281,7 +281,7 @@ class HermesAdapter(Adapter):
             kwargs = {"tool_name": tool, "args": final_args, "task_id": context.get("task_id", ""),
                       "session_id": context.get("session_id", ""), "tool_call_id": context.get("tool_call_id", "")}
             directives = self._gate(sys.modules[PLUGINS].get_plugin_manager(), kwargs)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the last step before the tool: any failure to judge the final arguments blocks it (audited)
             return self.failed(exc, tool, call_id, hook=self.hook_id(EVENT)).reason
         for directive in directives:
             if directive.get("action") in ("block", "approve"):  # no approval prompt here: ask denies
@@ -342,7 +342,7 @@ class HermesAdapter(Adapter):
                 self.granted(decision, tool if isinstance(tool, str) else None, None, kwargs.get("args"),
                              also=_coerced(tool, kwargs.get("args")))
             _asking.set((decision, tool, kwargs.get("args")) if decision.action is Action.ASK else None)
-        except Exception as exc:  # a bug here must not read as "no directive"
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no directive": failed() says it and the call is blocked
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         return self._native(decision)
 
@@ -353,7 +353,7 @@ class HermesAdapter(Adapter):
         kwargs = {"tool_name": tool, "args": tool_args, "task_id": "", "session_id": "", "tool_call_id": ""}
         try:
             directives = self._gate(ctx._manager, kwargs)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a plugin's dispatch_tool: any failure to judge the call blocks it (audited)
             return self.failed(exc, tool, hook=self.hook_id(EVENT)).reason
         for directive in directives:
             if directive.get("action") == "block":
@@ -552,7 +552,7 @@ def _shell_spec(cb: Any) -> Any:
         shell = sys.modules[SHELL]
         if isinstance(spec, shell.ShellHookSpec) and callable(getattr(shell, "_spawn", None)):
             return spec
-    except Exception:
+    except Exception:  # noqa: BLE001 - a callback's own attributes can raise anything: not a shell hook failsecure can read (_UNREADABLE)
         pass
     return _UNREADABLE
 
@@ -566,7 +566,7 @@ def _plugin_key(manager: Any, module: Optional[str]) -> Optional[str]:
             owner = getattr(getattr(loaded, "module", None), "__name__", None)
             if owner and (module == owner or module.startswith(owner + ".")):
                 return str(key)
-    except Exception:
+    except Exception:  # noqa: BLE001 - hermes' plugin table or a plugin object (a hostile __getattr__): the callback has no plugin key
         pass
     return None
 

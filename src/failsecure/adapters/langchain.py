@@ -212,7 +212,7 @@ class LangChainAdapter(Adapter):
             self._late_done.add(module)
             try:
                 _LATE[module](self, sys.modules[module])
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure to patch a late module refuses the adapter (loud, and every call denies)
                 self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
 
     def _unpatch(self) -> None:
@@ -257,7 +257,7 @@ class LangChainAdapter(Adapter):
             hook_id = self.handler_id(handler)
             try:
                 strict: Optional[bool] = bool(handler.raise_error)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a handler's raise_error property can raise anything: unreadable, so the core makes it a gate
                 strict = None  # unreadable: the core makes it a gate
             if self.role(hook_id, strict, config) == "observer":
                 observers.append(handler)
@@ -288,7 +288,7 @@ class LangChainAdapter(Adapter):
                 if ignore is not None and getattr(handler, ignore):
                     continue  # the handler opted out of tool events, as upstream
                 method = getattr(handler, EVENT)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a handler's own attributes can raise anything: that is this gate's failure (raised), judged
                 fixed.append(Outcome(hook=hook_id, failure=Failure.RAISED, exception_type=type(exc).__name__))
                 continue
             calls.append((hook_id, method))
@@ -314,7 +314,7 @@ class LangChainAdapter(Adapter):
                 outcomes += settle([step(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
             self._grant(decision, tool, gates, kwargs, dispatched)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no handler objected": failed() says it and the call is denied
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         if decision.denied:
             denied = ToolCallDenied(decision.reason or f"failsecure: {self.name} denied the call")
@@ -344,7 +344,7 @@ class LangChainAdapter(Adapter):
                 outcomes += await asettle([astep(h, m) for h, m in calls], lambda: inputs, self.hook_id(EVENT), finish_pass=True)
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
             self._grant(decision, tool, gates, kwargs, dispatched)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no handler objected": failed() says it and the call is denied
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         if decision.denied:
             denied = ToolCallDenied(decision.reason or f"failsecure: {self.name} denied the call")
@@ -471,7 +471,7 @@ class LangChainAdapter(Adapter):
         _, call_id = _request_ids(request)
         try:
             decision = self.decide_stage(guarded.tool, [outcome], call_id=call_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a predicate's failure that cannot be decided is a deny, audited (failed() says it)
             decision = self.failed(exc, guarded.tool, call_id)
         if decision.action is Action.ABSTAIN or decision.action is Action.ALLOW:
             return False, None
@@ -483,7 +483,7 @@ class LangChainAdapter(Adapter):
             key = _call_key(request)
             known = self._judged.get(key) if key is not None else None
             return (self.callable_id(known[0].original),) if known is not None else ()
-        except Exception:
+        except Exception:  # noqa: BLE001 - the key and callable_id never raise; should they, no predicate took part, so a required one is unmet
             return ()
 
     def _at_tool(self, request: Any) -> Optional[str]:
@@ -514,7 +514,7 @@ class LangChainAdapter(Adapter):
             return None
         try:
             review, denied = self._ask_when(guarded, request)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the reviewed call's predicate: any failure to ask it is that call's deny, audited
             return self.failed(exc, guarded.tool, call_id, hook=self.callable_id(guarded.original)).reason
         if denied is not None:
             return denied
@@ -611,7 +611,7 @@ class LangChainAdapter(Adapter):
         def run():
             try:
                 box["result"] = ctx.run(wrapper, request, proxy)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - SystemExit too: whatever the middleware raised in its thread is handed to the caller's
                 box["exc"] = exc
             finally:
                 with cond:
@@ -1045,7 +1045,7 @@ class _GuardedWhen:
             return self.adapter._judge_when(self, request)
         except ToolCallDenied:
             raise
-        except Exception as exc:  # failsecure failed: the call is denied, never let through
+        except Exception as exc:  # noqa: BLE001 - failsecure failed: the call is denied (audited), never let through
             tool, call_id = _request_ids(request)
             decision = self.adapter.failed(exc, self.tool or tool, call_id)
             raise ToolCallDenied(decision.reason or "failsecure: denied") from None
@@ -1060,7 +1060,7 @@ def _dispatching(request: Any, judged: tuple) -> tuple:
     try:
         tool = getattr(request, "tool", None)
         name = tool.name if tool is not None else name
-    except Exception:
+    except Exception:  # noqa: BLE001 - the tool's name property can raise anything: the call's own name stands
         pass
     return (_DISPATCH.set([call_id, name, _TOOK_PART.get() + judged]), _TOOK_PART.set(()), _HANDED.set(()))
 
@@ -1119,7 +1119,7 @@ def _drive(method: Any, *args: Any, **kwargs: Any) -> Any:
     def run():
         try:
             box["result"] = ctx.run(_run_coro, result)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: whatever the handler's coroutine raised in its thread is handed to the caller's
             box["exc"] = exc
 
     thread = threading.Thread(target=run, name="failsecure-async-handler", daemon=True)
@@ -1140,14 +1140,14 @@ def _observe_sync(wrapped, observers, event, ignore, rest, kwargs) -> None:
     lets an observer's error stop the tool (a ``role = "observer"`` strict handler)."""
     try:
         wrapped(observers, event, ignore, *rest, **kwargs)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a role = "observer" handler's raise is ignored by the user's config: said, the tool runs
         log.warning("failsecure: an observer callback raised %s; ignored", type(exc).__name__)
 
 
 async def _observe_async(wrapped, observers, event, ignore, rest, kwargs) -> None:
     try:
         await wrapped(observers, event, ignore, *rest, **kwargs)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a role = "observer" handler's raise is ignored by the user's config: said, the tool runs
         log.warning("failsecure: an observer callback raised %s; ignored", type(exc).__name__)
 
 
@@ -1165,7 +1165,7 @@ def _guarded(composed: Any) -> Any:
     if composed is not None:
         try:
             composed._failsecure_guarded = True
-        except Exception:
+        except Exception:  # noqa: BLE001 - a chain that takes no attribute (slots, a hostile __setattr__): ToolNode guards it once more
             pass
     return composed
 
@@ -1183,7 +1183,7 @@ def _call_key(request: Any) -> Optional[tuple]:
         thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
         message = _model_call(request, call_id)[0]
         message_id = getattr(message, "id", None) if message is not None else None
-    except Exception:
+    except Exception:  # noqa: BLE001 - the request's runtime, config or messages (user objects) can raise anything: the call has no key
         return None
     return (
         thread if type(thread) in (str, int) else None,
@@ -1232,7 +1232,7 @@ def _call_picture(request: Any) -> Any:
         call = request.tool_call
         tool = getattr(request, "tool", None)
         return _picture(call.get("name"), call.get("args"), getattr(tool, "name", None) if tool is not None else call.get("name"))
-    except Exception:
+    except Exception:  # noqa: BLE001 - the request's tool_call or tool (user objects) can raise anything: pictured as changed (judged again)
         return CHANGED
 
 
@@ -1242,7 +1242,7 @@ def _state_picture(request: Any) -> Any:
         _, call_id = _request_ids(request)
         call = _model_call(request, call_id)[1]
         return None if call is None else _picture(call.get("name"), call.get("args"), call.get("name"))
-    except Exception:
+    except Exception:  # noqa: BLE001 - the state's model message (user objects) can raise anything: no picture of it, nothing allowed by it
         return None
 
 
@@ -1258,7 +1258,7 @@ def _edited_picture(request: Any) -> Any:
         name = edit.get("name") if isinstance(edit, dict) else getattr(edit, "name", None)
         args = edit.get("args") if isinstance(edit, dict) else getattr(edit, "args", None)
         return _picture(name, args, name)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a reviewer's edit (user objects) can raise anything: no picture of it, nothing allowed by it
         return None
 
 
@@ -1267,7 +1267,7 @@ def _same_picture(a: Any, b: Any) -> bool:
         return False
     try:
         return bool(a == b)
-    except Exception:
+    except Exception:  # noqa: BLE001 - pictures compare as builtins, but a MemoryError on a huge one must read as not the same
         return False
 
 
@@ -1276,7 +1276,7 @@ def _request_ids(request: Any) -> tuple:
         call = request.tool_call
         tool, call_id = call.get("name"), call.get("id")
         return (tool if isinstance(tool, str) else None, call_id if isinstance(call_id, str) else None)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the request's tool_call (a user object) can raise anything: no name, no id
         return None, None
 
 

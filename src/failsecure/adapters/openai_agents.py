@@ -184,7 +184,7 @@ def _plain(value: Any) -> Any:
             return dict(value)
         dump = getattr(type(value), "model_dump", None)
         return dump(value) if callable(dump) else None
-    except Exception:
+    except Exception:  # noqa: BLE001 - a model_dump or mapping of the framework's or user's can raise anything: no plain arguments
         return None
 
 
@@ -206,7 +206,7 @@ def _callback_call(kind: str, tool: Optional[str], args: tuple) -> tuple:
             return name, plain_str(get("call_id")), None
         data = getattr(args[0], "data", None)  # on_approval_request(MCPToolApprovalRequest)
         return plain_str(getattr(data, "name", None)) or tool, plain_str(getattr(data, "id", None)), _plain(getattr(data, "arguments", None))
-    except Exception:
+    except Exception:  # noqa: BLE001 - the approval item or tool call (SDK or user objects) can raise anything: no call id, no arguments
         return tool, None, None
 
 
@@ -215,7 +215,7 @@ def _parsed(arguments: Any) -> Any:
         return None
     try:
         value = json.loads(arguments)
-    except Exception:
+    except (ValueError, RecursionError, MemoryError):  # all json.loads raises for a str: not JSON, nested too deep, too large
         return None
     return value if isinstance(value, dict) else None
 
@@ -429,7 +429,7 @@ class OpenAIAgentsAdapter(Adapter):
             return
         try:
             self._wrap_runs(sys.modules[RUNNER])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure to wrap the runner's entries refuses the adapter (loud, and every call denies)
             self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
 
     def _read_invocation(self, invoker: Any, args: tuple, kwargs: dict) -> tuple:
@@ -471,7 +471,7 @@ class OpenAIAgentsAdapter(Adapter):
             arguments = getattr(tool_call, "arguments", None)
             if call_id is None or call_id != plain_str(getattr(tool_call, "call_id", None)) or type(arguments) is not str:
                 return
-        except Exception:
+        except Exception:  # noqa: BLE001 - the SDK's nested-run state can raise anything: no grant, the call stays ungoverned (as without this)
             return
         self._granted(plain_str(getattr(func_tool, "name", None)), call_id, arguments)
 
@@ -543,7 +543,7 @@ class OpenAIAgentsAdapter(Adapter):
             return
         try:
             self._patch_mcp(module)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure to patch the MCP module refuses the adapter (loud, and every call denies)
             self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
 
     def _patch_mcp(self, module: Any) -> None:
@@ -639,7 +639,7 @@ class OpenAIAgentsAdapter(Adapter):
             return self._ask_rendered(decision, hook_id, tool)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: a needs_approval that cannot be judged is the call's deny, audited
             named = _function_call.get() or (None,)
             decision = self.failed(exc, named[0], hook=self.hook_id(NEEDS_APPROVAL))
             call_id = plain_str(rest[2]) if len(rest) > 2 else None
@@ -804,7 +804,7 @@ class OpenAIAgentsAdapter(Adapter):
             raise
         except self._tripwire:
             raise
-        except BaseException as exc:  # a bug here must not read as "no guardrail objected"
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not read as "no guardrail objected"; failed() says it and rejects
             hook = self.hook_id(GUARDRAIL_LOOP)
             decision = self.failed(exc, tool, call_id, hook=hook)
             return decision.reason or failure_reason(hook, Failure.RAISED)
@@ -877,7 +877,7 @@ class OpenAIAgentsAdapter(Adapter):
     def _approved(tool_context: Any, func_tool: Any) -> bool:
         try:
             status = tool_context.is_tool_approved(func_tool.name, tool_context.tool_call_id)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the SDK's approval lookup can raise anything: not approved, so the ask rejects the call
             return False
         return status is True
 

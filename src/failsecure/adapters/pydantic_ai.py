@@ -277,7 +277,7 @@ class PydanticAIAdapter(Adapter):
         if deferred is None:
             try:
                 deferred = importlib.import_module(DEFERRED)
-            except Exception:
+            except Exception:  # noqa: BLE001 - importing pydantic-ai's deferred-tools module can raise anything: then no approval handler is gated
                 deferred = None
         results = getattr(deferred, "DeferredToolResults", None)
         approved, denied = getattr(deferred, "ToolApproved", None), getattr(deferred, "ToolDenied", None)
@@ -339,7 +339,7 @@ class PydanticAIAdapter(Adapter):
                     if inner is not None:
                         pending.extend(inner if isinstance(inner, (list, tuple)) else (inner,))
             return False
-        except Exception:
+        except Exception:  # noqa: BLE001 - the agent's capabilities or toolsets (user objects) can raise anything: cannot tell, fail closed
             return True  # cannot tell: fail closed
 
     def _cap_gated(self, capability: Any, depth: int) -> bool:
@@ -473,7 +473,7 @@ class PydanticAIAdapter(Adapter):
                 return arguments
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - SystemExit too: hooks that cannot be listed are None entries, which _judge denies
             entries = None
         decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
         self._grant(decision, ctx, call, final)
@@ -526,7 +526,7 @@ class PydanticAIAdapter(Adapter):
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later(call_id))
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
-        except BaseException as exc:  # a bug here must not let the tool run unjudged
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not let the tool run unjudged; failed() says it and denies
             decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
         return decision, state["args"]
 
@@ -568,7 +568,7 @@ class PydanticAIAdapter(Adapter):
                                 found.append(self.callable_id(predicate))
                         toolset, inner = getattr(toolset, "wrapped", None), inner + 1
                 tool, depth = getattr(tool, "source_tool", None), depth + 1
-        except Exception:
+        except Exception:  # noqa: BLE001 - the tool's toolsets (user objects) can raise anything: no predicate found, so a required one fails closed
             return ()  # then a required predicate is missing here: fails closed
         return tuple(found)
 
@@ -672,7 +672,7 @@ class PydanticAIAdapter(Adapter):
             entries = self._entries(instance, ctx, call)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - SystemExit too: gates that cannot be listed are None entries, which _judge denies
             entries = None
         decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
         self._grant(decision, ctx, call, final)
@@ -715,7 +715,7 @@ class PydanticAIAdapter(Adapter):
             return tool
         try:
             self._leaf(cls)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a toolset class that cannot be patched: that leaf cannot check (documented), the gates still judge
             pass  # then the leaf cannot check: documented
         return tool
 
@@ -731,7 +731,7 @@ class PydanticAIAdapter(Adapter):
             if listed_func is not None:
                 return not (getattr(tool, "call_func", None) == listed_func)
             return name != getattr(getattr(listed, "tool_def", None), "name", name)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a hostile __eq__ or attribute on the tool: read as swapped, so the tool that runs is judged
             return True
 
     def _leaf(self, cls: type) -> None:
@@ -767,7 +767,7 @@ class PydanticAIAdapter(Adapter):
                 entries = self._entries(judged.root, ctx, call) if judged is not None else []
             except (KeyboardInterrupt, asyncio.CancelledError):
                 raise
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - SystemExit too: gates that cannot be listed are None entries, which _judge denies
                 entries = None
             decision, final = await self._judge(entries, ctx, call, tool_def, tool_args)
             self._grant(decision, ctx, dispatch.call, final)
@@ -860,7 +860,7 @@ class PydanticAIAdapter(Adapter):
             decision = await self.adecide_stage(tool_name, [outcome], call_id=call_id)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: an approval predicate that cannot be judged is the call's deny, audited
             decision = self.failed(exc, tool_name, call_id, hook=self.hook_id("approval_required_func"))
         if decision.action is not Action.ALLOW:
             self.granted(decision, tool_name, call_id, tool_args)  # takes the call's grant back
@@ -965,7 +965,7 @@ class PydanticAIAdapter(Adapter):
                 _APPROVED_BY.set(seen)
             for call_id in approved:
                 seen[call_id] = seen.get(call_id, ()) + (hook,)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the deferred results (user objects) can raise anything: nothing recorded, a required handler fails closed
             return  # then a required handler is missing at the call: fails closed
 
     async def _denied(self, requests: Any, outcome: Outcome) -> Any:
@@ -1025,7 +1025,7 @@ class PydanticAIAdapter(Adapter):
         def run() -> None:
             try:
                 agent.run_sync("self-test")
-            except Exception:
+            except Exception:  # noqa: BLE001 - the probe's agent run ends however it ends: the check is only whether the tool ran
                 pass
 
         self.run_probe(run)

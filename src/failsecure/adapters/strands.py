@@ -230,7 +230,7 @@ class StrandsAdapter(Adapter):
                 return wrapped(*args, **kwargs)
             try:
                 callbacks = list(instance.get_callbacks_for(event))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the registry's callbacks cannot be listed: the call is cancelled (audited), never run ungated
                 adapter._deny(event, adapter.failed(exc, adapter._tool(event), adapter._call_id(event), hook=adapter.hook_id("BeforeToolCallEvent")))
                 return event, []
             if any(inspect.iscoroutinefunction(cb) for cb in callbacks):
@@ -284,7 +284,7 @@ class StrandsAdapter(Adapter):
     def _tool_name(tool: Any) -> Optional[str]:
         try:
             name = tool.tool_name
-        except Exception:
+        except Exception:  # noqa: BLE001 - a tool's tool_name property can raise anything: no name
             return None
         return plain_str(name)
 
@@ -367,7 +367,7 @@ class StrandsAdapter(Adapter):
         stage = self._stage[0] if self._stage is not None else None
         try:
             tagged = agent._middleware_registry._handlers.get(stage) if stage is not None else None
-        except Exception:
+        except Exception:  # noqa: BLE001 - strands' middleware registry (private, may change) cannot be read: no later gate is known
             return ()
         return tuple(self.callable_id(_user_handler(t.handler)) for t in tagged or () if getattr(t, "phase", None) != "output")
 
@@ -432,7 +432,7 @@ class StrandsAdapter(Adapter):
         try:
             tool_use = event.tool_use
             return tool_use if isinstance(tool_use, dict) else None
-        except Exception:
+        except Exception:  # noqa: BLE001 - the event's tool_use property can raise anything: no tool use
             return None
 
     def _tool(self, event: Any) -> Optional[str]:
@@ -447,7 +447,7 @@ class StrandsAdapter(Adapter):
                 own = selected.tool_name
                 if type(own) is str and own:
                     return own
-        except Exception:
+        except Exception:  # noqa: BLE001 - the selected tool's tool_name can raise anything: the tool use's name stands
             pass
         return plain_str(name)
 
@@ -466,7 +466,7 @@ class StrandsAdapter(Adapter):
         into a direct call's input by identity, never deep-copied)."""
         try:
             return fingerprint((event.selected_tool, event.tool_use))
-        except Exception:
+        except Exception:  # noqa: BLE001 - the event's properties can raise anything: pictured as changed, judged again (denied if never settled)
             return CHANGED  # equal to nothing: judged again, denied if it never settles
 
     @staticmethod
@@ -547,7 +547,7 @@ class StrandsAdapter(Adapter):
             decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
                                    later=self._middleware_ids(getattr(event, 'agent', None)))
             return self._render(event, start, decision)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
             return event, []
 
@@ -587,7 +587,7 @@ class StrandsAdapter(Adapter):
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
                                           later=self._middleware_ids(getattr(event, 'agent', None)))
             return self._render(event, start, decision)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
             return event, []
 
@@ -975,7 +975,7 @@ class StrandsAdapter(Adapter):
             return True
         try:
             return a.tool is b.tool and fingerprint(a.tool_use) == fingerprint(b.tool_use) and fingerprint(a.tool_use) is not CHANGED
-        except Exception:
+        except Exception:  # noqa: BLE001 - the contexts' tool or tool_use can raise anything: not the same call, so it is judged again
             return False
 
     def _ctx_tool(self, ctx: Any) -> Optional[str]:
@@ -1003,7 +1003,7 @@ class StrandsAdapter(Adapter):
             try:
                 seen = adapter._judged.pop(adapter._ctx_call_id(ctx), None)
                 same = seen is not None and seen[0] is ctx.tool and seen[1] == fingerprint((ctx.tool, ctx.tool_use))
-            except Exception:
+            except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: not the call judged, so it is judged again
                 same = False
             if not same:
                 ctx, text = await adapter._regate(ctx, seen[2] if seen is not None else None)
@@ -1021,7 +1021,7 @@ class StrandsAdapter(Adapter):
         try:
             tool_use = ctx.tool_use
             return tool_use.get("toolUseId") if isinstance(tool_use, dict) else None
-        except Exception:
+        except Exception:  # noqa: BLE001 - the context's tool_use property can raise anything: no call id
             return None
 
     async def _regate(self, ctx: Any, kind: Any = None) -> tuple:
@@ -1032,7 +1032,7 @@ class StrandsAdapter(Adapter):
         try:
             event = (kind or events.BeforeToolCallEvent)(agent=ctx.agent, selected_tool=ctx.tool, tool_use=ctx.tool_use, invocation_state=ctx.invocation_state)
             hooks = ctx.agent.hooks
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the event cannot be built from the middleware's context: the call is cancelled (audited)
             decision = self.failed(exc, None, self._ctx_call_id(ctx), hook=self.hook_id("ExecuteToolStage"))
             return ctx, decision.reason or f"failsecure: hook '{self.hook_id('ExecuteToolStage')}' failed closed (raised)"
         _, interrupts = await self._agate(hooks, event, follow=False)
@@ -1078,7 +1078,7 @@ class StrandsAdapter(Adapter):
                 text = f"failsecure: hook '{decision.primary.hook if decision is not None and decision.primary else self.name}' denied the call"
         try:
             event.cancel_tool = text
-        except Exception:
+        except Exception:  # noqa: BLE001 - an event that refuses the write (a subclass's __setattr__): cancel_tool is written past it
             object.__setattr__(event, "cancel_tool", text)
 
     # ------------------------------------------------------------ Verdicts
@@ -1153,7 +1153,7 @@ def _user_handler(handler: Any) -> Any:
     if code is not None and getattr(handler, "__name__", "") == "adapted" and "handler" in code.co_freevars:
         try:
             return handler.__closure__[code.co_freevars.index("handler")].cell_contents
-        except Exception:
+        except Exception:  # noqa: BLE001 - an adapted handler's closure that cannot be read: the adapter closure itself is the hook
             return handler
     return handler
 
