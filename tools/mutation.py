@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ["verdict", "reduce", "guard", "policy", "failures", "integrity"]
+MODULES = ["verdict", "reduce", "guard", "policy", "failures", "integrity", "boundary"]
 # The test files that exercise those modules. The rest of tests/core (activation, adapter,
 # cli) patch process-wide state and fail when mutmut reorders them, so they are left out.
 TESTS = [
@@ -46,6 +46,16 @@ TESTS = [
     "test_policy_loader.py",
     "test_verdict.py",
     "test_integrity_fingerprint.py",
+    "test_integrity_settle.py",
+    "test_settle_calls.py",
+    "test_integrity_plugins.py",
+    "test_fingerprint_quick.py",
+    "test_guard_start.py",
+    "test_guard_start_failure.py",
+    "test_framework_settings.py",
+    "test_boundary.py",
+    "test_boundary_give_back.py",
+    "test_hookid_text.py",
 ]
 #: tests whose child process imports the package under test with ``-S`` from its own
 #: folder: a mutant's trampoline there records its hit in mutmut's stats, which looks for
