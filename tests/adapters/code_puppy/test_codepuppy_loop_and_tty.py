@@ -90,6 +90,45 @@ def test_the_loop_is_not_left_on_the_worker(cb, rig, run):
     assert seen == ["none"]
 
 
+@pytest.mark.parametrize("dispatch", ["sync", "async"])
+def test_a_sync_file_permission_callback_finds_the_running_loop(cb, rig, run, dispatch):
+    """``on_file_permission`` (the sync dispatcher) reached from inside a running loop, and
+    ``on_file_permission_async``: upstream calls the callback in the loop's thread."""
+    seen = []
+
+    def guard(*args, **kwargs):
+        seen.append(asyncio.get_running_loop())
+        return True
+
+    cb.register_callback("file_permission", guard)
+
+    async def inside():
+        if dispatch == "sync":
+            return cb.on_file_permission(None, "/tmp/x", "write")
+        return await cb.on_file_permission_async(None, "/tmp/x", "write")
+
+    assert run(inside()) == [True]
+    assert len(seen) == 1
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("allow", None)
+
+
+def test_a_sync_file_permission_callback_without_a_loop_has_none(cb, rig):
+    """The twin: the sync dispatcher with no running loop lends none (as upstream)."""
+    seen = []
+
+    def guard(*args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+            seen.append("loop")
+        except RuntimeError:
+            seen.append("none")
+        return False
+
+    cb.register_callback("file_permission", guard)
+    assert cb.on_file_permission(None, "/tmp/x", "write") == [False]
+    assert seen == ["none"] and rig.last()["outcome"] == "deny"
+
+
 # ---------------------------------------------------------------- the terminal
 
 
