@@ -91,7 +91,7 @@ def test_a_dict_subclass_updated_input_sends_the_judged_input(rig):
     answer = perm(_policy(), _callback("perm_items", lambda: PermissionResultAllow(updated_input=_Items(command="ls -la"))),
                   tool_input={"command": "ls"})
     # the CLI is sent what the encoder makes of it, {"command": "forbidden"}: the gates judge that
-    assert answer["response"]["behavior"] == "deny" and "policy" in answer["response"]["message"]
+    assert answer["response"] == {"behavior": "deny", "message": "deny"}  # the policy's own deny
     assert rig.last()["outcome"] == "deny"
 
 
