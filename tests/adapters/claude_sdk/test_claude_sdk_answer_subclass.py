@@ -107,3 +107,43 @@ def test_allow_twin_a_plain_allow_subclass_is_honoured(rig):
     denied = perm(_policy(), _callback("perm_mine_forbidden", lambda: Mine(updated_input={"command": "forbidden"})),
                   tool_input={"command": "ls"})
     assert denied["response"]["behavior"] == "deny"
+
+
+SECRET = sdk_rig.SECRET
+
+
+def _hostile_deny():
+    """A PermissionResultDeny subclass whose message raises (with a secret) when the SDK's
+    dispatcher reads it to write the answer."""
+    from claude_agent_sdk import PermissionResultDeny
+
+    class Hostile(PermissionResultDeny):
+        @property
+        def message(self):
+            if sys._getframe(1).f_code.co_name == "_handle_control_request":
+                raise RuntimeError(f"message failed on {SECRET}")
+            return "no"
+
+        @message.setter
+        def message(self, value):
+            pass
+
+    return Hostile()
+
+
+def test_a_deny_subclass_is_sent_as_the_deny_judged(rig):
+    answer = perm(_policy(), _callback("perm_hostile_deny", _hostile_deny), tool_input={"command": "ls"})
+    assert answer["subtype"] == "success" and SECRET not in str(answer)
+    assert answer["response"] == {"behavior": "deny", "message": "no"}
+    assert rig.last()["outcome"] == "deny"
+
+
+def test_allow_twin_a_plain_deny_subclass_is_honoured(rig):
+    from claude_agent_sdk import PermissionResultDeny
+
+    class Mine(PermissionResultDeny):
+        pass
+
+    answer = perm(_policy(), _callback("perm_mine_deny", lambda: Mine(message="not now", interrupt=True)),
+                  tool_input={"command": "ls"})
+    assert answer["response"] == {"behavior": "deny", "message": "not now", "interrupt": True}
