@@ -909,8 +909,11 @@ class ClaudeSDKAdapter(Adapter):
             message = native.message
             if type(message) is not str:
                 raise Invalid()
-            if type(native.interrupt) is not bool:
+            interrupt = native.interrupt
+            if type(interrupt) is not bool:
                 raise Invalid()
+            if type(native) is not types.PermissionResultDeny:  # a subclass: the fields as read
+                native = types.PermissionResultDeny(message=message, interrupt=interrupt)
             return Verdict(action=Action.DENY, reason=message or None, data=native)
         raise Invalid()
 
