@@ -12,7 +12,6 @@ import functools
 import threading
 
 import failsecure_adk_rig as adk_rig
-import pytest
 
 
 def hook_of(fn) -> str:

@@ -29,8 +29,7 @@ def _policy():
     async def policy(input_data, tool_use_id, context):
         command = input_data["tool_input"]["command"]
         decision = "deny" if "forbidden" in command else "allow"
-        return {"hookSpecificOutput": {"hookEventName": PRE, "permissionDecision": decision,
-                                       "permissionDecisionReason": decision}}
+        return {"hookSpecificOutput": {"hookEventName": PRE, "permissionDecision": decision, "permissionDecisionReason": decision}}
 
     return _matchers(named(policy, "policy"))
 
@@ -64,17 +63,20 @@ def _callback(name, make):
 
 
 def test_a_shifting_allow_subclass_sends_the_judged_input(rig):
-    answer = perm(_policy(), _callback("perm_shifting", lambda: _shifting_allow(None, {"command": "forbidden"})),
-                  tool_input={"command": "ls"})
+    answer = perm(
+        _policy(), _callback("perm_shifting", lambda: _shifting_allow(None, {"command": "forbidden"})), tool_input={"command": "ls"}
+    )
     assert answer["subtype"] == "success"
     assert answer["response"].get("updatedInput") != {"command": "forbidden"}
     assert answer["response"] == {"behavior": "allow", "updatedInput": {"command": "ls"}}
 
 
 def test_a_shifting_rewrite_sends_the_judged_rewrite(rig):
-    answer = perm(_policy(), _callback("perm_shifting_rewrite",
-                                       lambda: _shifting_allow({"command": "ls -la"}, {"command": "forbidden"})),
-                  tool_input={"command": "ls"})
+    answer = perm(
+        _policy(),
+        _callback("perm_shifting_rewrite", lambda: _shifting_allow({"command": "ls -la"}, {"command": "forbidden"})),
+        tool_input={"command": "ls"},
+    )
     assert answer["response"] == {"behavior": "allow", "updatedInput": {"command": "ls -la"}}
 
 
@@ -88,8 +90,11 @@ class _Items(dict):
 def test_a_dict_subclass_updated_input_sends_the_judged_input(rig):
     from claude_agent_sdk import PermissionResultAllow
 
-    answer = perm(_policy(), _callback("perm_items", lambda: PermissionResultAllow(updated_input=_Items(command="ls -la"))),
-                  tool_input={"command": "ls"})
+    answer = perm(
+        _policy(),
+        _callback("perm_items", lambda: PermissionResultAllow(updated_input=_Items(command="ls -la"))),
+        tool_input={"command": "ls"},
+    )
     # the CLI is sent what the encoder makes of it, {"command": "forbidden"}: the gates judge that
     assert answer["response"] == {"behavior": "deny", "message": "deny"}  # the policy's own deny
     assert rig.last()["outcome"] == "deny"
@@ -101,11 +106,11 @@ def test_allow_twin_a_plain_allow_subclass_is_honoured(rig):
     class Mine(PermissionResultAllow):
         pass
 
-    answer = perm(_policy(), _callback("perm_mine", lambda: Mine(updated_input={"command": "ls -la"})),
-                  tool_input={"command": "ls"})
+    answer = perm(_policy(), _callback("perm_mine", lambda: Mine(updated_input={"command": "ls -la"})), tool_input={"command": "ls"})
     assert answer["response"] == {"behavior": "allow", "updatedInput": {"command": "ls -la"}}
-    denied = perm(_policy(), _callback("perm_mine_forbidden", lambda: Mine(updated_input={"command": "forbidden"})),
-                  tool_input={"command": "ls"})
+    denied = perm(
+        _policy(), _callback("perm_mine_forbidden", lambda: Mine(updated_input={"command": "forbidden"})), tool_input={"command": "ls"}
+    )
     assert denied["response"]["behavior"] == "deny"
 
 
@@ -144,6 +149,5 @@ def test_allow_twin_a_plain_deny_subclass_is_honoured(rig):
     class Mine(PermissionResultDeny):
         pass
 
-    answer = perm(_policy(), _callback("perm_mine_deny", lambda: Mine(message="not now", interrupt=True)),
-                  tool_input={"command": "ls"})
+    answer = perm(_policy(), _callback("perm_mine_deny", lambda: Mine(message="not now", interrupt=True)), tool_input={"command": "ls"})
     assert answer["response"] == {"behavior": "deny", "message": "not now", "interrupt": True}

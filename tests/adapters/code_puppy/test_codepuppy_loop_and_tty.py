@@ -132,9 +132,12 @@ def test_a_sync_file_permission_callback_without_a_loop_has_none(cb, rig):
 # ---------------------------------------------------------------- the terminal
 
 
-@pytest.mark.xfail(strict=True, reason="on a TTY every gating callback loses the default deadline "
-                   "(adapters/codepuppy.py _interactive); narrowing it to callbacks that ask a person "
-                   "changes test_codepuppy_dispatch.py::test_tty_call_gets_no_default_deadline's assertion")
+@pytest.mark.xfail(
+    strict=True,
+    reason="on a TTY every gating callback loses the default deadline "
+    "(adapters/codepuppy.py _interactive); narrowing it to callbacks that ask a person "
+    "changes test_codepuppy_dispatch.py::test_tty_call_gets_no_default_deadline's assertion",
+)
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_terminal_keeps_the_deadline_of_a_callback_that_asks_nobody(cb, rig, run, tty, phase):
     async def guard(*args, **kwargs):

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
-
 import failsecure_hermes_rig as H
+import pytest
 
 
 def middleware_plugin(rig, stem: str, body: str) -> str:

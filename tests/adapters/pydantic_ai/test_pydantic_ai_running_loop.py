@@ -8,7 +8,6 @@ import asyncio
 import threading
 
 import pytest
-
 from failsecure_pai_rig import hook_id, make_model, run_agent
 
 MODES = ("sync", "async")
