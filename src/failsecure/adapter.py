@@ -1223,11 +1223,30 @@ from .integrity import (  # noqa: E402  (argument integrity: docs/integrity.md)
 )
 from .reduce import RANK, ask_unsupported  # noqa: E402  (what outranks what; the deny text of an ASK a framework cannot render)
 
+
+def on_loop(loop: Any, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with ``loop`` as this thread's running loop: a sync gate the
+    framework calls on its event loop may ask for it (``asyncio.get_running_loop()``), and
+    failsecure runs it on its worker for the deadline while the loop's own thread waits.
+    The thread's own running loop (none, on a worker) is put back after."""
+    events = sys.modules.get("asyncio.events")  # imported: the loop came from it
+    get_loop = getattr(events, "_get_running_loop", None)
+    set_loop = getattr(events, "_set_running_loop", None)
+    if get_loop is None or set_loop is None:
+        return fn(*args, **kwargs)
+    previous = get_loop()
+    set_loop(loop)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        set_loop(previous)
+
+
 __all__ = (
     "Adapter", "Check", "IdCache", "Later", "PatchError", "Ungoverned",
     "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "awaitable",
     "callable_name", "close_awaitable",
-    "command_name", "current_config", "fingerprint", "is_async", "nonempty_str", "plain_str", "plugin_gates", "process_failure", "run_command", "same",
+    "command_name", "current_config", "fingerprint", "is_async", "nonempty_str", "on_loop", "plain_str", "plugin_gates", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )
 

@@ -77,6 +77,7 @@ from failsecure.adapter import (
     fingerprint,
     is_async,
     nonempty_str,
+    on_loop,
     plain_str,
     when_imported,
 )
@@ -469,10 +470,15 @@ class ADKAdapter(Adapter):
             return run
 
         if calls:
+            # a sync callback runs where ADK runs it, on the loop: on the worker (for its
+            # deadline) it is lent the loop, which may ask for it (get_running_loop)
+            loop = asyncio.get_running_loop()
+            direct = all(plain or is_async(fn) for _, fn, _, _, plain in calls)
+            calls = [c if is_async(c[1]) else (c[0], on_loop, (loop, c[1], *c[2]), c[3], c[4]) for c in calls]
             # callback by callback: a stamping callback settles, one after the last
             # rewrite runs once, a deny in any pass stands
             steps = [step(*c) for c in calls]
-            if all(plain or is_async(fn) for _, fn, _, _, plain in calls):
+            if direct:
                 # pass 1 as one batch: each run of plain sync callbacks one hand-off, held
                 # on the loop as above; a callable object or partial (it may answer an
                 # awaitable) keeps its own step, off the loop

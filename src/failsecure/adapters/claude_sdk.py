@@ -883,20 +883,37 @@ class ClaudeSDKAdapter(Adapter):
         anything else is INVALID (upstream raises TypeError and the CLI is told the
         exception text)."""
         types = sys.modules[TYPES]
-        if type(native) is types.PermissionResultAllow or isinstance(native, types.PermissionResultAllow):
-            updated = native.updated_input
+        allow_type = types.PermissionResultAllow
+        if type(native) is allow_type or isinstance(native, allow_type):
+            updated = native.updated_input  # each field read once: what is judged is what is sent
             if updated is not None and not isinstance(updated, dict):
                 raise Invalid()
             permissions = native.updated_permissions
             if permissions is not None and not isinstance(permissions, list):
                 raise Invalid()
+            if updated is not None:
+                # the SDK sends json.dumps of it (a dict subclass: its own items()): the
+                # gates judge, and the CLI is sent, that wire form
+                try:
+                    updated = json.loads(json.dumps(updated))
+                except Exception:
+                    raise Invalid() from None
+                if type(updated) is not dict:
+                    raise Invalid()
+            if updated is not None or type(native) is not allow_type:
+                # a plain answer of the fields as read: a subclass's property cannot answer
+                # the SDK's own read with another input
+                native = allow_type(updated_input=updated, updated_permissions=permissions)
             return Verdict(action=Action.ALLOW, data=native)
         if isinstance(native, types.PermissionResultDeny):
             message = native.message
             if type(message) is not str:
                 raise Invalid()
-            if type(native.interrupt) is not bool:
+            interrupt = native.interrupt
+            if type(interrupt) is not bool:
                 raise Invalid()
+            if type(native) is not types.PermissionResultDeny:  # a subclass: the fields as read
+                native = types.PermissionResultDeny(message=message, interrupt=interrupt)
             return Verdict(action=Action.DENY, reason=message or None, data=native)
         raise Invalid()
 

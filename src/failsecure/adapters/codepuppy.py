@@ -60,6 +60,7 @@ from failsecure.adapter import (
     close_awaitable,
     command_name,
     is_async,
+    on_loop,
     plain_str,
     process_failure,
     run_command,
@@ -190,21 +191,21 @@ def _interactive() -> bool:
         return False
 
 
-def _loop_running() -> bool:
+def _running_loop() -> Any:
     try:
-        asyncio.get_running_loop()
-        return True
+        return asyncio.get_running_loop()
     except RuntimeError:
-        return False
+        return None
 
 
-def _run_sync_callback(callback: Any, loop_running: bool, args: tuple, kwargs: dict) -> Any:
+def _run_sync_callback(callback: Any, loop: Any, args: tuple, kwargs: dict) -> Any:
     """What upstream's sync loop does with one callback: an async callback is run with
     ``asyncio.run`` when the dispatching thread has no running loop. With a running loop
-    the coroutine is handed back, and the guard judges it INVALID (undecided is not
-    unopposed) where upstream records ``None``."""
-    result = callback(*args, **kwargs)
-    if not loop_running and asyncio.iscoroutine(result):
+    (``loop``) the callback has it as its running loop, as in the dispatching thread, and a
+    coroutine is handed back: the guard judges it INVALID (undecided is not unopposed)
+    where upstream records ``None``."""
+    result = callback(*args, **kwargs) if loop is None else on_loop(loop, callback, *args, **kwargs)
+    if loop is None and asyncio.iscoroutine(result):
         return asyncio.run(result)
     return result
 
@@ -603,6 +604,7 @@ class CodePuppyAdapter(Adapter):
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
             interactive = _interactive()
+            loop = asyncio.get_running_loop()
 
             opted: set = set()
             calls: list = []
@@ -610,7 +612,10 @@ class CodePuppyAdapter(Adapter):
                 hook_id = self.callable_id(callback)
                 if self._opted_in(phase, callback):
                     opted.add(hook_id)
-                calls.append((hook_id, callback, args, kwargs, validate))
+                if is_async(callback):
+                    calls.append((hook_id, callback, args, kwargs, validate))
+                else:  # upstream calls it on the loop: on the worker it is lent the loop
+                    calls.append((hook_id, on_loop, (loop, callback, *args), kwargs, validate))
 
             def step(call: tuple) -> Any:
                 async def run() -> list:  # one callback, and the command hooks it ran, judged
@@ -677,13 +682,13 @@ class CodePuppyAdapter(Adapter):
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
             interactive = _interactive()
-            loop_running = _loop_running()
+            loop = _running_loop()
             calls, opted = [], set()
             for callback in self._callbacks.get_callbacks(phase):
                 hook_id = self.callable_id(callback)
                 if self._opted_in(phase, callback):
                     opted.add(hook_id)
-                calls.append((hook_id, _run_sync_callback, (callback, loop_running, args, kwargs), None, validate))
+                calls.append((hook_id, _run_sync_callback, (callback, loop, args, kwargs), None, validate))
             outcomes = self.hook_calls(calls, interactive)  # one thread hand-off for all of them
             return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes, frozenset(opted)), outcomes)
         except KeyboardInterrupt:

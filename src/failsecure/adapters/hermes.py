@@ -38,6 +38,7 @@ import importlib
 import json
 import os
 import sys
+from time import perf_counter
 from typing import Any, Optional
 
 from failsecure.adapter import (
@@ -247,8 +248,9 @@ class HermesAdapter(Adapter):
                 entered = CHANGED
 
             def guarded(final_args):
+                late = state.late()  # a middleware that held the call past its deadline: a late answer
                 state.reached = True
-                blocked = adapter._before_tool(tool, final_args, state, kwargs, entered)
+                blocked = adapter._before_tool(tool, final_args, state, kwargs, entered, late)
                 if blocked is not None:
                     return json.dumps({"error": blocked}, ensure_ascii=False)
                 return terminal(final_args)
@@ -262,17 +264,26 @@ class HermesAdapter(Adapter):
         self.wrap(middleware, "_get_middleware_callbacks", callbacks)
         self.wrap(middleware, "run_tool_execution_middleware", run_chain)
 
-    def _before_tool(self, tool: Any, final_args: Any, state: "_ChainState", context: dict, entered: Any = None) -> Optional[str]:
+    def _before_tool(self, tool: Any, final_args: Any, state: "_ChainState", context: dict, entered: Any = None,
+                     late: Any = None) -> Optional[str]:
         """The last step before the tool: a block message, or None to run it. Arguments
         a middleware changed are judged again, and that decision is the call's one grant:
-        the grant of the arguments the chain was entered with (``entered``) goes."""
+        the grant of the arguments the chain was entered with (``entered``) goes. ``late``:
+        the middleware that held the call past its deadline before handing it on."""
         call_id = context.get("tool_call_id")
         call_id = call_id if isinstance(call_id, str) and call_id else None
         try:
-            if state.failed is not None:
-                hook, exc_type = state.failed
-                outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=exc_type)
-                return self.decide(tool if isinstance(tool, str) else None, [outcome], call_id=call_id).reason
+            if state.failed is not None or late is not None:
+                if state.failed is not None:
+                    hook, exc_type = state.failed
+                    outcome = Outcome(hook=hook, failure=Failure.RAISED, exception_type=exc_type)
+                else:
+                    outcome = Outcome(hook=late, failure=Failure.TIMEOUT)
+                decision = self.decide(tool if isinstance(tool, str) else None, [outcome], call_id=call_id)
+                if decision.denied:
+                    return decision.reason
+                if state.failed is not None:
+                    return None
             judged = _judged.get()
             if judged is not None and judged[0] == tool and same(judged[1], fingerprint(final_args)):
                 return None
@@ -480,11 +491,25 @@ _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_herm
 class _ChainState:
     """One run of the tool-execution middleware chain."""
 
-    __slots__ = ("reached", "failed")
+    __slots__ = ("reached", "failed", "held")
 
     def __init__(self) -> None:
         self.reached = False  # the tool (the chain's terminal call) was reached
         self.failed: Any = None  # (hook id, exception type) of a middleware that raised first
+        self.held: list = []  # (hook id, when it was handed the call) of each middleware, in order
+
+    def late(self) -> Any:
+        """The hook id of the first middleware that held the call past its deadline before
+        handing it on (the next one, or the tool, was reached after it), else None."""
+        now, held = perf_counter(), self.held
+        if not held:
+            return None
+        config = current_config()
+        for i, (hook, since) in enumerate(held):
+            limit = config.timeout_for(hook)
+            if limit and (held[i + 1][1] if i + 1 < len(held) else now) - since > limit:
+                return hook
+        return None
 
 
 _chain: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_chain", default=None)
@@ -525,6 +550,8 @@ def _watched(callback: Any, state: _ChainState, hook: str) -> Any:
     it and runs the tool; failsecure's terminal step then denies)."""
 
     def middleware(**kwargs):
+        if not state.reached:
+            state.held.append((hook, perf_counter()))
         try:
             return callback(**kwargs)
         except Exception as exc:

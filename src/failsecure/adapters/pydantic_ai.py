@@ -68,7 +68,7 @@ import importlib
 import sys
 from typing import Any
 
-from failsecure.adapter import Adapter, PatchError, Ungoverned, asettle, same, snapshot, when_imported
+from failsecure.adapter import Adapter, PatchError, Ungoverned, asettle, is_async, on_loop, same, snapshot, when_imported
 from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
 
 HOOKS = "pydantic_ai.capabilities.hooks"
@@ -854,8 +854,11 @@ class PydanticAIAdapter(Adapter):
         call_id = getattr(call, "tool_call_id", None)
         call_id = call_id if isinstance(call_id, str) and call_id else None
         try:
+            asked = (predicate,) if is_async(predicate) else (on_loop, asyncio.get_running_loop(), predicate)
+            # upstream calls it inline on the loop: a sync one is lent the loop on the worker
             outcome = await self.ahook_call(
-                self.callable_id(predicate), predicate, ctx, getattr(tool, "tool_def", None), tool_args, _validate=self._predicate_verdict
+                self.callable_id(predicate), *asked, ctx, getattr(tool, "tool_def", None), tool_args,
+                _validate=self._predicate_verdict,
             )
             decision = await self.adecide_stage(tool_name, [outcome], call_id=call_id)
         except (KeyboardInterrupt, asyncio.CancelledError):
