@@ -896,7 +896,7 @@ class ClaudeSDKAdapter(Adapter):
                 # gates judge, and the CLI is sent, that wire form
                 try:
                     updated = json.loads(json.dumps(updated))
-                except Exception:
+                except Exception:  # noqa: BLE001 - the answer's own objects (a dict subclass, a hostile __str__) can raise anything while written: junk, denied
                     raise Invalid() from None
                 if type(updated) is not dict:
                     raise Invalid()
