@@ -240,7 +240,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     if record:
         from failsecure.runner.protocols import host_capped
 
-        timeout = host_capped(timeout, record)  # the host's clock, as its settings say now
+        timeout = host_capped(timeout, record, proto.host_default_timeout)  # the host's clock, as its settings say now
     deadline = start + timeout
 
     raw, payload_ok = process.read_payload(stdin_fd, deadline)
