@@ -158,7 +158,8 @@ def _doctor(args) -> int:
         "hosts": _host_settings(),
         "codex_hook_trust": _codex_hook_trust(),
     }
-    failed = bool(config.error) or bool(plugins.load_failures) or any(h["bare"] or h.get("disable_all_hooks") for h in report["hosts"]) or any(
+    failed = bool(config.error) or bool(plugins.load_failures) or any(
+        h["bare"] or h.get("disable_all_hooks") or h.get("shell_prefix") for h in report["hosts"]) or any(
         not t.get("trusted") for t in report["codex_hook_trust"]) or any(
         (r.get("state") == "refused" and r.get("version") is not None)
         or r.get("patch_lost")
@@ -222,6 +223,10 @@ def _doctor(args) -> int:
         if h.get("disable_all_hooks"):
             lines.append(f"WARNING: host {h['host']} {h['path']}: \"disableAllHooks\": true switches every hook off, "
                          "the wrapped guards included (a repository can ship this in .claude/settings.json)")
+        if h.get("shell_prefix"):
+            lines.append(f"WARNING: host {h['host']} {h['path']}: its \"env\" sets \"CLAUDE_CODE_SHELL_PREFIX\": Claude Code "
+                         "launches every shell-form hook through that program, which decides whether the wrapped guard runs "
+                         "(a repository can ship this in .claude/settings.json; exec-form hooks are not launched through it)")
     lines += _codex_hook_trust_lines(report["codex_hook_trust"])
     _out("\n".join(lines))
     return 1 if failed else 0
@@ -310,6 +315,9 @@ def _host_settings() -> list[dict]:
                     row["wrapped" if settings._is_wrapped(handler) else "bare"] += 1
                 if host == "claude" and document.get("disableAllHooks") is True:
                     row["disable_all_hooks"] = True  # Claude Code then runs no hook, wrapped guards included
+                env = document.get("env") if host == "claude" else None
+                if isinstance(env, dict) and env.get("CLAUDE_CODE_SHELL_PREFIX"):
+                    row["shell_prefix"] = True  # shell-form hooks launched through it (its value never printed)
             except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
                 row["error"] = str(exc)[:200] if type(exc).__name__ == "InstallError" else type_name(exc)
             rows.append(row)
