@@ -224,6 +224,10 @@ def append_bounded(path, data, bound):
 
 def _own_deny(hid, reason):
     reason = (reason or "").strip()[:REASON_CAP]
+    try:
+        reason.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (valid JSON: "\ud800"): shown as U+FFFD, still the hook's deny
+        reason = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in reason)
     return Verdict(Action.DENY, reason or "failsecure: hook '%s' denied" % (hid,))
 
 

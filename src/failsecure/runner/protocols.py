@@ -96,9 +96,12 @@ def parse_answer(text):
     if not text.strip(_JSON_WS):
         return None
     try:
-        obj = _loads(text)
+        # a key given twice is read differently by each host's parser (JSON.parse: the
+        # last; others: the first, or the answer is rejected): the hook's meaning is not
+        # one answer, so it is invalid (deny outranks allow in any order)
+        obj = _loads(text, unique=True)
     except ValueError:
-        raise Invalid(why="stdout is not JSON") from None
+        raise Invalid(why="stdout is not JSON with distinct keys") from None
     if not isinstance(obj, dict):
         raise Invalid(why="stdout is not a JSON object")
     return obj
