@@ -40,7 +40,7 @@ def _unique_pairs(pairs):
 
 
 class _UniqueContext(_Context):
-    object_pairs_hook = staticmethod(_unique_pairs)
+    object_pairs_hook = staticmethod(_unique_pairs)  # type: ignore[assignment]
 
 
 try:
