@@ -506,3 +506,26 @@ def test_doctor_flags_a_projects_shell_prefix(tmp_path):
     (project / ".claude" / "settings.json").write_text(json.dumps({"env": {"OTHER": "x"}}))  # twin
     out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
     assert "CLAUDE_CODE_SHELL_PREFIX" not in out.stdout and out.returncode == 0, out.stdout
+
+
+@pytest.mark.parametrize("switch", [{"enabled": False}, {"disabled": ["guard"]}], ids=["all-off", "by-name"])
+def test_doctor_flags_a_workspaces_gemini_hooks_switch(tmp_path, switch):
+    # Gemini CLI merges hooksConfig from a trusted workspace's .gemini/settings.json:
+    # `enabled: false` or `disabled: [...]` switches the user's wrapped guard off
+    # (tests/command_hooks/gemini_cli/test_workspace_settings.py)
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    user = home / ".gemini" / "settings.json"
+    user.write_text(json.dumps({"hooks": {"BeforeTool": [{"hooks": [{"type": "command", "name": "guard", "command": "guard.sh"}]}]}}))
+    settings.wrap_settings(str(user), "gemini", environ=clean_env())
+    project = tmp_path / "project"
+    (project / ".gemini").mkdir(parents=True)
+    (project / ".gemini" / "settings.json").write_text(json.dumps({"hooksConfig": switch}))
+    env = dict(clean_env(), HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    doctor = [sys.executable, "-m", "failsecure", "doctor", "--no-self-test"]
+    out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
+    assert out.returncode == 1, out.stdout
+    assert '"hooksConfig"' in out.stdout and str(project / ".gemini" / "settings.json") in out.stdout
+    (project / ".gemini" / "settings.json").write_text(json.dumps({"hooksConfig": {"notifications": False}}))  # twin
+    out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
+    assert "hooksConfig" not in out.stdout and out.returncode == 0, out.stdout
