@@ -159,7 +159,8 @@ def _doctor(args) -> int:
         "codex_hook_trust": _codex_hook_trust(),
     }
     failed = bool(config.error) or bool(plugins.load_failures) or any(
-        h["bare"] or h.get("disable_all_hooks") or h.get("shell_prefix") for h in report["hosts"]) or any(
+        h["bare"] or h.get("disable_all_hooks") or h.get("shell_prefix") or h.get("hooks_switched_off")
+        for h in report["hosts"]) or any(
         not t.get("trusted") for t in report["codex_hook_trust"]) or any(
         (r.get("state") == "refused" and r.get("version") is not None)
         or r.get("patch_lost")
@@ -223,6 +224,10 @@ def _doctor(args) -> int:
         if h.get("disable_all_hooks"):
             lines.append(f"WARNING: host {h['host']} {h['path']}: \"disableAllHooks\": true switches every hook off, "
                          "the wrapped guards included (a repository can ship this in .claude/settings.json)")
+        if h.get("hooks_switched_off"):
+            lines.append(f"WARNING: host {h['host']} {h['path']}: \"hooksConfig\" {h['hooks_switched_off']}: Gemini CLI merges it "
+                         "from every scope, so the wrapped guards it names do not run (a trusted workspace can ship this in "
+                         ".gemini/settings.json)")
         if h.get("shell_prefix"):
             lines.append(f"WARNING: host {h['host']} {h['path']}: its \"env\" sets \"CLAUDE_CODE_SHELL_PREFIX\": Claude Code "
                          "launches every shell-form hook through that program, which decides whether the wrapped guard runs "
@@ -315,6 +320,11 @@ def _host_settings() -> list[dict]:
                     row["wrapped" if settings._is_wrapped(handler) else "bare"] += 1
                 if host == "claude" and document.get("disableAllHooks") is True:
                     row["disable_all_hooks"] = True  # Claude Code then runs no hook, wrapped guards included
+                switch = document.get("hooksConfig") if host == "gemini" else None
+                if isinstance(switch, dict) and (switch.get("enabled") is False or switch.get("disabled")):
+                    # merged from every scope (disabled: a union): the user's guard does not run
+                    row["hooks_switched_off"] = ("enabled: false switches every hook off" if switch.get("enabled") is False
+                                                 else "disabled lists hook(s) that then never run")
                 env = document.get("env") if host == "claude" else None
                 if isinstance(env, dict) and env.get("CLAUDE_CODE_SHELL_PREFIX"):
                     row["shell_prefix"] = True  # shell-form hooks launched through it (its value never printed)
