@@ -30,25 +30,40 @@ class _Context:
     memo = None
 
 
+def _unique_pairs(pairs):
+    """An object whose keys are all different, else ValueError: parsers disagree on a
+    key given twice (the last wins, the first wins, or the document is rejected)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("duplicate key in a JSON object")
+    return obj
+
+
+class _UniqueContext(_Context):
+    object_pairs_hook = staticmethod(_unique_pairs)  # type: ignore[assignment]
+
+
 try:
     from _json import encode_basestring_ascii as _encode_str
     from _json import make_scanner as _make_scanner
 
     _scan_once = _make_scanner(_Context())  # type: ignore[arg-type]
+    _scan_unique = _make_scanner(_UniqueContext())  # type: ignore[arg-type]
 except ImportError:  # pragma: no cover - CPython always ships _json
-    _scan_once = None  # type: ignore[assignment]
+    _scan_once = _scan_unique = None  # type: ignore[assignment]
     _encode_str = None  # type: ignore[assignment]
 
 
-def loads(text):
-    """Parse one strict JSON document from ``text`` (str or bytes)."""
+def loads(text, unique=False):
+    """Parse one strict JSON document from ``text`` (str or bytes); ``unique``: an
+    object with a key given twice is a ValueError too."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")  # UnicodeDecodeError is a ValueError
     if _scan_once is None:  # pragma: no cover
         import json
 
         try:
-            return json.loads(text, parse_constant=_reject_constant)
+            return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_pairs if unique else None)
         except RecursionError:
             raise ValueError("JSON nested too deeply") from None
     end = len(text.rstrip(_WS))
@@ -56,7 +71,7 @@ def loads(text):
     if start >= end:
         raise ValueError("empty JSON document")
     try:
-        value, stop = _scan_once(text, start)
+        value, stop = (_scan_unique if unique else _scan_once)(text, start)
     except StopIteration as exc:
         raise ValueError("invalid JSON at %d" % exc.value) from None
     except SystemError:

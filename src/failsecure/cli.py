@@ -157,9 +157,12 @@ def _doctor(args) -> int:
         "frameworks": rows,
         "hosts": _host_settings(),
         "codex_hook_trust": _codex_hook_trust(),
+        "codex_hooks_off": _codex_hooks_off(),
     }
-    failed = bool(config.error) or bool(plugins.load_failures) or any(h["bare"] or h.get("disable_all_hooks") for h in report["hosts"]) or any(
-        not t.get("trusted") for t in report["codex_hook_trust"]) or any(
+    failed = bool(config.error) or bool(plugins.load_failures) or any(
+        h["bare"] or h.get("disable_all_hooks") or h.get("shell_prefix") or h.get("hooks_switched_off")
+        for h in report["hosts"]) or any(
+        not t.get("trusted") for t in report["codex_hook_trust"]) or bool(report["codex_hooks_off"]) or any(
         (r.get("state") == "refused" and r.get("version") is not None)
         or r.get("patch_lost")
         or _unguarded(r)
@@ -222,7 +225,18 @@ def _doctor(args) -> int:
         if h.get("disable_all_hooks"):
             lines.append(f"WARNING: host {h['host']} {h['path']}: \"disableAllHooks\": true switches every hook off, "
                          "the wrapped guards included (a repository can ship this in .claude/settings.json)")
+        if h.get("hooks_switched_off"):
+            lines.append(f"WARNING: host {h['host']} {h['path']}: \"hooksConfig\" {h['hooks_switched_off']}: Gemini CLI merges it "
+                         "from every scope, so the wrapped guards it names do not run (a trusted workspace can ship this in "
+                         ".gemini/settings.json)")
+        if h.get("shell_prefix"):
+            lines.append(f"WARNING: host {h['host']} {h['path']}: its \"env\" sets \"CLAUDE_CODE_SHELL_PREFIX\": Claude Code "
+                         "launches every shell-form hook through that program, which decides whether the wrapped guard runs "
+                         "(a repository can ship this in .claude/settings.json; exec-form hooks are not launched through it)")
     lines += _codex_hook_trust_lines(report["codex_hook_trust"])
+    for row in report["codex_hooks_off"]:
+        lines.append(f"WARNING: codex config {row['path']}: [features] {row['key']} = false: Codex runs no hook, the wrapped "
+                     "guards included (a trusted project can ship this in .codex/config.toml)")
     _out("\n".join(lines))
     return 1 if failed else 0
 
@@ -250,6 +264,43 @@ def _codex_hook_trust() -> list[dict]:
         status = hook.get("trustStatus")
         rows.append({"key": key, "source": hook.get("source"), "status": status,
                      "trusted": status == settings.CODEX_TRUSTED or bool(hook.get("isManaged"))})
+    return rows
+
+
+def _codex_hooks_off() -> list[dict]:
+    """Codex config layers that switch hooks off (`[features] hooks = false`, or the
+    deprecated `codex_hooks = false`): the user's ($CODEX_HOME/config.toml) and every
+    project `.codex/config.toml` from here upward (a trusted project's is layered over
+    the user's). Codex then runs no hook, however trusted."""
+    import os
+
+    paths = [os.path.join(os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex"), "config.toml")]
+    here = os.getcwd()
+    while True:
+        paths.append(os.path.join(here, ".codex", "config.toml"))
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    rows = []
+    seen = set()
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen or not os.path.isfile(real) or os.path.getsize(real) > 4 << 20:
+            continue
+        seen.add(real)
+        try:
+            import tomllib
+
+            with open(real, "rb") as fh:
+                features = tomllib.load(fh).get("features")
+        except Exception:  # noqa: BLE001 - a config Codex cannot read either: nothing to flag here
+            continue
+        if not isinstance(features, dict):
+            continue
+        for key in ("hooks", "codex_hooks"):
+            if features.get(key) is False:
+                rows.append({"path": os.path.abspath(path), "key": key})
     return rows
 
 
@@ -310,6 +361,14 @@ def _host_settings() -> list[dict]:
                     row["wrapped" if settings._is_wrapped(handler) else "bare"] += 1
                 if host == "claude" and document.get("disableAllHooks") is True:
                     row["disable_all_hooks"] = True  # Claude Code then runs no hook, wrapped guards included
+                switch = document.get("hooksConfig") if host == "gemini" else None
+                if isinstance(switch, dict) and (switch.get("enabled") is False or switch.get("disabled")):
+                    # merged from every scope (disabled: a union): the user's guard does not run
+                    row["hooks_switched_off"] = ("enabled: false switches every hook off" if switch.get("enabled") is False
+                                                 else "disabled lists hook(s) that then never run")
+                env = document.get("env") if host == "claude" else None
+                if isinstance(env, dict) and env.get("CLAUDE_CODE_SHELL_PREFIX"):
+                    row["shell_prefix"] = True  # shell-form hooks launched through it (its value never printed)
             except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
                 row["error"] = str(exc)[:200] if type(exc).__name__ == "InstallError" else type_name(exc)
             rows.append(row)

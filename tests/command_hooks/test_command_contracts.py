@@ -130,3 +130,34 @@ def test_missing_runner_still_blocks(tmp_path, host):
         True,
         failure_reason(hook_id("exit 0"), "missing"),
     )
+
+
+# ---------------------------------------------------------------- a Kiro hook that sets no timeout
+# Kiro CLI gives a hook that sets no `timeout_ms` 30,000 ms (kiro.dev/docs/cli/hooks, in
+# /work/shared/upstream/hosts.md) and a host timeout is an allow. `hook install` writes
+# no timeout for such a hook, so the runner's own deadline must stay below the host's
+# 30 s with margin: a runner that answers at 30 s answers after the host gave up.
+
+KIRO_CLI_DEFAULT = 30.0
+
+
+def _kiro_cli_agent(tmp_path, hook_command):
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps({"hooks": {"preToolUse": [{"matcher": "execute_bash", "command": hook_command}]}}))
+    wrap(str(path), "kiro")
+    handler = json.loads(path.read_text())["hooks"]["preToolUse"][0]
+    assert "timeout_ms" not in handler and "timeout" not in handler  # the host's default applies
+    return handler
+
+
+def test_kiro_hook_without_a_timeout_is_denied_before_the_hosts_default(tmp_path):
+    handler = _kiro_cli_agent(tmp_path, "sleep 60")
+    blocked, why = kiro_crew_blocks(handler["command"], payload_for("claude"), timeout=KIRO_CLI_DEFAULT)
+    assert (blocked, why) == (True, failure_reason(hook_id("sleep 60"), "timeout"))
+
+
+def test_kiro_hook_without_a_timeout_allow_twin(tmp_path):
+    handler = _kiro_cli_agent(tmp_path, "sleep 1; exit 0")
+    proc = subprocess.run(["/bin/sh", "-c", handler["command"]], input=payload_for("claude"), capture_output=True,
+                          timeout=KIRO_CLI_DEFAULT)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")

@@ -21,6 +21,9 @@ from failsecure.verdict import Action, Failure, Outcome, Verdict
 CONFIG_HOOK = "failsecure:config"  # the hook id the core blames for an invalid config
 REASON_CAP = 2000  # characters of a hook's own deny reason passed on
 AUDIT_BOUND = 1.0  # seconds the audit append may take after the answer is out
+# ... and never past the runner's deadline plus this: hosts read the answer at the exit,
+# and the host's clock is at least protocols.HOST_MARGIN_MIN (0.5 s) beyond the deadline
+AUDIT_PAST_DEADLINE = 0.25
 
 # In-process callers (tests) run with the host's signals as they are; the `hook run`
 # entry point sets this: it is a process of its own, and terminating it must deny.
@@ -132,6 +135,7 @@ class _Call:
         self.stderr_fd = stderr_fd
         self.state = state
         self.event = self.tool = self.call_id = None
+        self.deadline = None  # the runner's deadline (monotonic), once known
 
     def elapsed(self):
         return (time.monotonic() - self.start) * 1000.0
@@ -141,7 +145,8 @@ class _Call:
 
         The answer never waits on the audit file: it is written first, and the audit
         append that follows opens without blocking (a FIFO or device is never
-        written), takes the lock with LOCK_NB for at most AUDIT_BOUND seconds, and is
+        written), takes the lock with LOCK_NB for at most AUDIT_BOUND seconds (never past the
+        deadline plus AUDIT_PAST_DEADLINE), and is
         dropped past that, so the exit status the host waits for comes in bounded time."""
         if self.state is not None:
             self.state.done = code
@@ -164,7 +169,10 @@ class _Call:
                 )
                 from failsecure._fastjson import dumps
 
-                append_bounded(audit_path, (dumps(event) + "\n").encode("utf-8"), AUDIT_BOUND)
+                bound = AUDIT_BOUND
+                if self.deadline is not None:  # the exit the host waits for stays before its clock
+                    bound = min(bound, max(0.0, self.deadline + AUDIT_PAST_DEADLINE - time.monotonic()))
+                append_bounded(audit_path, (dumps(event) + "\n").encode("utf-8"), bound)
             except Exception:  # noqa: BLE001 - audit must never flip or lose the answer
                 pass  # audit must never flip or lose the answer
         return code
@@ -224,6 +232,10 @@ def append_bounded(path, data, bound):
 
 def _own_deny(hid, reason):
     reason = (reason or "").strip()[:REASON_CAP]
+    try:
+        reason.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (valid JSON: "\ud800"): shown as U+FFFD, still the hook's deny
+        reason = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in reason)
     return Verdict(Action.DENY, reason or "failsecure: hook '%s' denied" % (hid,))
 
 
@@ -240,11 +252,12 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     if record:
         from failsecure.runner.protocols import host_capped
 
-        timeout = host_capped(timeout, record)  # the host's clock, as its settings say now
+        timeout = host_capped(timeout, record, proto.host_default_timeout)  # the host's clock, as its settings say now
     deadline = start + timeout
 
     raw, payload_ok = process.read_payload(stdin_fd, deadline)
     call = _Call(proto, hid, start, config, stdout_fd, stderr_fd, state)
+    call.deadline = deadline
     if payload_ok:
         try:
             from failsecure._fastjson import loads

@@ -96,9 +96,12 @@ def parse_answer(text):
     if not text.strip(_JSON_WS):
         return None
     try:
-        obj = _loads(text)
+        # a key given twice is read differently by each host's parser (JSON.parse: the
+        # last; others: the first, or the answer is rejected): the hook's meaning is not
+        # one answer, so it is invalid (deny outranks allow in any order)
+        obj = _loads(text, unique=True)
     except ValueError:
-        raise Invalid(why="stdout is not JSON") from None
+        raise Invalid(why="stdout is not JSON with distinct keys") from None
     if not isinstance(obj, dict):
         raise Invalid(why="stdout is not a JSON object")
     return obj
@@ -112,6 +115,9 @@ class Protocol:
     gating_events: frozenset = frozenset()  # lower-cased hook_event_name values that gate a tool call
     default_event: "str | None" = None  # the gating event's name on the wire
     default_timeout = 30.0  # seconds, used when neither --timeout nor config says otherwise
+    # seconds the host gives a hook whose settings entry sets no timeout, where `hook
+    # install` writes none for it (see host_capped); None: install always writes one
+    host_default_timeout: "float | None" = None
 
     def deny(self, reason, event):
         """-> (stdout bytes, stderr bytes, exit code) that make the host block: the
@@ -295,6 +301,9 @@ class KiroProtocol(Protocol):
     framework = "kiro_crew"
     gating_events = gating_events("kiro")
     default_event = "PreToolUse"
+    # Kiro CLI's timeout for a hook that sets no ``timeout_ms`` (kiro.dev/docs/cli/hooks:
+    # 30,000 ms), which `hook install` leaves unset: the runner's 30 s would answer after it.
+    host_default_timeout = 30.0
 
 
 # The host's own clock. A host that times a hook out fails open (Claude Code, Codex,
@@ -402,9 +411,28 @@ def host_timeout(token):
         return None
 
 
-def host_capped(timeout, token):
-    """The runner's deadline (seconds) kept below the host's own clock with margin."""
+def _wrote_no_timeout(token):
+    """True when the record says `hook install` wrote no host timeout for this hook and
+    names no settings file to read one from: the host's own default applies to it."""
+    try:
+        record = _decode_record(token) if isinstance(token, str) and token else None
+        if record is None or "host" in record:
+            return False
+        wrote = record.get("wrote")
+        return isinstance(wrote, dict) and not any(key in wrote for key in ("timeout", "timeout_ms"))
+    except Exception:  # noqa: BLE001 - a record that cannot be read: the launch line's deadline stands
+        return False
+
+
+def host_capped(timeout, token, host_default=None):
+    """The runner's deadline (seconds) kept below the host's own clock with margin.
+
+    ``host_default``: the protocol's ``host_default_timeout``; it is the host's clock for
+    a hook whose record says install wrote no timeout (Kiro CLI's 30 s default: a
+    record of any release, the ones before this check included)."""
     seconds = host_timeout(token)
+    if seconds is None and host_default and _wrote_no_timeout(token):
+        seconds = float(host_default)
     if seconds is None:
         return timeout
     return min(timeout, max(seconds - host_margin(seconds), HOST_FLOOR))

@@ -763,6 +763,10 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
         if host == "gemini":
             touched.append("env")
         original_timeout = handler.get(timeout_key) if timeout_key else None
+        if isinstance(original_timeout, float) and original_timeout == float("inf"):
+            # valid JSON (1e999; JSON.parse reads Infinity), but no deadline can be written for it
+            raise InstallError("%s: the %r of %s is not a finite number; set a number of %s"
+                               % (path, timeout_key, where, "milliseconds" if unit == 1000 else "seconds"))
         if isinstance(original_timeout, (int, float)) and not isinstance(original_timeout, bool) and original_timeout > 0:
             runner_timeout = float(original_timeout) / unit
         else:
