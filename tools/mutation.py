@@ -55,6 +55,8 @@ TESTS = [
     "test_framework_settings.py",
     "test_boundary.py",
     "test_boundary_give_back.py",
+    "test_boundary_picture.py",
+    "test_boundary_ledger.py",
     "test_hookid_text.py",
 ]
 #: tests whose child process imports the package under test with ``-S`` from its own
