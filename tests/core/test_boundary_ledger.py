@@ -166,8 +166,9 @@ def test_a_run_keeps_the_newest_call_ids_and_tools(gated):
     n = boundary.MAX_GRANTS
     with boundary.run_scope():
         for i in range(n + 1):
-            boundary.grant("shell", f"c{i}", {"i": i})
             boundary.grant(f"tool{i}", None, {"i": i})
+        for i in range(n + 1):
+            boundary.grant("shell", f"c{i}", {"i": i})
         assert execute(gated, "shell", {"i": 0}, "c0") == "denied"
         assert execute(gated, "tool0", {"i": 0}) == "denied"
         for i in (1, n):
