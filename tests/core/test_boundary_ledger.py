@@ -18,6 +18,14 @@ from failsecure.verdict import Action, Decision, Verdict
 CANARY = "canary-9f3e1"
 
 
+@pytest.fixture(autouse=True)
+def nothing_left_inside():
+    """Every execution a test let run has left (no marker leaks into the next test)."""
+    assert boundary.inside() is None
+    yield
+    assert boundary.inside() is None
+
+
 @pytest.fixture
 def gated():
     return Toy(gates=["toy:gate"])
@@ -398,3 +406,94 @@ def test_ungoverned_is_raised_with_the_decisions_reason():
     assert str(error) == "failsecure: told" and error.decision is decision
     quiet = Ungoverned(Decision(Verdict(Action.ALLOW)))
     assert str(quiet) == "failsecure: ungoverned tool call denied"
+
+
+# ---------------------------------------------------------------- check
+
+
+def test_a_run_entered_inside_a_run_is_the_same_run(gated):
+    scope = boundary.run_scope()
+    with scope as outer:
+        boundary.grant("shell", None, {"c": 1})
+        with boundary.run_scope() as inner:
+            assert inner is outer and boundary.current() is outer
+            assert execute(gated, "shell", {"c": 1}) == "ran"  # the outer run's grant
+        assert boundary.current() is outer  # leaving the inner scope leaves the run as it was
+    assert boundary.current() is None
+    scope.__exit__(None, None, None)  # a second exit (a generator closed twice) never raises
+    assert boundary.current() is None
+
+
+def test_an_execution_is_its_own_only_for_its_own_tool(gated):
+    """The tool key defaults to the tool's name: inside a granted execution of one tool,
+    another tool's execution is judged (ungoverned), the same tool's is part of it."""
+    with boundary.run_scope():
+        boundary.grant("shell", None, {"c": 1})
+        denied, token = boundary.check(gated, "shell", None, {"c": 1})
+        assert denied is None
+        assert execute(gated, "other", {"c": 1}) == "denied"
+        assert execute(gated, "shell", {"c": 1}) == "ran"
+        boundary.leave(token)
+
+
+def test_the_own_execution_spends_no_other_grant(gated):
+    with boundary.run_scope():
+        boundary.grant("shell", None, {"c": 1})
+        boundary.grant("shell", None, {"c": 1})  # a second call, judged too
+        denied, token = boundary.check(gated, "shell", None, {"c": 1})
+        assert execute(gated, "shell", {"c": 1}) == "ran"  # its own execution, further in
+        boundary.leave(token)
+        assert execute(gated, "shell", {"c": 1}) == "ran"  # the second call's grant is still there
+        assert execute(gated, "shell", {"c": 1}) == "denied"
+
+
+def test_an_own_execution_of_an_ungoverned_call_is_judged_once(audit_file, quiet_logging, monkeypatch):
+    monkeypatch.setattr(boundary, "seen", {})
+    bare = Bare(name="bare", gates=False)
+    with boundary.run_scope():
+        denied, token = boundary.check(bare, "shell", None, {"c": 1}, where="Tool.run")
+        assert denied is None and boundary.inside() == ("bare", "shell", False)
+        assert execute(bare, "shell", {"c": 1}) == "ran"  # its own execution: part of the same call
+        boundary.leave(token)
+    assert boundary.seen == {"bare": 1}
+    assert len([e for e in audited(audit_file) if e["failure"] == "ungoverned"]) == 1
+
+
+@pytest.mark.parametrize("ids", [(None, None), ("o1", "i1")], ids=["by-arguments", "by-call-id"])
+def test_another_adapters_granted_execution_spends_this_adapters_grant(ids):
+    """Two adapters' boundaries around one tool call (code-puppy's over pydantic-ai's): the
+    inner boundary lets the outer's granted execution on, and its own grant for that call
+    (by its own call id, or by tool and arguments) is spent with it."""
+    outer_id, inner_id = ids
+    outer, inner = Bare(name="outer", gates=True), Bare(name="inner", gates=True)
+    with boundary.run_scope():
+        boundary.grant("shell", outer_id, {"c": 1})  # each adapter's dispatcher granted the call
+        boundary.grant("shell", inner_id, {"c": 1})
+        denied, token = boundary.check(outer, "shell", outer_id, {"c": 1})
+        assert denied is None
+        assert execute(inner, "shell", {"c": 1}, inner_id) == "ran"
+        boundary.leave(token)
+        assert execute(inner, "shell", {"c": 1}, inner_id) == "denied"  # nothing left for a second run
+
+
+def test_what_the_adapter_or_the_run_knows_of_its_gates_decides(gated):
+    def decided(adapter, **kw):
+        denied, token = boundary.check(adapter, "shell", None, {}, **kw)
+        boundary.leave(token)
+        return "denied" if denied is not None else "ran"
+
+    with boundary.run_scope() as run:
+        assert decided(Bare(gates=True), gated=False) == "ran"  # the adapter knows
+        assert decided(Bare(gates=False), gated=True) == "denied"
+        assert decided(Bare(gates=False)) == "ran"
+        run.gated["bare"] = True  # a gate registered with what entered the run
+        assert decided(Bare(gates=False)) == "denied"
+        assert decided(Bare(name="other", gates=False)) == "ran"
+
+
+def test_the_ungoverned_call_is_audited_with_its_call_id(audit_file, quiet_logging):
+    with boundary.run_scope():
+        denied, _ = boundary.check(Bare(gates=True), "shell", "c9", {"secret": CANARY}, where="Tool.run")
+    assert denied.denied
+    [event] = [e for e in audited(audit_file) if e["failure"] == "ungoverned"]
+    assert event["call_id"] == "c9" and event["hook"] == "bare:Tool.run" and CANARY not in json.dumps(event)
