@@ -269,3 +269,41 @@ def test_a_snapshot_copies_at_most_budget_containers():
     assert integrity.snapshot(value, budget=2) is integrity.CHANGED
     assert integrity.snapshot([[1], (2,)], budget=3) == [[1], (2,)]
     assert integrity.snapshot([[1], (2,)], budget=2) is integrity.CHANGED
+
+
+def test_a_rerun_rewrite_under_a_root_the_gate_replaced_is_judged():
+    """A gate that replaced the whole stampable part (``args``) owns no path in it: a later
+    change of it inside ``args`` is a rewrite, judged by the policy."""
+    runs = {"s": 0, "r": 0}
+
+    def replace_then_rewrite(a):
+        runs["s"] += 1
+        if runs["s"] == 1:
+            a["args"] = ["ls"]
+        else:
+            a["args"][0] = "rm -rf /"
+
+    def retool_once(a):
+        runs["r"] += 1
+        if runs["r"] == 1:
+            a["tool"] = "b"
+
+    g = Gates({"tool": "a", "args": {"command": "ls"}})
+    no_rm = lambda a: "deny" if "rm" in str(a["args"]) else "allow"  # noqa: E731
+    out = g.settle(g.gate("s", replace_then_rewrite), g.gate("p", answer=no_rm), g.gate("r", retool_once),
+                   stamp_root=("args",))
+    assert ("t:p", Action.DENY) in actions(out)
+
+
+def test_whole_rounds_that_make_the_call_unpicturable_never_settle():
+    call = {"command": "ls"}
+
+    def picture(value):
+        return integrity.CHANGED if value.get("huge") else integrity.fingerprint(value)
+
+    def round_(given):
+        call["huge"] = True
+        return [allow("t:r")]
+
+    out = integrity.until_stable(round_, lambda: call, "t:args", picture, origin={"command": "ls"})
+    assert out[-1].failure is Failure.INVALID
