@@ -53,6 +53,7 @@ TESTS = [
     "test_integrity_asettle.py",
     "test_integrity_take_back.py",
     "test_fingerprint_quick.py",
+    "test_fingerprint_stream.py",
     "test_guard_start.py",
     "test_guard_start_failure.py",
     "test_framework_settings.py",
