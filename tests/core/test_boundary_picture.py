@@ -158,3 +158,44 @@ def test_a_deep_call_is_pictured_without_a_recursion_error():
     finally:
         sys.setrecursionlimit(limit)
 
+
+
+def test_plain_values_are_pictured_without_the_fingerprint(monkeypatch):
+    """docs/ungoverned.md, "Cost": plain JSON-like arguments (exact dict, list, tuple, str,
+    int, float, bool, None) are pictured by the fast path, in about a microsecond, up to
+    ``_FAST_LIMIT`` containers; anything else, or more, by ``integrity.fingerprint``."""
+    handed = []
+    real = integrity.fingerprint
+
+    def counting(value, *args):
+        handed.append(value)
+        return real(value, *args)
+
+    monkeypatch.setattr(integrity, "fingerprint", counting)
+    plain = [
+        {"command": "ls", "n": 1, "flag": True, "ratio": 0.5, "none": None},
+        {"a": {"b": {"c": [1, 2.5, None, True]}}, "d": [{"e": "f"}, ("g", None)]},
+        {"rows": [[i, str(i)] for i in range(10)]},
+        ["ls", ["-l", None], {"x": 1}],
+        ("ls", 1),
+        [None, None],
+        "ls",
+        7,
+        True,
+        1.5,
+    ]
+    for value in plain:
+        boundary.picture(value)
+    assert handed == []
+    limit = boundary._FAST_LIMIT
+    at_limit = {"rows": [[i] for i in range(limit - 2)]}  # the dict, its list and theirs: exactly the limit
+    boundary.picture(at_limit)
+    assert handed == []
+    over = {"rows": [[i] for i in range(limit - 1)]}
+    boundary.picture(over)
+    assert handed == [over]
+    others = [{"a": b"x"}, {1: "a"}, {"a": [object()]}, [Text("x")], {"a": {1, 2}}]
+    for value in others:
+        handed.clear()
+        boundary.picture(value)
+        assert handed == [value]
