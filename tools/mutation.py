@@ -49,12 +49,18 @@ TESTS = [
     "test_integrity_settle.py",
     "test_settle_calls.py",
     "test_integrity_plugins.py",
+    "test_integrity_paths.py",
+    "test_integrity_asettle.py",
+    "test_integrity_take_back.py",
     "test_fingerprint_quick.py",
+    "test_fingerprint_stream.py",
     "test_guard_start.py",
     "test_guard_start_failure.py",
     "test_framework_settings.py",
     "test_boundary.py",
     "test_boundary_give_back.py",
+    "test_boundary_picture.py",
+    "test_boundary_ledger.py",
     "test_hookid_text.py",
 ]
 #: tests whose child process imports the package under test with ``-S`` from its own
