@@ -477,6 +477,34 @@ class LangChainAdapter(Adapter):
             return False, None
         return False, decision.reason or _failure_text(hook_id, outcome.failure)
 
+    def _review_done(self, result: Any) -> None:
+        """HITL's batched ``after_model`` has the human's decisions: the model message it
+        hands on holds each reviewed call as the reviewer let it run (approved, or edited
+        on 1.3). That picture, not the state's message at the tool (a later ``after_model``
+        can replace it), is the reviewed call."""
+        try:
+            messages = result.get("messages") if isinstance(result, dict) else None
+            if not messages:
+                return
+            from langgraph.config import get_config
+
+            try:
+                configurable = get_config().get("configurable")
+            except RuntimeError:
+                configurable = None
+            thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
+            thread = thread if type(thread) in (str, int) else None
+            for message in messages:
+                message_id = getattr(message, "id", None)
+                if not isinstance(message_id, str):
+                    continue
+                for call in getattr(message, "tool_calls", None) or ():
+                    key = (thread, message_id, call.get("id") if isinstance(call, dict) else None)
+                    if key in self._reviewed:
+                        self._reviewed[key] = _picture(call.get("name"), call.get("args"), call.get("name"))
+        except Exception:
+            return  # nothing recorded: the check at the tool keeps its older picture
+
     def _predicates_of(self, request: Any) -> tuple:
         """The hook id of the HITL ``when`` predicate that judged this call, if any."""
         try:
@@ -508,8 +536,10 @@ class LangChainAdapter(Adapter):
         final = _call_picture(request)
         allowed = list(seen)
         allowed.append(_edited_picture(request))
-        if reviewed:
+        if reviewed is True:  # no batched after_model recorded the reviewed call (per_call)
             allowed.append(_state_picture(request))
+        elif reviewed is not None:
+            allowed.append(reviewed)  # the call as the review let it run
         if any(_same_picture(final, p) for p in allowed if p is not None):
             return None
         try:
@@ -934,7 +964,15 @@ def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:
                 if isinstance(config, dict) and config.get("when") is not None:
                     configs[tool] = {**config, "when": adapter._guard_when(config["when"], tool)}
 
+    def after_model(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        if adapter.state == "patched":
+            adapter._review_done(result)
+        return result
+
     adapter.wrap(middleware, "__init__", init)
+    if callable(vars(middleware).get("after_model")):  # batched reviews (aafter_model calls it)
+        adapter.wrap(middleware, "after_model", after_model)
 
 
 def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
