@@ -163,6 +163,10 @@ class LangChainAdapter(Adapter):
         #: (thread id, model message id, tool call id) -> (guarded ``when``, pictures of
         #: the calls it judged): what a later rewrite is compared against
         self._judged: dict = {}
+        #: (thread id, model message id, tool call id) -> (hook id of the HITL middleware,
+        #: picture of the call as the review let it run): calls of a tool HITL reviews
+        #: every time (no ``when``), so a call rewritten after the review is one nobody saw
+        self._always: dict = {}
 
     def handler_id(self, handler: Any) -> str:
         """The hook id of a callback handler: ``langchain:<module>.<qualname>`` of its class."""
@@ -482,7 +486,7 @@ class LangChainAdapter(Adapter):
             return False, None
         return False, decision.reason or _failure_text(hook_id, outcome.failure)
 
-    def _review_done(self, result: Any) -> None:
+    def _review_done(self, result: Any, middleware: Any = None) -> None:
         """HITL's batched ``after_model`` has the human's decisions: the model message it
         hands on holds each reviewed call as the reviewer let it run (approved, or edited
         on 1.3). That picture, not the state's message at the tool (a later ``after_model``
@@ -499,14 +503,20 @@ class LangChainAdapter(Adapter):
                 configurable = None
             thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
             thread = thread if type(thread) in (str, int) else None
+            configs = getattr(middleware, "interrupt_on", None)
+            configs = configs if isinstance(configs, dict) else {}
             for message in messages:
                 message_id = getattr(message, "id", None)
                 if not isinstance(message_id, str):
                     continue
                 for call in getattr(message, "tool_calls", None) or ():
                     key = (thread, message_id, call.get("id") if isinstance(call, dict) else None)
+                    picture = _picture(call.get("name"), call.get("args"), call.get("name"))
                     if key in self._reviewed:
-                        self._reviewed[key] = _picture(call.get("name"), call.get("args"), call.get("name"))
+                        self._reviewed[key] = picture
+                    config = configs.get(call.get("name"))
+                    if isinstance(config, dict) and config.get("when") is None and key[2] is not None:
+                        _remember(self._always, key, (self.callable_id(type(middleware)), picture))
         except Exception:
             return  # nothing recorded: the check at the tool keeps its older picture
 
@@ -532,18 +542,28 @@ class LangChainAdapter(Adapter):
         # (a middleware may have handed it on under another id, or with another state)
         keys = _keys_at_tool(request)
         found = [(self._judged.pop(k, None), self._reviewed.pop(k, None), self._failed.pop(k, None)) for k in keys]
+        always = next((a for a in (self._always.pop(k, None) for k in keys) if a is not None), None)
         if self.state != "patched":
             return None
         failed = next((f for _, _, f in found if f is not None), None)
         if failed is not None:
             return failed  # the call's `when` predicate failed: denied, nobody was asked
-        known = next((j for j, _, _ in found if j is not None), None)
-        if known is None:
-            return None
-        guarded, _ = known
         key = keys[0]
         call_id = key[2] if key is not None else None
         final = _call_picture(request)
+        known = next((j for j, _, _ in found if j is not None), None)
+        if known is None:
+            if always is None:
+                return None
+            # a tool reviewed every time: the call that runs is the one reviewed (or the
+            # reviewer's edit), or a call nobody saw: nobody can be asked here, denied
+            hook, reviewed_call = always
+            if any(_same_picture(final, p) for p in (reviewed_call, _edited_picture(request)) if p is not None):
+                return None
+            tool, _ = _request_ids(request)
+            decision = self.decide_stage(tool, [Outcome(hook=hook, verdict=_REVIEW)], call_id=call_id)
+            return decision.reason or f"failsecure: hook '{hook}' asks for a review of a rewritten call"
+        guarded, _ = known
         allowed = [p for j, _, _ in found if j is not None for p in j[1]]
         allowed.append(_edited_picture(request))
         for _, reviewed, _ in found:
@@ -998,7 +1018,7 @@ def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:
     def after_model(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
         if adapter.state == "patched":
-            adapter._review_done(result)
+            adapter._review_done(result, instance)
         return result
 
     adapter.wrap(middleware, "__init__", init)

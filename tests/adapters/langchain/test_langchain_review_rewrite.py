@@ -199,7 +199,7 @@ def test_a_rewrite_after_an_unconditional_review_is_denied(rig, mode, kind):
     result = go(agent, mode, f"always-{mode}-{kind}", resume={"decisions": [{"type": "approve"}]})
     assert not rig.marker.ran  # upstream: the unreviewed call runs
     message = tool_messages(result)[-1]
-    assert message.status == "error" and "review" in message.content
+    assert message.status == "error" and "HumanInTheLoopMiddleware" in message.content
     event = rig.last()
     assert event["outcome"] == "deny" and "HumanInTheLoopMiddleware" in event["hook"]
 
