@@ -50,7 +50,7 @@ class Transport:
         return _Model()
 
 
-def realtime_call(rig, *guardrails, command="harmless"):
+def realtime_call(rig, *guardrails, command="harmless", needs_approval=False, run_config=None):
     """One tool call event through a real RealtimeSession; returns (what the model was
     told as the tool output, or None, and the exception the handler raised, or None)."""
     from agents import function_tool
@@ -59,7 +59,7 @@ def realtime_call(rig, *guardrails, command="harmless"):
     from agents.realtime.session import RealtimeSession
     from agents.tool_guardrails import tool_input_guardrail
 
-    @function_tool(tool_input_guardrails=[tool_input_guardrail(g) for g in guardrails])
+    @function_tool(tool_input_guardrails=[tool_input_guardrail(g) for g in guardrails], needs_approval=needs_approval)
     def run_command(command: str) -> str:
         """Run a command."""
         with open(rig.tool.marker, "a") as fh:
@@ -67,7 +67,7 @@ def realtime_call(rig, *guardrails, command="harmless"):
         return "ran"
 
     model = Transport()
-    session = RealtimeSession(model, RealtimeAgent(name="rt", tools=[run_command]), None)
+    session = RealtimeSession(model, RealtimeAgent(name="rt", tools=[run_command]), None, run_config=run_config)
     event = RealtimeModelToolCallEvent(name="run_command", call_id="call_rt1", arguments=json.dumps({"command": command}))
 
     async def go():
@@ -150,3 +150,17 @@ def test_an_unknown_behavior_runs_the_realtime_tool_upstream(rig, adapter):
         failsecure.install()
         assert adapter.patch() == "patched"
     assert told == "ran" and rig.tool.runs() == [{"command": "harmless"}]
+
+
+PRE = {"tool_execution": {"pre_approval_tool_input_guardrails": True}}
+
+
+def test_a_raising_pre_approval_guardrail_denies_before_anyone_is_asked(rig):
+    told, raised = realtime_call(rig, raises, needs_approval=True, run_config=PRE)
+    denied(rig, told, raised, raises, "raised")
+
+
+def test_an_allowing_pre_approval_guardrail_leaves_the_call_to_the_approval(rig):
+    """Allow twin: the call waits for a human (no output, the tool has not run)."""
+    told, raised = realtime_call(rig, allows, needs_approval=True, run_config=PRE)
+    assert raised is None and told is None and rig.tool.runs() == []
