@@ -613,18 +613,21 @@ class OpenAIAgentsAdapter(Adapter):
         session = getattr(module, "RealtimeSession", None)
         if not isinstance(session, type) or not inspect.iscoroutinefunction(vars(session).get(REALTIME_LOOP)):
             raise PatchError(f"{REALTIME_SESSION}.RealtimeSession.{REALTIME_LOOP}")
-        tool_context_type = getattr(module, "ToolContext", None)
+        tool_context_type: Any = getattr(module, "ToolContext", None)
         if not isinstance(tool_context_type, type) or not callable(getattr(tool_context_type, "from_agent_context", None)):
             raise PatchError(f"{REALTIME_SESSION}.ToolContext")
+        from_agent_context: Any = getattr(tool_context_type, "from_agent_context")
         adapter = self
 
         async def _guardrails(instance: Any, kwargs: dict) -> Any:
-            tool, call, agent = kwargs.get("tool"), kwargs.get("tool_call"), kwargs.get("agent")
+            tool: Any = kwargs.get("tool")
+            call: Any = kwargs.get("tool_call")
+            agent: Any = kwargs.get("agent")
             guardrails = getattr(tool, "tool_input_guardrails", None)
             if isinstance(guardrails, (str, bytes)):
                 guardrails = None  # upstream skips a setting that is not a sequence
             try:
-                tool_context = tool_context_type.from_agent_context(
+                tool_context = from_agent_context(
                     instance._context_wrapper,
                     tool_name=call.name,
                     tool_call_id=call.call_id,
