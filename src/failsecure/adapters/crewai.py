@@ -53,6 +53,8 @@ log = logging.getLogger("failsecure")
 TOOL_HOOKS = "crewai.hooks.tool_hooks"
 #: a flow's declarative tool actions run their tool without the before-tool-call hooks
 FLOW_ACTIONS = "crewai.flow.runtime._actions"
+#: the ReAct path selects the tool to run by name again after the hooks judged one
+TOOL_USAGE = "crewai.tools.tool_usage"
 DISPATCH = "crewai.hooks.dispatch"
 #: CrewAI's own text for a blocked tool call (every call site starts with it)
 BLOCKED = "Tool execution blocked by hook."
@@ -100,6 +102,9 @@ class _Round:
 
 
 #: (the tool input of the denied call, the deny reason) until its after-hooks ran
+#: (the tool object, its sanitized name) the last before-tool-call round judged: the ReAct
+#: path's ``ToolUsage._select_tool`` runs that tool, not another of the same sanitized name
+_judged_tool: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("failsecure_crewai_judged_tool", default=None)
 _denied: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("failsecure_crewai_denied", default=None)
 
 
@@ -256,6 +261,8 @@ class CrewAIAdapter(Adapter):
         self._locked: list = []  # (hook list, lockdown hook) inserted by _lockdown
         self._flow_watch = False
         self._flow_patched = False
+        self._usage_watch = False
+        self._usage_patched = False
         self._bounded: set = set()  # (module, class) of RUN_ENTRIES/TOOL_CLASSES wrapped
         self._bound_watch = False
         self._boundary_on = False
@@ -298,6 +305,8 @@ class CrewAIAdapter(Adapter):
             point = args[0] if args else kwargs.get("point")
             if point == pre:
                 ctx = args[1] if len(args) > 1 else kwargs.get("ctx")
+                tool = getattr(ctx, "tool", None)
+                _judged_tool.set((tool, adapter._clean(getattr(ctx, "tool_name", None))) if tool is not None else None)
                 return adapter._gate(ctx)
             if point == post:
                 result = wrapped(*args, **kwargs)
@@ -318,6 +327,11 @@ class CrewAIAdapter(Adapter):
         elif not self._flow_watch:
             self._flow_watch = True
             when_imported(FLOW_ACTIONS, self._late_flow_actions)
+        if TOOL_USAGE in sys.modules:
+            self._patch_tool_usage(sys.modules[TOOL_USAGE])
+        elif not self._usage_watch:
+            self._usage_watch = True
+            when_imported(TOOL_USAGE, self._late_tool_usage)
 
     def _patch_boundary(self) -> None:
         """The run entry points and the innermost tool calls of every module of them that
@@ -376,6 +390,42 @@ class CrewAIAdapter(Adapter):
             return name, None, args[0], key, None
         return name, None, (kwargs if not args else (args, kwargs)), key, None
 
+    def _late_tool_usage(self, module: Any) -> None:
+        if self.state != "patched" or self._usage_patched:
+            return
+        try:
+            self._patch_tool_usage(module)
+        except Exception as exc:  # noqa: BLE001 - a late module that cannot be patched refuses the adapter (its calls deny), whatever it raised
+            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+
+    def _patch_tool_usage(self, module: Any) -> None:
+        """The ReAct path (``tool_utils.execute_tool_and_check_finality``) tells the hooks
+        the tool its name map holds for the sanitized name (the last tool of that name),
+        then ``ToolUsage.use`` selects the tool to run by name again (the first, or a
+        fuzzy match): with two tools whose names sanitize alike, another tool than the
+        judged one ran. The selection is the judged tool whenever the name is its name."""
+        usage = getattr(module, "ToolUsage", None)
+        if not isinstance(usage, type) or not callable(vars(usage).get("_select_tool")):
+            raise PatchError(f"{TOOL_USAGE}.ToolUsage._select_tool")
+        adapter = self
+
+        def select(wrapped, instance, args, kwargs):
+            judged = _judged_tool.get()
+            _judged_tool.set(None)  # one round judges one selection
+            selected = wrapped(*args, **kwargs)
+            if judged is None or selected is judged[0] or adapter.state != "patched":
+                return selected
+            tool, name = judged
+            try:
+                same = name is not None and adapter._clean(getattr(selected, "name", None)) == name
+                offered = any(t is tool for t in (getattr(instance, "tools", None) or ()))
+            except Exception:  # noqa: BLE001 - a tool's own name property or list can raise anything: upstream's selection, as before
+                return selected
+            return tool if same and offered else selected
+
+        self.wrap(usage, "_select_tool", select)
+        self._usage_patched = True
+
     def _late_flow_actions(self, module: Any) -> None:
         if self.state != "patched" or self._flow_patched:
             return
@@ -408,6 +458,7 @@ class CrewAIAdapter(Adapter):
         self._bounded = set()
         self._names.clear()
         self._flow_patched = False
+        self._usage_patched = False
         for hooks, hook in self._locked:
             try:
                 while hook in hooks:

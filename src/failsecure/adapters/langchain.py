@@ -80,6 +80,7 @@ import inspect
 import logging
 import sys
 import threading
+import types
 from time import perf_counter
 from typing import Any, Optional
 
@@ -126,6 +127,10 @@ _DENY = Verdict(action=Action.DENY)
 #: what a proxy puts in ``from_handler`` when the middleware hands the call on
 _ENTERED = object()
 _HANDED: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed", default=())
+#: the key (``_call_key``) of the call ToolNode built from the model's message, before any
+#: middleware had it: a middleware that hands the call on under another tool call id, or
+#: with a state that no longer holds the model's message, is still found at the tool
+_ENTRY: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("failsecure_langchain_entry", default=None)
 #: while a middleware judges the final call again: the decisions of its failures
 _FAILED: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("failsecure_langchain_failed", default=None)
 
@@ -158,6 +163,10 @@ class LangChainAdapter(Adapter):
         #: (thread id, model message id, tool call id) -> (guarded ``when``, pictures of
         #: the calls it judged): what a later rewrite is compared against
         self._judged: dict = {}
+        #: (thread id, model message id, tool call id) -> (hook id of the HITL middleware,
+        #: picture of the call as the review let it run): calls of a tool HITL reviews
+        #: every time (no ``when``), so a call rewritten after the review is one nobody saw
+        self._always: dict = {}
 
     def handler_id(self, handler: Any) -> str:
         """The hook id of a callback handler: ``langchain:<module>.<qualname>`` of its class."""
@@ -477,13 +486,49 @@ class LangChainAdapter(Adapter):
             return False, None
         return False, decision.reason or _failure_text(hook_id, outcome.failure)
 
+    def _review_done(self, result: Any, middleware: Any = None) -> None:
+        """HITL's batched ``after_model`` has the human's decisions: the model message it
+        hands on holds each reviewed call as the reviewer let it run (approved, or edited
+        on 1.3). That picture, not the state's message at the tool (a later ``after_model``
+        can replace it), is the reviewed call."""
+        try:
+            messages = result.get("messages") if isinstance(result, dict) else None
+            if not messages:
+                return
+            from langgraph.config import get_config
+
+            try:
+                configurable = get_config().get("configurable")
+            except RuntimeError:
+                configurable = None
+            thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
+            thread = thread if type(thread) in (str, int) else None
+            configs = getattr(middleware, "interrupt_on", None)
+            configs = configs if isinstance(configs, dict) else {}
+            for message in messages:
+                message_id = getattr(message, "id", None)
+                if not isinstance(message_id, str):
+                    continue
+                for call in getattr(message, "tool_calls", None) or ():
+                    key = (thread, message_id, call.get("id") if isinstance(call, dict) else None)
+                    picture = _picture(call.get("name"), call.get("args"), call.get("name"))
+                    if key in self._reviewed:
+                        self._reviewed[key] = picture
+                    config = configs.get(call.get("name"))
+                    if isinstance(config, dict) and config.get("when") is None and key[2] is not None:
+                        _remember(self._always, key, (self.callable_id(type(middleware)), picture))
+        except Exception:  # noqa: BLE001 - the middleware's own objects can raise anything: nothing recorded, the check at the tool keeps its older picture
+            return
+
     def _predicates_of(self, request: Any) -> tuple:
         """The hook id of the HITL ``when`` predicate that judged this call, if any."""
         try:
-            key = _call_key(request)
-            known = self._judged.get(key) if key is not None else None
-            return (self.callable_id(known[0].original),) if known is not None else ()
-        except Exception:  # noqa: BLE001 - the key and callable_id never raise; should they, no predicate took part, so a required one is unmet
+            for key in _keys_at_tool(request):
+                known = self._judged.get(key)
+                if known is not None:
+                    return (self.callable_id(known[0].original),)
+            return ()
+        except Exception:  # noqa: BLE001 - the keys and callable_id never raise; should they, no predicate took part, so a required one is unmet
             return ()
 
     def _at_tool(self, request: Any) -> Optional[str]:
@@ -493,23 +538,39 @@ class LangChainAdapter(Adapter):
         edit, a middleware rewrote it (or swapped the tool) after the review: the
         predicate judges the final call again, and a call it wants reviewed is denied
         (nobody can be asked here). Returns the deny text, or None to run."""
-        key = _call_key(request)
-        known = self._judged.pop(key, None) if key is not None else None
-        reviewed = self._reviewed.pop(key, None) if key is not None else None
-        failed = self._failed.pop(key, None) if key is not None else None
+        # the call as it arrives here, and as ToolNode built it from the model's message
+        # (a middleware may have handed it on under another id, or with another state)
+        keys = _keys_at_tool(request)
+        found = [(self._judged.pop(k, None), self._reviewed.pop(k, None), self._failed.pop(k, None)) for k in keys]
+        always = next((a for a in (self._always.pop(k, None) for k in keys) if a is not None), None)
         if self.state != "patched":
             return None
+        failed = next((f for _, _, f in found if f is not None), None)
         if failed is not None:
             return failed  # the call's `when` predicate failed: denied, nobody was asked
-        if known is None:
-            return None
-        guarded, seen = known
+        key = keys[0]
         call_id = key[2] if key is not None else None
         final = _call_picture(request)
-        allowed = list(seen)
+        known = next((j for j, _, _ in found if j is not None), None)
+        if known is None:
+            if always is None:
+                return None
+            # a tool reviewed every time: the call that runs is the one reviewed (or the
+            # reviewer's edit), or a call nobody saw: nobody can be asked here, denied
+            hook, reviewed_call = always
+            if any(_same_picture(final, p) for p in (reviewed_call, _edited_picture(request)) if p is not None):
+                return None
+            tool, _ = _request_ids(request)
+            decision = self.decide_stage(tool, [Outcome(hook=hook, verdict=_REVIEW)], call_id=call_id)
+            return decision.reason or f"failsecure: hook '{hook}' asks for a review of a rewritten call"
+        guarded, _ = known
+        allowed = [p for j, _, _ in found if j is not None for p in j[1]]
         allowed.append(_edited_picture(request))
-        if reviewed:
-            allowed.append(_state_picture(request))
+        for _, reviewed, _ in found:
+            if reviewed is True:  # no batched after_model recorded the reviewed call (per_call)
+                allowed.append(_state_picture(request))
+            elif reviewed is not None:
+                allowed.append(reviewed)  # the call as the review let it run
         if any(_same_picture(final, p) for p in allowed if p is not None):
             return None
         try:
@@ -916,6 +977,26 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         if getattr(instance, "_awrap_tool_call", None) is not None:
             instance._awrap_tool_call = adapter._aguard_wrapper(instance._awrap_tool_call)
 
+    def run_one(wrapped, instance, args, kwargs):
+        token = _ENTRY.set(_entry_key(args, kwargs))
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            _ENTRY.reset(token)
+
+    async def _arun_one(wrapped, args, kwargs):
+        token = _ENTRY.set(_entry_key(args, kwargs))
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            _ENTRY.reset(token)
+
+    def arun_one(wrapped, instance, args, kwargs):
+        return _arun_one(wrapped, args, kwargs)
+
+    for attr, wrapper in (("_run_one", run_one), ("_arun_one", arun_one)):
+        if callable(vars(node).get(attr)):
+            adapter.wrap(node, attr, wrapper)
     adapter.wrap(node, "_execute_tool_sync", execute_sync)
     adapter.wrap(node, "_execute_tool_async", execute_async)
     adapter.wrap(node, "__init__", init)
@@ -934,7 +1015,15 @@ def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:
                 if isinstance(config, dict) and config.get("when") is not None:
                     configs[tool] = {**config, "when": adapter._guard_when(config["when"], tool)}
 
+    def after_model(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        if adapter.state == "patched":
+            adapter._review_done(result, instance)
+        return result
+
     adapter.wrap(middleware, "__init__", init)
+    if callable(vars(middleware).get("after_model")):  # batched reviews (aafter_model calls it)
+        adapter.wrap(middleware, "after_model", after_model)
 
 
 def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
@@ -1190,6 +1279,24 @@ def _call_key(request: Any) -> Optional[tuple]:
         message_id if isinstance(message_id, str) else None,
         call_id,
     )
+
+
+def _entry_key(args: tuple, kwargs: dict) -> Optional[tuple]:
+    """The ``_call_key`` of the call ``ToolNode._run_one(call, input_type, tool_runtime)``
+    is about to hand to the middleware."""
+    try:
+        call = args[0] if args else kwargs.get("call")
+        runtime = args[2] if len(args) > 2 else kwargs.get("tool_runtime")
+        request = types.SimpleNamespace(tool_call=call, runtime=runtime, state=getattr(runtime, "state", None))
+        return _call_key(request)
+    except Exception:  # noqa: BLE001 - the framework's call and runtime objects can raise anything: no key, the call is found by its others
+        return None
+
+
+def _keys_at_tool(request: Any) -> list:
+    """The keys a call at its tool is known by: its own, and the one ToolNode built it as."""
+    keys = [k for k in (_call_key(request), _ENTRY.get()) if k is not None]
+    return [k for i, k in enumerate(keys) if k not in keys[:i]] or [None]
 
 
 def _model_call(request: Any, call_id: str) -> tuple:

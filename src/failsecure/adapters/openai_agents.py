@@ -89,6 +89,10 @@ APPROVAL_STATUS = "resolve_approval_status"
 #: callbacks a tool carries that decide whether its call runs: (class, attribute, kind)
 TOOL_CALLBACKS = (("ComputerTool", "on_safety_check", "safety"), ("HostedMCPTool", "on_approval_request", "request"))
 MCP_APPROVAL = "_get_needs_approval_for_tool"
+#: the realtime API runs a function tool's input guardrails with a loop of its own
+REALTIME_SESSION = "agents.realtime.session"
+REALTIME_LOOP = "_run_tool_input_guardrails"
+REALTIME_APPROVAL = "_maybe_request_tool_approval"
 
 #: the tool boundary (docs/ungoverned.md): the run entry points (``Runner``'s classmethods
 #: call the default ``AgentRunner``'s) and the invoker every ``function_tool`` runs through
@@ -115,6 +119,10 @@ _RUNS = Decision(_ALLOW)
 #: being evaluated: for the audit and the plugin gates (the setting gets ``{}`` as its
 #: arguments when it is a bool)
 _function_call: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("failsecure_openai_agents_call", default=None)
+
+#: a realtime session is deciding whether to ask for approval (its guardrail pass there is
+#: the pre-approval pass)
+_realtime_pre: "contextvars.ContextVar[bool]" = contextvars.ContextVar("failsecure_openai_agents_realtime_pre", default=False)
 
 #: the guardrail loop about to run is the pre-approval pass (``pre_approval_tool_input_guardrails``):
 #: the approval interruption comes after it, so an ASK there is not a rejection
@@ -172,6 +180,17 @@ def _mcp_policy(policy: Any, agent: Any, tool: Any) -> Any:
 
     needs_approval._failsecure_policy = policy  # type: ignore[attr-defined]
     return needs_approval
+
+
+class _NoGuardrails:
+    """A realtime tool whose ``tool_input_guardrails`` is not a list of guardrails: upstream
+    runs none, so the guardrail path judges it with none (plugin gates, ``required``)."""
+
+    tool_input_guardrails: tuple = ()
+
+    def __init__(self, tool: Any) -> None:
+        self.name = getattr(tool, "name", None)
+        self.needs_approval = getattr(tool, "needs_approval", False)
 
 
 def _plain(value: Any) -> Any:
@@ -262,6 +281,8 @@ class OpenAIAgentsAdapter(Adapter):
         self._mcp_watch = False
         self._runs_wrapped = False
         self._mcp_patched = False
+        self._realtime_watch = False
+        self._realtime_patched = False
         #: (tool name, call id) -> deny reason: function tool calls whose ``needs_approval``
         #: callable failed; nobody is asked, the guardrail loop (before the tool) rejects them
         self._failed: dict = {}
@@ -379,6 +400,11 @@ class OpenAIAgentsAdapter(Adapter):
         elif not self._mcp_watch:
             self._mcp_watch = True
             when_imported(MCP_SERVER, self._late_mcp)
+        if REALTIME_SESSION in sys.modules:
+            self._patch_realtime(sys.modules[REALTIME_SESSION])
+        elif not self._realtime_watch:
+            self._realtime_watch = True
+            when_imported(REALTIME_SESSION, self._late_realtime)
 
     def _wrap_boundary(self, tool_module: Any) -> None:
         """The tool boundary: ``AgentRunner.run`` / ``run_sync`` / ``run_streamed`` are the
@@ -569,8 +595,85 @@ class OpenAIAgentsAdapter(Adapter):
         self.wrap(server, MCP_APPROVAL, get_needs_approval)
         self._mcp_patched = True
 
+    def _late_realtime(self, module: Any) -> None:
+        if not self._active or self._realtime_patched:
+            return
+        try:
+            self._patch_realtime(module)
+        except Exception as exc:  # noqa: BLE001 - a late module that cannot be patched refuses the adapter (its calls deny), whatever it raised
+            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+
+    def _patch_realtime(self, module: Any) -> None:
+        """``RealtimeSession._run_tool_input_guardrails(tool=, tool_call=, agent=)`` runs a
+        function tool's input guardrails in order, with no deadline, reading
+        ``behavior["type"]`` (an unknown one runs the tool) and letting a raise end the
+        tool call: replaced by the run loop's guardrail path (the same gates, decision,
+        rendering and audit), on a ``ToolContext`` built as upstream builds it. Called
+        from ``_maybe_request_tool_approval`` it is the pre-approval pass."""
+        session = getattr(module, "RealtimeSession", None)
+        if not isinstance(session, type) or not inspect.iscoroutinefunction(vars(session).get(REALTIME_LOOP)):
+            raise PatchError(f"{REALTIME_SESSION}.RealtimeSession.{REALTIME_LOOP}")
+        tool_context_type: Any = getattr(module, "ToolContext", None)
+        if not isinstance(tool_context_type, type) or not callable(getattr(tool_context_type, "from_agent_context", None)):
+            raise PatchError(f"{REALTIME_SESSION}.ToolContext")
+        from_agent_context: Any = getattr(tool_context_type, "from_agent_context")
+        adapter = self
+
+        async def _guardrails(instance: Any, kwargs: dict) -> Any:
+            tool: Any = kwargs.get("tool")
+            call: Any = kwargs.get("tool_call")
+            agent: Any = kwargs.get("agent")
+            guardrails = getattr(tool, "tool_input_guardrails", None)
+            if isinstance(guardrails, (str, bytes)):
+                guardrails = None  # upstream skips a setting that is not a sequence
+            try:
+                tool_context = from_agent_context(
+                    instance._context_wrapper,
+                    tool_name=call.name,
+                    tool_call_id=call.call_id,
+                    tool_arguments=call.arguments,
+                    agent=agent,
+                )
+            except Exception as exc:  # noqa: BLE001 - the SDK's context builder can raise anything: failsecure cannot show the call to its gates, denied
+                hook = adapter.hook_id(REALTIME_LOOP)
+                tool_name = plain_str(getattr(tool, "name", None))
+                decision = adapter.failed(exc, tool_name, plain_str(getattr(call, "call_id", None)), hook=hook)
+                return decision.reason or failure_reason(hook, Failure.RAISED)
+            token = _pre_approval.set(_realtime_pre.get())
+            try:
+                if guardrails is None:
+                    kwargs = {"func_tool": _NoGuardrails(tool), "tool_context": tool_context, "agent": agent}
+                else:
+                    kwargs = {"func_tool": tool, "tool_context": tool_context, "agent": agent}
+                return await adapter._input_guardrails(None, (), {**kwargs, "tool_input_guardrail_results": None})
+            finally:
+                _pre_approval.reset(token)
+
+        def loop(wrapped, instance, args, kwargs):
+            if not adapter._active:
+                return wrapped(*args, **kwargs)
+            return _guardrails(instance, kwargs)
+
+        async def _asking(wrapped, args, kwargs):
+            token = _realtime_pre.set(True)
+            try:
+                return await wrapped(*args, **kwargs)
+            finally:
+                _realtime_pre.reset(token)
+
+        def asking(wrapped, instance, args, kwargs):
+            if not adapter._active:
+                return wrapped(*args, **kwargs)
+            return _asking(wrapped, args, kwargs)
+
+        self.wrap(session, REALTIME_LOOP, loop)
+        if inspect.iscoroutinefunction(vars(session).get(REALTIME_APPROVAL)):
+            self.wrap(session, REALTIME_APPROVAL, asking)
+        self._realtime_patched = True
+
     def _unpatch(self) -> None:
         self._active = False
+        self._realtime_patched = False
         self._mcp_patched = False
         self._runs_wrapped = False
 
