@@ -177,6 +177,12 @@ SELF_TEST_TIMEOUT = 0.25
 _PROBE_NAMES = {"raise": "raising", "hang": "hanging", "junk": "junk", "abstain": "allowing"}
 
 
+def _refusal(exc: BaseException) -> str:
+    """The reason a refusal names: a PatchError's own text (failsecure's words), else
+    the exception's type only (its text may carry anything)."""
+    return f"PatchError: {exc}" if type(exc) is PatchError else type_name(exc)
+
+
 class _SelfTestConfig(policy.Config):
     """Defaults, with a short deadline for every hook, interactive ones included."""
 
@@ -371,8 +377,16 @@ class Adapter(abc.ABC):
                 self._patch()
                 self.state = "patched"
             except Exception as exc:  # noqa: BLE001 - any failure to patch refuses the adapter (loud, and every call denies)
-                self.refuse(f"{type(exc).__name__}: {exc}" if type(exc) is PatchError else type_name(exc))
+                self.refuse(_refusal(exc))
             return self.state
+
+    def patch_late(self, patch: Callable, *args: Any) -> None:
+        """``patch(*args)`` for a module imported after this adapter patched (from a
+        ``when_imported`` hook): any failure refuses the adapter, as in ``patch()``."""
+        try:
+            patch(*args)
+        except Exception as exc:  # noqa: BLE001 - any failure to patch a late module refuses the adapter (loud, and every call denies)
+            self.refuse(_refusal(exc))
 
     def intact(self) -> bool:
         """Every attribute this adapter replaced still holds what it put there, on the

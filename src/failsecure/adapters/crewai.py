@@ -391,12 +391,8 @@ class CrewAIAdapter(Adapter):
         return name, None, (kwargs if not args else (args, kwargs)), key, None
 
     def _late_tool_usage(self, module: Any) -> None:
-        if self.state != "patched" or self._usage_patched:
-            return
-        try:
-            self._patch_tool_usage(module)
-        except Exception as exc:  # noqa: BLE001 - a late module that cannot be patched refuses the adapter (its calls deny), whatever it raised
-            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+        if self.state == "patched" and not self._usage_patched:
+            self.patch_late(self._patch_tool_usage, module)
 
     def _patch_tool_usage(self, module: Any) -> None:
         """The ReAct path (``tool_utils.execute_tool_and_check_finality``) tells the hooks
@@ -427,12 +423,8 @@ class CrewAIAdapter(Adapter):
         self._usage_patched = True
 
     def _late_flow_actions(self, module: Any) -> None:
-        if self.state != "patched" or self._flow_patched:
-            return
-        try:
-            self._patch_flow_actions(module)
-        except Exception as exc:  # noqa: BLE001 - any failure to patch the flow actions refuses the adapter (loud, and every call denies)
-            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+        if self.state == "patched" and not self._flow_patched:
+            self.patch_late(self._patch_flow_actions, module)
 
     def _patch_flow_actions(self, module: Any) -> None:
         """A flow's tool action (``do: {tool: ...}``) calls ``self.tool.run(**args)`` with

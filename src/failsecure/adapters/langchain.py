@@ -219,10 +219,7 @@ class LangChainAdapter(Adapter):
             if self.state != "patched" or module in self._late_done:
                 return  # not active (or uninstalled): the hook stays registered, does nothing
             self._late_done.add(module)
-            try:
-                _LATE[module](self, sys.modules[module])
-            except Exception as exc:  # noqa: BLE001 - any failure to patch a late module refuses the adapter (loud, and every call denies)
-                self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+            self.patch_late(_LATE[module], self, sys.modules[module])
 
     def _unpatch(self) -> None:
         self.restore()

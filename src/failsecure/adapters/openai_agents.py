@@ -451,12 +451,8 @@ class OpenAIAgentsAdapter(Adapter):
         self._runs_wrapped = True
 
     def _late_runner(self) -> None:
-        if not self._runner_ready():
-            return
-        try:
-            self._wrap_runs(sys.modules[RUNNER])
-        except Exception as exc:  # noqa: BLE001 - any failure to wrap the runner's entries refuses the adapter (loud, and every call denies)
-            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+        if self._runner_ready():
+            self.patch_late(self._wrap_runs, sys.modules[RUNNER])
 
     def _read_invocation(self, invoker: Any, args: tuple, kwargs: dict) -> tuple:
         """One ``on_invoke_tool(ctx, input)``: (tool name, call id, arguments, the tool
@@ -565,12 +561,8 @@ class OpenAIAgentsAdapter(Adapter):
         return guarded
 
     def _late_mcp(self, module: Any) -> None:
-        if not self._active or self._mcp_patched:
-            return
-        try:
-            self._patch_mcp(module)
-        except Exception as exc:  # noqa: BLE001 - any failure to patch the MCP module refuses the adapter (loud, and every call denies)
-            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+        if self._active and not self._mcp_patched:
+            self.patch_late(self._patch_mcp, module)
 
     def _patch_mcp(self, module: Any) -> None:
         """An MCP server's ``require_approval`` callable becomes each of its tools'
@@ -596,12 +588,8 @@ class OpenAIAgentsAdapter(Adapter):
         self._mcp_patched = True
 
     def _late_realtime(self, module: Any) -> None:
-        if not self._active or self._realtime_patched:
-            return
-        try:
-            self._patch_realtime(module)
-        except Exception as exc:  # noqa: BLE001 - a late module that cannot be patched refuses the adapter (its calls deny), whatever it raised
-            self.refuse(f"{type(exc).__name__}: {exc}" if isinstance(exc, PatchError) else type(exc).__name__)
+        if self._active and not self._realtime_patched:
+            self.patch_late(self._patch_realtime, module)
 
     def _patch_realtime(self, module: Any) -> None:
         """``RealtimeSession._run_tool_input_guardrails(tool=, tool_call=, agent=)`` runs a
