@@ -66,7 +66,7 @@ import contextvars
 import dataclasses
 import importlib
 import sys
-from typing import Any
+from typing import Any, Awaitable
 
 from failsecure.adapter import Adapter, PatchError, Ungoverned, asettle, is_async, on_loop, same, snapshot, when_imported
 from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
@@ -449,12 +449,8 @@ class PydanticAIAdapter(Adapter):
         return self.callable_id(getattr(entry, "func", entry))
 
     async def _call(self, entry: Any, hook_name: str, ctx: Any, validate: Any = None, **kwargs: Any) -> Outcome:
-        """One hook entry under the guard. The hook's own ``timeout=`` expiring (upstream
-        raises ``HookTimeoutError``) is a ``timeout``, like failsecure's own deadline."""
-        outcome = await self.ahook_call(self._entry_id(entry), self._invoke, entry, hook_name, ctx, _validate=validate, **kwargs)
-        if outcome.failure is Failure.RAISED and outcome.exception_type == "HookTimeoutError":
-            outcome = Outcome(hook=outcome.hook, failure=Failure.TIMEOUT, exception_type=outcome.exception_type, elapsed_ms=outcome.elapsed_ms)
-        return outcome
+        """One hook entry under the guard (``_timed``)."""
+        return _timed(await self.ahook_call(self._entry_id(entry), self._invoke, entry, hook_name, ctx, _validate=validate, **kwargs))
 
     # ------------------------------------------------------------ the gate
 
@@ -505,14 +501,14 @@ class PydanticAIAdapter(Adapter):
                 raise PatchError("the before-tool gates of this call could not be listed")
 
             if len(entries) == 1:  # one gate: nothing can have judged a stale call (asettle's own rule)
-                outcome = await self._one(entries[0], call, tool_def, arguments)
+                outcome = _timed(await self._one(entries[0], call, tool_def, arguments), entries[0])
                 state["args"] = _after(outcome, arguments)
                 outcomes = [outcome]
             else:
 
                 def step(gate: tuple) -> Any:
                     async def run() -> Outcome:  # one gate, given the arguments as they are now
-                        outcome = await self._one(gate, call, tool_def, state["args"])
+                        outcome = _timed(await self._one(gate, call, tool_def, state["args"]), gate)
                         state["args"] = _after(outcome, state["args"])
                         return outcome
 
@@ -531,10 +527,11 @@ class PydanticAIAdapter(Adapter):
         return decision, state["args"]
 
     def _one(self, gate: tuple, call: Any, tool_def: Any, args: Any) -> Any:
-        """The guarded call of one entry ``(kind, gate, ctx)`` of ``_judge`` (an awaitable)."""
+        """The guarded call of one entry ``(kind, gate, ctx)`` of ``_judge``: the guard's
+        own awaitable, no coroutine around it (its outcome goes through ``_timed``)."""
         kind, entry, entry_ctx = gate
         if kind is _HOOK:
-            return self._call(entry, EVENT, entry_ctx, call=call, tool_def=tool_def, args=args)
+            return self.ahook_call(self._entry_id(entry), self._invoke, entry, EVENT, entry_ctx, call=call, tool_def=tool_def, args=args)
         return self._call_capability(entry, entry_ctx, call, tool_def, args)
 
     async def _executing(self, wrapped: Any, args: tuple, kwargs: dict) -> Any:
@@ -599,8 +596,8 @@ class PydanticAIAdapter(Adapter):
         except (self._ask_type,) + self._deny_types as exc:
             return _Raised(exc)
 
-    async def _call_capability(self, capability: Any, ctx: Any, call: Any, tool_def: Any, args: Any) -> Outcome:
-        return await self.ahook_call(self._capability_id(type(capability)), self._invoke_capability, capability, ctx, call=call, tool_def=tool_def, args=args)
+    def _call_capability(self, capability: Any, ctx: Any, call: Any, tool_def: Any, args: Any) -> Awaitable[Outcome]:
+        return self.ahook_call(self._capability_id(type(capability)), self._invoke_capability, capability, ctx, call=call, tool_def=tool_def, args=args)
 
     def _entries(self, root: Any, ctx: Any, call: Any) -> list:
         """Every before-tool gate of ``root`` (a ``CombinedCapability``) in upstream's dispatch
@@ -1036,6 +1033,15 @@ class PydanticAIAdapter(Adapter):
 
 
 __all__ = ["PydanticAIAdapter"]
+
+
+def _timed(outcome: Outcome, gate: tuple = (None,)) -> Outcome:
+    """A hook entry's own ``timeout=`` expiring (upstream raises ``HookTimeoutError``) is a
+    ``timeout``, like failsecure's own deadline. ``gate``: the ``_judge`` entry it came
+    from; a capability class's outcome is taken as it is."""
+    if outcome.failure is Failure.RAISED and outcome.exception_type == "HookTimeoutError" and gate[0] is not _CAPABILITY:
+        return Outcome(hook=outcome.hook, failure=Failure.TIMEOUT, exception_type=outcome.exception_type, elapsed_ms=outcome.elapsed_ms)
+    return outcome
 
 
 def _after(outcome: Outcome, args: Any) -> Any:
