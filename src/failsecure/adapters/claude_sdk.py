@@ -332,7 +332,7 @@ class _Session:
 
     def _selected(self, event: str, tool: Any, also: tuple) -> list:
         chosen = self._chosen(event, tool)
-        if also and not set(also) <= set(chosen):
+        if also and (len(also) != 1 or also[0] not in chosen) and not set(also) <= set(chosen):
             return sorted(set(chosen) | {i for i in also if 0 <= i < len(self.entries) and self.entries[i].event == event})
         return list(chosen)
 
@@ -361,29 +361,48 @@ class _Session:
             if other != event:
                 gates += [i for i in self._selected(other, tool, ()) if self.entries[i].callback is not None]
         original = data.get("tool_input") if arguments is None else arguments
-        state: dict[str, Any] = {"args": original, "judged": original, "gates": gates}
         started = perf_counter()
+        if len(gates) == 1 and arguments is None and self.entries[gates[0]].event == data.get("hook_event_name", event):
+            # one callback, handed the request's own input (as upstream hands it): when it
+            # does not rewrite, that one round is the whole evaluation
+            only = gates[0]
+            first = await self._call(only, data, tool_use_id, context, started)
+            verdict = first.verdict
+            if verdict is None or verdict.data is None or verdict.data[1] is None:
+                call_id = nonempty_str(tool_use_id)
+                decision = await adapter.adecide(plain_str(tool), [first], call_id=call_id, arguments=original,
+                                                 later=tuple(self.registered))
+                self.grant(decision, tool, call_id, original)
+                return _Result(decision, frozenset(indices), {only: first}, original, False)
+            done: Optional[list] = [first]
+        else:
+            done = None
+        state: dict[str, Any] = {"args": original, "judged": original, "gates": gates}
         last: dict = {}
         rounds: list = []
 
         async def one_round(args: Any) -> list:
             # ``args``: the input every callback of the round is handed (its own copy of
             # it); after a rewrite, the copy ``auntil_stable`` made, which nobody else holds
+            nonlocal done
             state["judged"] = args
-            payloads = []
             round_gates = state["gates"]
-            for n, i in enumerate(round_gates):
-                entry_event = self.entries[i].event
-                if n == 0 and args is original and arguments is None and entry_event == data.get("hook_event_name", event):
-                    payloads.append(data)  # upstream hands each callback the request's own input
-                else:
-                    own = snapshot(args)
-                    payloads.append(self._payload(data, entry_event, args if own is CHANGED else own))
-            calls = [self._call(i, payload, tool_use_id, context, started) for i, payload in zip(round_gates, payloads)]
-            if len(calls) == 1:
-                outcomes = [await calls[0]]
+            if done is not None:  # the first round, already run by the one-callback path
+                outcomes, done = done, None
             else:
-                outcomes = list(await asyncio.gather(*calls))
+                payloads = []
+                for n, i in enumerate(round_gates):
+                    entry_event = self.entries[i].event
+                    if n == 0 and args is original and arguments is None and entry_event == data.get("hook_event_name", event):
+                        payloads.append(data)  # upstream hands each callback the request's own input
+                    else:
+                        own = snapshot(args)
+                        payloads.append(self._payload(data, entry_event, args if own is CHANGED else own))
+                calls = [self._call(i, payload, tool_use_id, context, started) for i, payload in zip(round_gates, payloads)]
+                if len(calls) == 1:
+                    outcomes = [await calls[0]]
+                else:
+                    outcomes = list(await asyncio.gather(*calls))
             for i, outcome in zip(round_gates, outcomes):
                 last[i] = outcome
                 verdict = outcome.verdict
