@@ -118,6 +118,8 @@ finder = None
 
 
 def _say(message):
+    """The drop-in's report: stderr only, since it runs where failsecure itself (and its
+    ``report``) may not import."""
     try:
         sys.stderr.write(message + "\n")
     except BaseException:  # noqa: BLE001 - stderr closed or broken: the message is lost, the import goes on

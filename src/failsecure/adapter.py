@@ -299,6 +299,11 @@ class Adapter(abc.ABC):
         # copies): left in place for code that still holds them, undone by unpatch
         self._kept: list[tuple[Any, str, Any, bool, Any]] = []
         self._kept_everywhere: list = []
+        self._bind_table: tuple = ()  # bind_classes: (module, class name, ...) entries, and the bind
+        self._bind: Callable[[tuple, type], None] = lambda entry, cls: None
+        self._bound: set = set()  # (module, class name) of the table given to the bind
+        self._bind_watched: set = set()  # modules whose import runs bind_loaded
+        self._bind_lock = threading.RLock()  # held only while binding (no import under it)
 
     # ------------------------------------------------------------ to implement
 
@@ -421,6 +426,7 @@ class Adapter(abc.ABC):
         self._replaced.clear()
         held = (self._kept + kept[::-1], self._kept_everywhere + self._everywhere)
         self._kept, self._kept_everywhere, self._everywhere = [], [], []
+        self._bind_table, self._bound = (), set()
         try:
             with internal_error(f"failsecure: {self.name} clean-up after a lost patch raised {{type}}"):
                 self._unpatch()
@@ -442,6 +448,7 @@ class Adapter(abc.ABC):
         """Undo the patch, or a refused adapter's lockdown. Idempotent."""
         with self._lock:
             if self.state in ("patched", "refused"):
+                self._bind_table, self._bound = (), set()
                 self._unpatch()
                 self.restore()  # whatever replace/wrap did, the adapter's own _unpatch or not
             self.state = "unpatched"
@@ -467,6 +474,34 @@ class Adapter(abc.ABC):
         if isinstance(owner, type) and isinstance(original, (staticmethod, classmethod)):
             raise PatchError(f"{owner.__name__}.{attr} is a {type(original).__name__}")
         self.replace(owner, attr, wrapt.FunctionWrapper(original, wrapper))
+
+    def bind_classes(self, table: tuple, bind: Callable[[tuple, type], None]) -> None:
+        """Give each entry ``(module, class name, ...)`` of ``table`` to ``bind(entry, cls)``
+        once: now where the module is loaded and the class is a class, otherwise when one
+        of the modules is imported (one still being imported is done when it has finished)
+        or ``bind_loaded`` is called. From ``_patch``; ``unpatch`` ends it, a new patch
+        starts it again."""
+        self._bind_table, self._bind, self._bound = table, bind, set()
+        self.bind_loaded()
+        for module in dict.fromkeys(entry[0] for entry in table):
+            if module not in self._bind_watched:
+                self._bind_watched.add(module)
+                when_imported(module, lambda _module: self.bind_loaded())
+
+    def bind_loaded(self) -> None:
+        """The entries of ``bind_classes`` whose class has loaded since (cheap once all are)."""
+        table = self._bind_table
+        if len(self._bound) == len(table):
+            return
+        with self._bind_lock:
+            for entry in table:
+                key = entry[:2]
+                module = sys.modules.get(entry[0])
+                cls = getattr(module, entry[1], None) if module is not None else None
+                if key in self._bound or not isinstance(cls, type) or self._bind_table is not table:
+                    continue
+                self._bound.add(key)
+                self._bind(entry, cls)
 
     def bindings(self, original: Any, package: str) -> list:
         """Every loaded module of ``package`` (the package and its submodules) that holds
@@ -1260,7 +1295,7 @@ __all__ = (
     "Adapter", "Check", "IdCache", "Later", "PatchError", "Ungoverned",
     "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "awaitable",
     "callable_name", "close_awaitable",
-    "command_name", "current_config", "fingerprint", "is_async", "nonempty_str", "on_loop", "plain_str", "plugin_gates", "process_failure", "run_command", "same",
+    "command_name", "current_config", "fingerprint", "internal", "internal_error", "is_async", "nonempty_str", "on_loop", "plain_str", "plugin_gates", "problem", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )
 

@@ -138,6 +138,7 @@ class ADKAdapter(Adapter):
         self._agent_property: Any = None  # the property failsecure put in its place
         self._original_property: Any = None
         self._watching = False
+        self._bound_watch = False  # TOOL_BASE's import watched for user tool classes
         self._agent_lock = threading.Lock()
         self._shapes = IdCache()  # function -> shape
         self._confirming: set = set()  # tool classes whose confirmation predicate is guarded
@@ -150,8 +151,6 @@ class ADKAdapter(Adapter):
         #: (session id, call id) -> the call ADK paused for a human's confirmation, as
         #: every gate judged it: (tool name, tool class, function, arguments' picture)
         self._paused: dict = {}
-        self._bounded: set = set()  # (module, class) of RUN_ENTRIES / TOOL_BASE given the boundary
-        self._bound_watch = False
         #: (session id, call id) -> the deny of a confirmation stage that stands on resume
         self._stuck: dict = {}
 
@@ -189,36 +188,25 @@ class ADKAdapter(Adapter):
         for module_name, class_name in CONFIRMING:
             self._ensure_confirmation_patch(module_name, class_name)
         self._ensure_override_patch()
-        self._bounded = set()
-        self._patch_boundary()
+        self.bind_classes(RUN_ENTRIES + (TOOL_BASE,), self._bind_boundary)
         if not self._bound_watch:
             self._bound_watch = True
-            for module_name, _, _ in RUN_ENTRIES + (TOOL_BASE,):
-                when_imported(module_name, lambda _module: self._patch_boundary())
             when_imported(TOOL_BASE[0], lambda _module: self._ensure_override_patch())
         if self._agent_class is None and not self._watching and LLM_AGENT not in sys.modules:
             self._watching = True
             when_imported(LLM_AGENT, lambda module: self._ensure_agent_patch())
 
-    def _patch_boundary(self) -> None:
+    def _bind_boundary(self, entry: tuple, cls: type) -> None:
         """The run entry points and the innermost tool call of every module of them that
-        is loaded (a module still being imported is done when it has finished)."""
-        if not self._active or len(self._bounded) == len(RUN_ENTRIES) + 1:
+        is loaded."""
+        _, class_name, attrs = entry
+        if entry is TOOL_BASE:
+            self.wrap_subclasses(cls, attrs, self._read_tool)
             return
-        with self._agent_lock:
-            for module_name, class_name, attrs in RUN_ENTRIES + (TOOL_BASE,):
-                module = sys.modules.get(module_name)
-                cls = getattr(module, class_name, None) if module is not None else None
-                if (module_name, class_name) in self._bounded or not isinstance(cls, type) or not self._active:
-                    continue
-                self._bounded.add((module_name, class_name))
-                if class_name == TOOL_BASE[1]:
-                    self.wrap_subclasses(cls, attrs, self._read_tool)
-                    continue
-                gated = self._runner_gated if class_name == "Runner" else self._agent_gated
-                for attr in attrs:
-                    if callable(vars(cls).get(attr)):
-                        self.wrap_run(cls, attr, gated=gated)
+        gated = self._runner_gated if class_name == "Runner" else self._agent_gated
+        for attr in attrs:
+            if callable(vars(cls).get(attr)):
+                self.wrap_run(cls, attr, gated=gated)
 
     @staticmethod
     def _read_tool(tool: Any, args: tuple, kwargs: dict) -> tuple:
@@ -402,7 +390,6 @@ class ADKAdapter(Adapter):
         self._gate_wrapped = False
         self._paused.clear()
         self._stuck.clear()
-        self._bounded = set()
 
     def _lockdown(self) -> None:
         """The targets are not where expected: the plugin stage denies every tool call
@@ -442,9 +429,9 @@ class ADKAdapter(Adapter):
             agent_callbacks = None if node else self._agent_callbacks(tool_context)
             if agent_callbacks:
                 calls += self._agent_calls(agent_callbacks, tool, tool_args, tool_context)
-            return await self._gate(calls, tool, tool_args, tool_context, judged=bool(agent_callbacks))
+            return await self._agate(calls, tool, tool_args, tool_context, judged=bool(agent_callbacks))
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as ADK's "no answer" (run the tool): failed() says it and denies
-            return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=self.hook_id(CALLBACK)), ())
+            return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context)), ())
 
     async def _agent_stage(self, agent: Any, callbacks: list, tool: Any, args: Any, tool_context: Any) -> Optional[dict]:
         """The agent stage: None when the plugin stage already judged this call (with the
@@ -454,11 +441,11 @@ class ADKAdapter(Adapter):
             return None
         try:
             calls = self._agent_calls(callbacks, tool, args, tool_context)
-            return await self._gate(calls, tool, args, tool_context, judged=False)
+            return await self._agate(calls, tool, args, tool_context, judged=False)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as ADK's "no answer" (run the tool): failed() says it and denies
-            return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context), hook=self.hook_id(CALLBACK)), ())
+            return self._native(self.failed(exc, _tool_name(tool), _call_id(tool_context)), ())
 
-    async def _gate(self, calls: list, tool: Any, tool_args: Any, tool_context: Any, judged: bool) -> Optional[dict]:
+    async def _agate(self, calls: list, tool: Any, tool_args: Any, tool_context: Any, judged: bool) -> Optional[dict]:
         def step(hook: str, fn: Any, args: Any, kwargs: Any, plain: bool) -> Any:
             async def run() -> list[Outcome]:
                 # a plain sync callback holds the loop while it runs, as upstream does (it

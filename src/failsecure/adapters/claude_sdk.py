@@ -64,18 +64,15 @@ import asyncio
 import contextvars
 import importlib
 import json
-import logging
 import re
 import sys
 from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Awaitable, Optional
 
-from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, nonempty_str, plain_str, same, snapshot
+from failsecure.adapter import CHANGED, RANK, Adapter, PatchError, auntil_stable, internal, nonempty_str, plain_str, same, snapshot
 from failsecure.adapter import adapter as registered
 from failsecure.verdict import Action, Decision, Failure, Invalid, Outcome, Verdict
-
-log = logging.getLogger("failsecure")
 
 QUERY = "claude_agent_sdk._internal.query"
 TYPES = "claude_agent_sdk.types"
@@ -629,7 +626,7 @@ class ClaudeSDKAdapter(Adapter):
                 self.wrap_boundary(tool_def, "handler", self._reader(name), where=f"{_mcp_name(server)}.{name}", give_back=False)
                 self.wrap(tool_def, "handler", _capture_raise)
         except Exception as exc:  # noqa: BLE001 - the SDK's or the user's objects: this server's tools keep no boundary (said)
-            log.error("failsecure: claude-agent-sdk: an SDK MCP server's tools got no boundary (%s)", type(exc).__name__)
+            internal(exc, "failsecure: claude-agent-sdk: an SDK MCP server's tools got no boundary ({type})")
 
     @staticmethod
     def _reader(name: str):
@@ -656,7 +653,7 @@ class ClaudeSDKAdapter(Adapter):
             arguments = params.get("arguments")
             self.granted(_CLI_DECIDED, name, None, arguments if arguments is not None else {})
         except Exception as exc:  # noqa: BLE001 - no grant: the call is ungoverned (fail closed), said
-            log.error("failsecure: claude-agent-sdk: an in-process tool call was not recorded (%s)", type(exc).__name__)
+            internal(exc, "failsecure: claude-agent-sdk: an in-process tool call was not recorded ({type})")
 
     # ------------------------------------------------------------ permission_prompt_tool_name
 

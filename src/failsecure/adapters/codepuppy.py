@@ -46,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import importlib
-import logging
 import sys
 import threading
 from typing import Any, Optional
@@ -59,16 +58,16 @@ from failsecure.adapter import (
     awaitable,
     close_awaitable,
     command_name,
+    internal,
     is_async,
     on_loop,
     plain_str,
+    problem,
     process_failure,
     run_command,
     when_imported,
 )
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, failure_reason
-
-log = logging.getLogger("failsecure")
 
 CALLBACKS = "code_puppy.callbacks"
 EXECUTOR = "code_puppy.hook_engine.executor"
@@ -287,8 +286,6 @@ class CodePuppyAdapter(Adapter):
         self._active = False  # between _patch and _unpatch (the import hook checks it)
         self._feedback_wrapped = False  # file_permission_state.get_last_user_feedback
         self._said = threading.Lock()
-        self._bounded: set = set()  # (module, class) of RUN_ENTRIES/TOOL_CLASSES wrapped
-        self._bound_watch = False
 
     # ------------------------------------------------------------ patching
 
@@ -319,37 +316,21 @@ class CodePuppyAdapter(Adapter):
         self._active = True
         self._watch_pre_tool_patch()
         self._patch_command_hooks()
-        self._bounded = set()
-        self._patch_boundary()
-        if not self._bound_watch:
-            self._bound_watch = True
-            for module, _, _ in RUN_ENTRIES + TOOL_CLASSES:
-                when_imported(module, lambda _module: self._patch_boundary())
+        self.bind_classes(RUN_ENTRIES + TOOL_CLASSES, self._bind_boundary)
 
         when_imported(STATE, self._patch_feedback)
 
-    def _patch_boundary(self) -> None:
+    def _bind_boundary(self, entry: tuple, cls: type) -> None:
         """The run entry points and the innermost tool call of every module of them that
-        is loaded (the others when they are imported)."""
-        if not self._active or len(self._bounded) == len(RUN_ENTRIES) + len(TOOL_CLASSES):
+        is loaded."""
+        if entry in TOOL_CLASSES:
+            # a tool that raised is never re-run by pydantic-ai itself (ModelRetry asks
+            # the model, whose next call is judged again): no grant given back
+            self.wrap_subclasses(cls, entry[2], self._read_call_tool, give_back=False)
             return
-        with self._lock:
-            for module_name, class_name, attrs in RUN_ENTRIES + TOOL_CLASSES:
-                if (module_name, class_name) in self._bounded:
-                    continue
-                module = sys.modules.get(module_name)
-                cls = getattr(module, class_name, None) if module is not None else None
-                if not isinstance(cls, type):
-                    continue
-                self._bounded.add((module_name, class_name))
-                if (module_name, class_name, attrs) in TOOL_CLASSES:
-                    # a tool that raised is never re-run by pydantic-ai itself (ModelRetry
-                    # asks the model, whose next call is judged again): no grant given back
-                    self.wrap_subclasses(cls, attrs, self._read_call_tool, give_back=False)
-                else:
-                    for attr in attrs:
-                        if callable(vars(cls).get(attr)):
-                            self.wrap_run(cls, attr)
+        for attr in entry[2]:
+            if callable(vars(cls).get(attr)):
+                self.wrap_run(cls, attr)
 
     @staticmethod
     def _read_call_tool(toolset: Any, args: tuple, kwargs: dict) -> tuple:
@@ -471,7 +452,6 @@ class CodePuppyAdapter(Adapter):
     def _unpatch(self) -> None:
         self._active = False
         self.restore()
-        self._bounded = set()
         self._pretool_missing = False
         self._feedback_wrapped = False
 
@@ -547,12 +527,11 @@ class CodePuppyAdapter(Adapter):
             f"failsecure: code-puppy's pre-tool hook patch ({PATCHES}.{PRE_TOOL_PATCH}) did not apply; "
             "every tool call is denied"
         )
-        log.error(msg)
-        print(msg, file=sys.stderr)
+        problem(msg)
         try:
             from pydantic_ai.tool_manager import ToolManager
         except Exception as exc:  # noqa: BLE001 - importing pydantic-ai can raise anything: the gating phases still deny (said)
-            log.error("failsecure: pydantic-ai ToolManager not found (%s); only the gating phases deny", type(exc).__name__)
+            internal(exc, "failsecure: pydantic-ai ToolManager not found ({type}); only the gating phases deny")
             return
         adapter = self
 
@@ -702,11 +681,10 @@ class CodePuppyAdapter(Adapter):
 
     def _broken(self, phase: str, exc: BaseException) -> list:
         """The answer when this adapter's translation (or the core) raised: a deny."""
-        hook = self.hook_id(phase)
         try:
-            text = self.failed(exc, hook=hook).reason or failure_reason(hook, Failure.RAISED)
+            text = self.failed(exc).reason or failure_reason("failsecure:internal", Failure.RAISED)
         except Exception:  # noqa: BLE001 - failed() never raises; should it, the block still has its text (the phase is denied either way)
-            text = failure_reason(hook, Failure.RAISED)
+            text = failure_reason("failsecure:internal", Failure.RAISED)
         if phase == FILE:
             _file_denied.set(text)
             return [False]
@@ -875,7 +853,7 @@ def _activate_as_code_puppy_plugin() -> None:
 
         activate(CodePuppyAdapter.name)
     except Exception as exc:  # noqa: BLE001 - code-puppy's loader would log it with its text and go on: said here by type name only
-        print(f"failsecure: could not activate code-puppy ({type(exc).__name__})", file=sys.stderr)
+        internal(exc, "failsecure: could not activate code-puppy ({type})")
 
 
 _activate_as_code_puppy_plugin()

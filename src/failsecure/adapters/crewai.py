@@ -40,15 +40,12 @@ from __future__ import annotations
 
 import contextvars
 import importlib
-import logging
 import sys
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, IdCache, PatchError, settle, when_imported
+from failsecure.adapter import Adapter, IdCache, PatchError, internal, settle, when_imported
 from failsecure.verdict import ABSTAIN, Action, Invalid, Verdict
-
-log = logging.getLogger("failsecure")
 
 TOOL_HOOKS = "crewai.hooks.tool_hooks"
 #: a flow's declarative tool actions run their tool without the before-tool-call hooks
@@ -263,9 +260,6 @@ class CrewAIAdapter(Adapter):
         self._flow_patched = False
         self._usage_watch = False
         self._usage_patched = False
-        self._bounded: set = set()  # (module, class) of RUN_ENTRIES/TOOL_CLASSES wrapped
-        self._bound_watch = False
-        self._boundary_on = False
         self._names: dict = {}  # id(tool) -> (tool, its sanitized name)
 
     # ------------------------------------------------------------ patching
@@ -315,13 +309,7 @@ class CrewAIAdapter(Adapter):
             return wrapped(*args, **kwargs)
 
         self.wrap(tool_hooks, "dispatch", dispatch_wrapper)
-        self._bounded = set()
-        self._boundary_on = True
-        self._patch_boundary()
-        if not self._bound_watch:
-            self._bound_watch = True
-            for module, _, _ in RUN_ENTRIES + TOOL_CLASSES:
-                when_imported(module, lambda _module: self._patch_boundary())
+        self.bind_classes(RUN_ENTRIES + TOOL_CLASSES, self._bind_boundary)
         if FLOW_ACTIONS in sys.modules:
             self._patch_flow_actions(sys.modules[FLOW_ACTIONS])
         elif not self._flow_watch:
@@ -333,26 +321,16 @@ class CrewAIAdapter(Adapter):
             self._usage_watch = True
             when_imported(TOOL_USAGE, self._late_tool_usage)
 
-    def _patch_boundary(self) -> None:
+    def _bind_boundary(self, entry: tuple, cls: type) -> None:
         """The run entry points and the innermost tool calls of every module of them that
-        is loaded (a module still being imported is done when it has finished)."""
-        if not self._boundary_on or len(self._bounded) == len(RUN_ENTRIES) + len(TOOL_CLASSES):
+        is loaded."""
+        _, class_name, attrs = entry
+        if entry in TOOL_CLASSES:
+            self.wrap_subclasses(cls, attrs, self._read_structured if class_name == "CrewStructuredTool" else self._read_tool)
             return
-        with self._lock:
-            for module_name, class_name, attrs in RUN_ENTRIES + TOOL_CLASSES:
-                if (module_name, class_name) in self._bounded:
-                    continue
-                module = sys.modules.get(module_name)
-                cls = getattr(module, class_name, None) if module is not None else None
-                if not isinstance(cls, type):
-                    continue
-                self._bounded.add((module_name, class_name))
-                if (module_name, class_name, attrs) in TOOL_CLASSES:
-                    self.wrap_subclasses(cls, attrs, self._read_structured if class_name == "CrewStructuredTool" else self._read_tool)
-                else:
-                    for attr in attrs:
-                        if callable(vars(cls).get(attr)):
-                            self.wrap_run(cls, attr)
+        for attr in attrs:
+            if callable(vars(cls).get(attr)):
+                self.wrap_run(cls, attr)
 
     def _clean(self, name: Any) -> Optional[str]:
         """A tool name as CrewAI's call sites give it to the hooks (``sanitize_tool_name``)."""
@@ -445,9 +423,7 @@ class CrewAIAdapter(Adapter):
         self._flow_patched = True
 
     def _unpatch(self) -> None:
-        self._boundary_on = False
         self.restore()
-        self._bounded = set()
         self._names.clear()
         self._flow_patched = False
         self._usage_patched = False
@@ -498,8 +474,7 @@ class CrewAIAdapter(Adapter):
         """Every ``pre_tool_call`` hook under the guard -> the context (run the tool) or
         ``HookAborted`` (blocked, read by upstream's ``run_before_tool_call_hooks``)."""
         start = perf_counter()
-        if len(self._bounded) < len(RUN_ENTRIES) + len(TOOL_CLASSES):
-            self._patch_boundary()
+        self.bind_loaded()
         tool = None
         hooks: list = []
         original: tuple = (getattr(ctx, "tool_input", None),)
@@ -536,7 +511,7 @@ class CrewAIAdapter(Adapter):
             self.granted(decision, self._clean(tool), None, original[0],
                          also=self._normalised(ctx.tool, original[0]))
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no hook objected": failed() says it and the call is denied
-            decision = self.failed(exc, tool, hook=self.hook_id("pre_tool_call"))
+            decision = self.failed(exc, tool)
         if not decision.denied:
             self._telemetry(hooks, start, None, None)
             return ctx
@@ -572,7 +547,7 @@ class CrewAIAdapter(Adapter):
             if type(result) is str and result.startswith(BLOCKED) and pending[1] not in result:
                 ctx.tool_result = f"{result.rstrip('.')}. {pending[1]}"
         except Exception as exc:  # noqa: BLE001 - the deny stands; only its reason in crewai's block text is lost (ctx is crewai's object), said
-            log.error("failsecure: crewai deny text not set (%s)", type(exc).__name__)
+            internal(exc, "failsecure: crewai deny text not set ({type})")
 
     def _telemetry(self, hooks: list, start: float, reason: Optional[str], source: Optional[str]) -> None:
         """The HookDispatchedEvent upstream's ``run_hooks`` emits when hooks ran."""

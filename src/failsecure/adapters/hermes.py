@@ -59,7 +59,6 @@ from failsecure.adapter import (
     same,
     snapshot,
     type_name,
-    when_imported,
 )
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
 
@@ -91,9 +90,6 @@ class HermesAdapter(Adapter):
         self._approve = False  # the release has the approve directive (0.18.1+)
         self.ask_api = False  # nothing seen yet: the patch says what the release has
         self._schema: Any = None  # OBSERVER_SCHEMA_VERSION, added to the hook kwargs (0.18.1+)
-        self._bounded: set = set()  # the classes of RUN_ENTRY / REGISTRY given the boundary
-        self._boundary_on = False
-        self._bound_watch = False
 
     # ------------------------------------------------------------ patching
 
@@ -182,31 +178,18 @@ class HermesAdapter(Adapter):
             if callable(getattr(plugins, attr, None)):
                 self.wrap(plugins, attr, entry_point)
         self._patch_middleware()
-        self._bounded = set()
-        self._boundary_on = True
-        self._patch_boundary()
-        if not self._bound_watch:
-            self._bound_watch = True
-            for module_name, _, _ in (RUN_ENTRY, REGISTRY):
-                when_imported(module_name, lambda _module: self._patch_boundary())
+        self.bind_classes((RUN_ENTRY, REGISTRY), self._bind_boundary)
 
-    def _patch_boundary(self) -> None:
+    def _bind_boundary(self, entry: tuple, cls: type) -> None:
         """The run entry point and the registry's dispatch, once their modules are loaded."""
-        if not self._boundary_on:
-            return
-        for module_name, class_name, attrs in (RUN_ENTRY, REGISTRY):
-            module = sys.modules.get(module_name)
-            cls = getattr(module, class_name, None) if module is not None else None
-            if class_name in self._bounded or not isinstance(cls, type):
+        _, class_name, attrs = entry
+        for attr in attrs:
+            if not callable(vars(cls).get(attr)):
                 continue
-            self._bounded.add(class_name)
-            for attr in attrs:
-                if not callable(vars(cls).get(attr)):
-                    continue
-                if class_name == REGISTRY[1]:
-                    self.wrap_boundary(cls, attr, _read_dispatch, where=f"{class_name}.{attr}")
-                else:
-                    self.wrap_run(cls, attr)
+            if entry is REGISTRY:
+                self.wrap_boundary(cls, attr, _read_dispatch, where=f"{class_name}.{attr}")
+            else:
+                self.wrap_run(cls, attr)
 
     def _patch_middleware(self) -> None:
         """hermes' tool-execution middleware (0.18+) runs after ``pre_tool_call`` and may
@@ -302,8 +285,6 @@ class HermesAdapter(Adapter):
     def _unpatch(self) -> None:
         self.restore()
         self._ids.clear()
-        self._bounded = set()
-        self._boundary_on = False
 
     def _lockdown(self) -> None:
         """The targets are not where expected: deny every ``pre_tool_call`` we can reach.
@@ -354,7 +335,7 @@ class HermesAdapter(Adapter):
                              also=_coerced(tool, kwargs.get("args")))
             _asking.set((decision, tool, kwargs.get("args")) if decision.action is Action.ASK else None)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no directive": failed() says it and the call is blocked
-            decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
+            decision = self.failed(exc, tool, call_id)
         return self._native(decision)
 
     def _direct_call_blocked(self, ctx: Any, tool: Any, tool_args: Any) -> Optional[str]:

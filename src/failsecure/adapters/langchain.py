@@ -77,7 +77,6 @@ import contextlib
 import contextvars
 import importlib
 import inspect
-import logging
 import sys
 import threading
 import types
@@ -91,14 +90,13 @@ from failsecure.adapter import (
     asettle,
     current_config,
     fingerprint,
+    problem,
     settle,
     type_name,
     unsettled,
     when_imported,
 )
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
-
-log = logging.getLogger("failsecure")
 
 MANAGER = "langchain_core.callbacks.manager"
 FACTORY = "langchain.agents.factory"
@@ -192,12 +190,12 @@ class LangChainAdapter(Adapter):
         def handle_event(wrapped, instance, args, kwargs):
             if len(args) < 3 or args[1] != EVENT or adapter.state == "unpatched":
                 return wrapped(*args, **kwargs)
-            return adapter._gate_sync(wrapped, args, kwargs)
+            return adapter._gate(wrapped, args, kwargs)
 
         def ahandle_event(wrapped, instance, args, kwargs):
             if len(args) < 3 or args[1] != EVENT or adapter.state == "unpatched":
                 return wrapped(*args, **kwargs)
-            return adapter._gate_async(wrapped, args, kwargs)
+            return adapter._agate(wrapped, args, kwargs)
 
         self.wrap(manager, "handle_event", handle_event)
         self.wrap(manager, "ahandle_event", ahandle_event)
@@ -300,7 +298,7 @@ class LangChainAdapter(Adapter):
             calls.append((hook_id, method))
         return calls, fixed
 
-    def _gate_sync(self, wrapped, args: tuple, kwargs: dict) -> None:
+    def _gate(self, wrapped, args: tuple, kwargs: dict) -> None:
         handlers, event, ignore, rest = args[0], args[1], args[2], args[3:]
         tool = call_id = inputs = None
         observers: list = []
@@ -321,14 +319,14 @@ class LangChainAdapter(Adapter):
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=inputs)
             self._grant(decision, tool, gates, kwargs, dispatched)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no handler objected": failed() says it and the call is denied
-            decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
+            decision = self.failed(exc, tool, call_id)
         if decision.denied:
             denied = ToolCallDenied(decision.reason or f"failsecure: {self.name} denied the call")
             if observers:
                 _observe_sync(wrapped, observers, "on_tool_error", ignore, (denied,), _error_kwargs(kwargs))
             raise denied
 
-    async def _gate_async(self, wrapped, args: tuple, kwargs: dict) -> None:
+    async def _agate(self, wrapped, args: tuple, kwargs: dict) -> None:
         handlers, event, ignore, rest = args[0], args[1], args[2], args[3:]
         tool = call_id = inputs = None
         observers: list = []
@@ -351,7 +349,7 @@ class LangChainAdapter(Adapter):
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=inputs)
             self._grant(decision, tool, gates, kwargs, dispatched)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no handler objected": failed() says it and the call is denied
-            decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
+            decision = self.failed(exc, tool, call_id)
         if decision.denied:
             denied = ToolCallDenied(decision.reason or f"failsecure: {self.name} denied the call")
             if observers:
@@ -1227,14 +1225,14 @@ def _observe_sync(wrapped, observers, event, ignore, rest, kwargs) -> None:
     try:
         wrapped(observers, event, ignore, *rest, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a role = "observer" handler's raise is ignored by the user's config: said, the tool runs
-        log.warning("failsecure: an observer callback raised %s; ignored", type(exc).__name__)
+        problem(f"failsecure: an observer callback raised {type_name(exc)}; ignored", level=30)
 
 
 async def _observe_async(wrapped, observers, event, ignore, rest, kwargs) -> None:
     try:
         await wrapped(observers, event, ignore, *rest, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a role = "observer" handler's raise is ignored by the user's config: said, the tool runs
-        log.warning("failsecure: an observer callback raised %s; ignored", type(exc).__name__)
+        problem(f"failsecure: an observer callback raised {type_name(exc)}; ignored", level=30)
 
 
 def _error_kwargs(kwargs: dict) -> dict:

@@ -896,9 +896,8 @@ class OpenAIAgentsAdapter(Adapter):
         except self._tripwire:
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not read as "no guardrail objected"; failed() says it and rejects
-            hook = self.hook_id(GUARDRAIL_LOOP)
-            decision = self.failed(exc, tool, call_id, hook=hook)
-            return decision.reason or failure_reason(hook, Failure.RAISED)
+            decision = self.failed(exc, tool, call_id)
+            return decision.reason or failure_reason("failsecure:internal", Failure.RAISED)
 
     def _approval_present(self, func_tool: Any) -> list:
         """A callable ``needs_approval`` of the tool is one of this call's hooks (the SDK

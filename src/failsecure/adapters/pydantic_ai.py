@@ -523,7 +523,7 @@ class PydanticAIAdapter(Adapter):
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not let the tool run unjudged; failed() says it and denies
-            decision = self.failed(exc, tool, call_id, hook=self.hook_id(EVENT))
+            decision = self.failed(exc, tool, call_id)
         return decision, state["args"]
 
     def _one(self, gate: tuple, call: Any, tool_def: Any, args: Any) -> Any:

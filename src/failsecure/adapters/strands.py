@@ -75,7 +75,6 @@ from failsecure.adapter import (
     plain_str,
     snapshot,
     type_name,
-    when_imported,
 )
 from failsecure.verdict import ABSTAIN, ALLOW, Action, Failure, Invalid, Outcome, Verdict
 
@@ -110,6 +109,8 @@ RUN_ENTRIES = ("__call__", "invoke_async", "stream_async", "structured_output", 
 #: the executor's terminal calls), and a decorated tool called as a plain function
 TOOLS = "strands.types.tools"
 DECORATOR = "strands.tools.decorator"
+#: the run entry points and the innermost tool calls (``bind_classes``)
+BOUNDARY = ((AGENT, "Agent", RUN_ENTRIES), (TOOLS, "AgentTool", ("stream",)), (DECORATOR, "DecoratedFunctionTool", ("__call__",)))
 
 
 class _Acted:
@@ -180,10 +181,6 @@ class StrandsAdapter(Adapter):
         self._stage: Any = None  # (ExecuteToolStage, ExecuteToolContext) once compose is wrapped
         self._lookup: Any = None
         self._lock: Any = threading.Lock()
-        self._bounded: set = set()  # AGENT / TOOLS / DECORATOR once wrapped
-        self._bound_watch = False
-        self._boundary_on = False
-        self._bound_lock = threading.RLock()
         self._set_loop = getattr(asyncio.events, "_set_running_loop", None)
         self._get_loop = getattr(asyncio.events, "_get_running_loop", None)
 
@@ -220,8 +217,7 @@ class StrandsAdapter(Adapter):
                 return wrapped(*args, **kwargs)
             if adapter._executor is None:
                 adapter._wrap_executor()
-            if len(adapter._bounded) < 3:
-                adapter._patch_boundary()
+            adapter.bind_loaded()
             return adapter._agate(instance, event)
 
         def invoke_callbacks(wrapped, instance, args, kwargs):
@@ -239,35 +235,22 @@ class StrandsAdapter(Adapter):
 
         self.wrap(hooks, "invoke_callbacks_async", invoke_callbacks_async)
         self.wrap(hooks, "invoke_callbacks", invoke_callbacks)
-        self._bounded = set()
-        self._boundary_on = True
-        self._patch_boundary()
-        if not self._bound_watch:
-            self._bound_watch = True
-            for module in (AGENT, TOOLS, DECORATOR):
-                when_imported(module, lambda _module: self._patch_boundary())
+        self.bind_classes(BOUNDARY, self._bind_boundary)
 
-    def _patch_boundary(self) -> None:
+    def _bind_boundary(self, entry: tuple, cls: type) -> None:
         """The run entry points and the innermost tool calls, for each of their modules
-        that is loaded (one still being imported is done once it has finished)."""
-        if not self._boundary_on or len(self._bounded) == 3:
+        that is loaded."""
+        module, _, attrs = entry
+        if module == TOOLS:
+            self.wrap_subclasses(cls, attrs, self._read_stream)
             return
-        with self._bound_lock:
-            agent = getattr(sys.modules.get(AGENT), "Agent", None)
-            if AGENT not in self._bounded and isinstance(agent, type):
-                self._bounded.add(AGENT)
-                for attr in RUN_ENTRIES:
-                    if callable(agent.__dict__.get(attr)):
-                        self.wrap_run(agent, attr, gated=self._agent_gated)
-            base = getattr(sys.modules.get(TOOLS), "AgentTool", None)
-            if TOOLS not in self._bounded and isinstance(base, type):
-                self._bounded.add(TOOLS)
-                self.wrap_subclasses(base, ("stream",), self._read_stream)
-            decorated = getattr(sys.modules.get(DECORATOR), "DecoratedFunctionTool", None)
-            if DECORATOR not in self._bounded and isinstance(decorated, type):
-                self._bounded.add(DECORATOR)
-                if callable(decorated.__dict__.get("__call__")):
-                    self.wrap_boundary(decorated, "__call__", self._read_call, where="DecoratedFunctionTool.__call__")
+        for attr in attrs:
+            if not callable(cls.__dict__.get(attr)):
+                continue
+            if module == AGENT:
+                self.wrap_run(cls, attr, gated=self._agent_gated)
+            else:
+                self.wrap_boundary(cls, attr, self._read_call, where="DecoratedFunctionTool.__call__")
 
     def _agent_gated(self, agent: Any) -> bool:
         """The agent has a before-tool-call callback registered (a gate to bypass)."""
@@ -372,9 +355,7 @@ class StrandsAdapter(Adapter):
         return tuple(self.callable_id(_user_handler(t.handler)) for t in tagged or () if getattr(t, "phase", None) != "output")
 
     def _unpatch(self) -> None:
-        self._boundary_on = False
         self.restore()
-        self._bounded = set()
         self._ids.clear()
         self._judged.clear()
         self._executor = self._lookup = self._stage = None
@@ -548,7 +529,7 @@ class StrandsAdapter(Adapter):
                                    later=self._middleware_ids(getattr(event, 'agent', None)))
             return self._render(event, start, decision)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
-            self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
+            self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
             return event, []
 
     async def _agate(self, registry: Any, event: Any, follow: bool = True) -> tuple:
@@ -588,7 +569,7 @@ class StrandsAdapter(Adapter):
                                           later=self._middleware_ids(getattr(event, 'agent', None)))
             return self._render(event, start, decision)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
-            self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
+            self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
             return event, []
 
     def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[list]) -> list:
