@@ -367,7 +367,9 @@ def _find_handler(node, token, depth=0):
     if isinstance(node, dict):
         command = node.get("command")
         args = node.get("args")
-        if (isinstance(command, str) and token in command) or (isinstance(args, list) and token in args):
+        if (isinstance(command, str) and token in command) or (
+            isinstance(args, list) and any(isinstance(arg, str) and token in arg for arg in args)
+        ):  # an exec-form launch carries it as one argument, the prelude in exec form inside its `-c` text
             return node
         children: Any = node.values()
     elif isinstance(node, list):
