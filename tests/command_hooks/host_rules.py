@@ -19,6 +19,13 @@ ALLOW, ABSTAIN, DENY = "allow", "abstain", "deny"
 
 STDOUT_CAP = 1024 * 1024  # the runner reads at most this much of a hook's answer
 _JSON_WS = " \t\n\r"
+BOM = b"\xef\xbb\xbf"
+# Hosts that read past a UTF-8 byte-order mark before the JSON on stdout (a BOM deny
+# blocks), measured on the pinned CLIs: Claude Code 2.1.332, Gemini CLI 0.61.0. Codex
+# CLI 0.169.0 does not (tests/command_hooks/*/test_answer_*.py).
+READS_BOM = ("claude", "gemini")
+# what JavaScript's String.prototype.trim strips (Gemini CLI trims stdout and stderr)
+_JS_WS = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 EVENT = {"claude": "PreToolUse", "codex": "PreToolUse", "kiro": "PreToolUse", "gemini": "BeforeTool"}
 
@@ -134,6 +141,8 @@ def valid_answer(protocol, stdout):
         except UnicodeDecodeError:
             return None
         return ABSTAIN
+    if protocol in READS_BOM and stdout.startswith(BOM):
+        stdout = stdout[len(BOM):]
     if not stdout.strip(_JSON_WS.encode()):
         return ABSTAIN
     obj = strict_json(stdout)
@@ -149,6 +158,8 @@ def valid_answer(protocol, stdout):
 
 def _claude_host(out, err, code):
     text = out.decode("utf-8", "replace").strip()
+    if text.startswith("\ufeff"):  # read past a byte-order mark (2.1.332, measured)
+        text = text[1:].strip()
     if text.startswith("{"):
         first = strict_json(text.splitlines()[0].encode())
         if first is not None and first.get("async") is True:
@@ -165,9 +176,23 @@ def _claude_host(out, err, code):
     return BLOCK if code == 2 else RUN  # any other code: a non-blocking error
 
 
+def _gemini_text(data):
+    """`stdout.trim()` / `stderr.trim()` of Gemini CLI's hook runner -> bytes."""
+    return data.decode("utf-8", "replace").strip(_JS_WS).encode("utf-8")
+
+
 def _gemini_host(out, err, code):
-    obj = strict_json(out.strip())
-    if obj is not None:  # JSON on stdout wins whatever the exit code
+    # HookRunner.executeCommandHook parses `stdout.trim() || stderr.trim()` (0.61.0)
+    text = _gemini_text(out) or _gemini_text(err)
+    obj = strict_json(text)
+    if obj is None:
+        try:
+            inner = json.loads(text.decode("utf-8"))
+        except (ValueError, RecursionError):
+            inner = None
+        if isinstance(inner, str):  # a JSON string is parsed once more
+            obj = strict_json(inner.encode("utf-8"))
+    if obj is not None:  # JSON on stdout (or, with none there, on stderr) wins whatever the exit code
         decision = obj.get("decision")
         if decision in ("deny", "block") or obj.get("continue") is False:
             return BLOCK
