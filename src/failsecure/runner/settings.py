@@ -26,12 +26,13 @@ __all__ = (
 HEADROOM = 5.0  # seconds the host's own timeout exceeds the runner's
 DEFAULT_RUNNER_TIMEOUT = 30.0
 CLAUDE_ON_FAILURE_MIN = (2, 1, 332)  # first CLI measured to honour "onFailure": "block"
-# First CLI measured (end to end, tests/command_hooks/claude_code/test_project_launch.py)
+# Oldest CLI measured (end to end, tests/command_hooks/claude_code/test_project_launch.py
+# and test_exec_form_install.py, on 2.1.257 from claude-agent-sdk 0.2.150 and on 2.1.332)
 # to spawn an exec-form hook (`"args": [...]`) directly, not through the
 # CLAUDE_CODE_SHELL_PREFIX a project's settings `env` can set. `hook install` writes a
 # Claude Code shell-form hook as `{"command": "/bin/sh", "args": ["-c", <prelude>]}`
 # for such a CLI: the same prelude, run by /bin/sh itself.
-CLAUDE_EXEC_FORM_MIN = (2, 1, 332)
+CLAUDE_EXEC_FORM_MIN = (2, 1, 257)
 EXEC_SHELL = "/bin/sh"
 _ABSENT = {"__failsecure_absent__": True}
 _RECORD_FLAG = "--record"

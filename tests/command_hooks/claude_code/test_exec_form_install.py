@@ -1,5 +1,6 @@
-"""`hook install --host claude` against the installed Claude Code CLI (2.1.332, which
-spawns an exec-form hook directly, not through CLAUDE_CODE_SHELL_PREFIX): a
+"""`hook install --host claude` against the installed Claude Code CLI (2.1.332 in the
+claude-code env; also run on 2.1.257, claude-sdk-0.2.150's: both spawn an exec-form
+hook directly, not through CLAUDE_CODE_SHELL_PREFIX): a
 shell-form hook is written in exec form, `{"command": "/bin/sh", "args": ["-c",
 <prelude>]}`, and `hook uninstall` gives the user's entry back exactly. A settings file
 an earlier install wrote in shell form keeps working and is upgraded by a re-install.
@@ -50,6 +51,7 @@ def uninstall(path):
 def test_install_writes_a_shell_form_hook_in_exec_form_and_uninstall_restores_it(tmp_path, claude_cli):
     crash = hook_script(tmp_path, "it's crash.sh", "exit 1")
     path, original = user_file(tmp_path, "'%s'" % crash.replace("'", "'\\''"), statusMessage="guarding")
+    assert settings.claude_cli_version(claude_cli) >= settings.CLAUDE_EXEC_FORM_MIN
     handler = install(path, claude_cli)
     assert handler["command"] == "/bin/sh" and handler["args"][0] == "-c" and len(handler["args"]) == 2
     assert handler["statusMessage"] == "guarding" and handler["timeout"] == 8
