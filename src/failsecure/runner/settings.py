@@ -579,6 +579,9 @@ class WrapReport:
 _FAIL_CLOSED_TYPES = {"claude": ("http", "mcp_tool")}  # non-command handlers that honour onFailure
 
 
+_ALREADY = "already runs under failsecure"
+
+
 def _left_alone_why(event, handler, spec):
     """-> why `hook install` leaves this handler as it is, or None to wrap it."""
     if event.lower() not in spec.events:
@@ -591,7 +594,7 @@ def _left_alone_why(event, handler, spec):
         return "NOT GATING: runs in the background (async), the host never waits for its answer"
     launch = _launch_of(handler)
     if launch is not None and not launch.legacy:
-        return "already runs under failsecure"
+        return _ALREADY
     if handler.get("shell") == "powershell":
         return "a PowerShell hook (the fail-closed prelude is POSIX sh): wrap it by hand"
     return None
@@ -782,10 +785,13 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
         why = _left_alone_why(event, handler, spec)
         if why is None and _launch_of(handler) is not None:  # the previous launch line
             why = _upgrade_legacy(handler)
-        elif why is not None and exec_shell and _in_shell_form(handler):
+        elif why == _ALREADY and exec_shell and _in_shell_form(handler):
             # this release's prelude in shell form (an earlier install, or a CLI without
             # exec form then): Claude Code launches it through CLAUDE_CODE_SHELL_PREFIX
-            why = _upgrade_legacy(handler, "in shell form and edited since install: uninstall and install again, or fix it by hand")
+            try:
+                why = _upgrade_legacy(handler, "in shell form and edited since install: uninstall and install again, or fix it by hand")
+            except InstallError:  # a damaged --record: left as it is, as before exec form
+                why = _ALREADY + " (in shell form; its --record is damaged, so it is not rewritten in exec form)"
         if why is not None:
             kind = handler.get("type")
             if (

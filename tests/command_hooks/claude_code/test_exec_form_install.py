@@ -150,3 +150,25 @@ def test_a_guard_named_through_the_project_dir_placeholder_allow_twin(tmp_path, 
     install(run_claude.settings, claude_cli)
     run_claude()
     assert os.path.exists(scripted_api.marker)
+
+
+def test_only_gating_shell_form_installs_are_upgraded(tmp_path, claude_cli):
+    # a wrapped hook the user moved to an event that does not gate stays as it is
+    path, _original = user_file(tmp_path, hook_script(tmp_path, "crash.sh", "exit 1"))
+    settings.wrap_settings(str(path), "claude", claude_bin=str(tmp_path / "no-claude"), environ=install_env(path))
+    document = json.loads(path.read_text())
+    document["hooks"]["PostToolUse"] = document["hooks"].pop("PreToolUse")
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    before = path.read_text()
+    report = settings.wrap_settings(str(path), "claude", claude_bin=claude_cli, environ=install_env(path))
+    assert report.wrapped == [] and path.read_text() == before
+
+
+def test_a_shell_form_install_with_a_damaged_record_is_left_alone(tmp_path, claude_cli):
+    path, _original = user_file(tmp_path, hook_script(tmp_path, "crash.sh", "exit 1"))
+    settings.wrap_settings(str(path), "claude", claude_bin=str(tmp_path / "no-claude"), environ=install_env(path))
+    launch = settings._launch_of(handler_of(path))
+    path.write_text(path.read_text().replace(launch.token, "AAAA" + launch.token[4:]))
+    before = path.read_text()
+    report = settings.wrap_settings(str(path), "claude", claude_bin=claude_cli, environ=install_env(path))
+    assert report.wrapped == [] and "damaged" in report.left[0].why and path.read_text() == before
