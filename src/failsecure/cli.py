@@ -364,9 +364,11 @@ def _host_settings() -> list[dict]:
                 _, document = settings._read_document(path)
                 for handler in settings._handlers(document, settings.HOSTS[host]):
                     row["wrapped" if settings._is_wrapped(handler) else "bare"] += 1
-                    if host == "claude" and settings._in_shell_form(handler):
-                        # Claude Code launches it through a CLAUDE_CODE_SHELL_PREFIX any
-                        # settings file (a repository's too) can set; install now writes exec form
+                    launch = settings._launch_of(handler) if host == "claude" else None
+                    if launch is not None and not (launch.exec_form or launch.exec_shell):
+                        # this release's prelude or the previous one, in shell form: Claude Code
+                        # launches it through a CLAUDE_CODE_SHELL_PREFIX any settings file (a
+                        # repository's too) can set; a re-install writes exec form
                         row["shell_form"] = row.get("shell_form", 0) + 1
                 if host == "claude" and document.get("disableAllHooks") is True:
                     row["disable_all_hooks"] = True  # Claude Code then runs no hook, wrapped guards included
