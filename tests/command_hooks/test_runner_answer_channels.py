@@ -1,11 +1,12 @@
 """Where each host reads an exit-0 hook's answer, and the runner reading it there too.
 
 - A UTF-8 byte-order mark (EF BB BF) before the JSON on stdout: Claude Code 2.1.332 and
-  Gemini CLI 0.61.0 read past it (a BOM deny blocks: measured,
-  tests/command_hooks/claude_code/test_answer_encoding.py and
-  gemini_cli/test_answer_channels.py); Codex CLI 0.169.0 does not (the tool runs:
-  codex_cli/test_answer_encoding.py). So a BOM allow is passed on where the host reads
-  it and is `invalid` (a deny) where the host would lose it, as any unreadable answer.
+  Gemini CLI 0.61.0 parse the trimmed stdout (JavaScript's trim: marks, U+00A0, a form
+  feed, ...), so a BOM deny blocks (measured, tests/command_hooks/claude_code/
+  test_answer_encoding.py and gemini_cli/test_answer_channels.py); Codex CLI 0.169.0
+  does not read past a mark (the tool runs: codex_cli/test_answer_encoding.py). So a
+  padded allow is passed on where the host reads it and is `invalid` (a deny) where
+  the host would lose it, as any unreadable answer.
 - Gemini CLI parses `stdout.trim() || stderr.trim()`: with nothing on stdout, a JSON
   object on stderr is the hook's answer, so the runner judges and audits it as one.
   Claude Code and Codex read no answer from stderr on exit 0.
@@ -96,6 +97,30 @@ def test_codex_loses_a_bom_answer_so_it_is_invalid(runner):
     wanted = deny_of("codex", "failsecure: hook 'command:guard' failed closed (invalid)")
     assert runner("codex", BOM + answer(ALLOW["codex"])) == (wanted, ("deny", "invalid"))
     assert runner("codex", BOM + answer(DENY["codex"])) == (wanted, ("deny", "invalid"))
+
+
+PADDED = [(BOM + BOM, b""), (b"\xc2\xa0", b"\xc2\xa0\n"), (b"\x0c", b"\x0c"), (b" " + BOM, b"\xe2\x80\xa8")]
+
+
+@pytest.mark.parametrize("protocol", ["claude", "gemini"])
+@pytest.mark.parametrize("head,tail", PADDED, ids=["two-boms", "nbsp", "formfeed", "space-bom"])
+def test_an_answer_padded_as_the_host_trims_is_read(runner, protocol, head, tail):
+    stdout = head + answer(ALLOW[protocol]) + tail
+    assert runner(protocol, stdout) == ((stdout, b"", 0), ("allow", None))
+    assert runner(protocol, head + answer(DENY[protocol]) + tail) == (deny_of(protocol, "not today"), ("deny", None))
+
+
+def test_codex_does_not_trim_so_a_padded_answer_is_invalid(runner):
+    wanted = deny_of("codex", "failsecure: hook 'command:guard' failed closed (invalid)")
+    assert runner("codex", b"\xc2\xa0" + answer(ALLOW["codex"])) == (wanted, ("deny", "invalid"))
+
+
+@pytest.mark.parametrize("protocol", ["claude", "gemini"])
+def test_padding_that_is_all_there_is_stays_junk(runner, protocol):
+    # blank but not JSON white space is junk, as before (test_runner_fuzz FOUND)
+    wanted = deny_of(protocol, "failsecure: hook 'command:guard' failed closed (invalid)")
+    assert runner(protocol, b"\xc2\xa0\n") == (wanted, ("deny", "invalid"))
+    assert runner(protocol, b"\x1c" + answer(ALLOW[protocol])) == (wanted, ("deny", "invalid"))  # not JavaScript white space
 
 
 @pytest.mark.parametrize("protocol", ["claude", "gemini"])

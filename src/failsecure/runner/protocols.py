@@ -127,11 +127,12 @@ class Protocol:
         table "What a fail-closed runner must print so each host blocks"."""
         return b"", (reason + "\n").encode(), 2
 
-    # Whether the host reads an answer whose stdout starts with a UTF-8 byte-order mark
-    # (its parser skips U+FEFF). Measured on the real CLIs (tests/command_hooks/*/
-    # test_answer_*.py): Claude Code 2.1.332 and Gemini CLI 0.61.0 read it (a BOM
-    # deny blocks); Codex CLI 0.169.0 does not (the tool runs: the answer is lost).
-    reads_bom = False
+    # Whether the host parses `stdout.trim()`: JavaScript's String.prototype.trim, which
+    # strips U+FEFF (a byte-order mark), U+00A0, a form feed and the other ECMAScript
+    # white space at both ends. Measured on the real CLIs (tests/command_hooks/*/
+    # test_answer_*.py): Claude Code 2.1.332 and Gemini CLI 0.61.0 read a deny after a
+    # byte-order mark; Codex CLI 0.169.0 does not (the tool runs: the answer is lost).
+    trims = False
 
     def judge(self, stdout, event):
         """Classify an exit-0 answer of a gating hook -> (action, reason).
@@ -143,11 +144,17 @@ class Protocol:
 
     def answer_text(self, stdout):
         """stdout bytes of an exit-0 hook -> the text the host parses as its answer
-        (raises ValueError when it is not UTF-8): one leading byte-order mark is
-        skipped where the host skips it, so a BOM allow is not a false deny."""
+        (raises ValueError when it is not UTF-8). Where the host trims, the answer is
+        judged trimmed, so a BOM allow is not a false deny; a blank answer stays one
+        only when it is JSON white space after at most one leading byte-order mark
+        (U+00A0 or a form feed alone is junk, as before)."""
         text = stdout.decode("utf-8")
-        if self.reads_bom and text.startswith(_BOM):
-            text = text[1:]
+        if self.trims:
+            if text.startswith(_BOM):
+                text = text[1:]
+            trimmed = text.strip(_JS_WS)
+            if trimmed:
+                return trimmed
         return text
 
     def judge_exit0(self, stdout, stderr, event):
@@ -212,7 +219,7 @@ class ClaudeProtocol(JsonProtocol):
     framework = "claude-code"
     gating_events = gating_events("claude", "pool")
     default_event = "PreToolUse"
-    reads_bom = True  # Claude Code 2.1.332 (measured); a BOM allow / ask is passed on byte for byte
+    trims = True  # Claude Code 2.1.332 (measured); a padded allow / ask is passed on byte for byte
     top_keys = CLAUDE_TOP_KEYS
     specific_keys = CLAUDE_SPECIFIC_KEYS["PreToolUse"]
     unknown_keys = "ignore"
@@ -266,7 +273,7 @@ class CodexProtocol(ClaudeProtocol):
     name = "codex"
     framework = "codex"
     gating_events = gating_events("codex")
-    reads_bom = False  # Codex 0.169.0 does not parse a BOM answer (measured): a BOM allow is lost, a BOM deny too
+    trims = False  # Codex 0.169.0 does not parse a BOM answer (measured): a BOM allow is lost, a BOM deny too
     top_keys = JsonProtocol.top_keys
     specific_keys = frozenset({"hookEventName", "permissionDecision", "permissionDecisionReason"})
     unknown_keys = "invalid"  # Codex rejects an answer with a key it does not know
@@ -299,7 +306,7 @@ class GeminiProtocol(JsonProtocol):
     default_event = "BeforeTool"
     specific_keys = frozenset({"hookEventName", "tool_input", "additionalContext"})
     event_required = False
-    reads_bom = True  # `stdout.trim()` strips U+FEFF before JSON.parse (0.61.0, measured)
+    trims = True  # `stdout.trim()` before JSON.parse (0.61.0, HookRunner.executeCommandHook; measured)
 
     def judge_exit0(self, stdout, stderr, event):
         # Gemini CLI 0.61.0 (HookRunner.executeCommandHook) parses `stdout.trim() ||
