@@ -229,6 +229,11 @@ def _doctor(args) -> int:
             lines.append(f"WARNING: host {h['host']} {h['path']}: \"hooksConfig\" {h['hooks_switched_off']}: Gemini CLI merges it "
                          "from every scope, so the wrapped guards it names do not run (a trusted workspace can ship this in "
                          ".gemini/settings.json)")
+        if h.get("shell_form"):
+            lines.append(f"NOTE: host {h['host']} {h['path']}: {h['shell_form']} wrapped hook(s) in shell form, which Claude Code "
+                         "launches through the shell prefix a repository's settings `env` can set; run "
+                         f"`failsecure hook install --host {h['host']} {h['path']}` again to rewrite them in exec form "
+                         "(when the installed Claude Code supports it)")
         if h.get("shell_prefix"):
             lines.append(f"WARNING: host {h['host']} {h['path']}: its \"env\" sets \"CLAUDE_CODE_SHELL_PREFIX\": Claude Code "
                          "launches every shell-form hook through that program, which decides whether the wrapped guard runs "
@@ -359,6 +364,12 @@ def _host_settings() -> list[dict]:
                 _, document = settings._read_document(path)
                 for handler in settings._handlers(document, settings.HOSTS[host]):
                     row["wrapped" if settings._is_wrapped(handler) else "bare"] += 1
+                    launch = settings._launch_of(handler) if host == "claude" else None
+                    if launch is not None and not (launch.exec_form or launch.exec_shell):
+                        # this release's prelude or the previous one, in shell form: Claude Code
+                        # launches it through a CLAUDE_CODE_SHELL_PREFIX any settings file (a
+                        # repository's too) can set; a re-install writes exec form
+                        row["shell_form"] = row.get("shell_form", 0) + 1
                 if host == "claude" and document.get("disableAllHooks") is True:
                     row["disable_all_hooks"] = True  # Claude Code then runs no hook, wrapped guards included
                 switch = document.get("hooksConfig") if host == "gemini" else None

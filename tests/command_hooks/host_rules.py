@@ -19,6 +19,15 @@ ALLOW, ABSTAIN, DENY = "allow", "abstain", "deny"
 
 STDOUT_CAP = 1024 * 1024  # the runner reads at most this much of a hook's answer
 _JSON_WS = " \t\n\r"
+BOM = b"\xef\xbb\xbf"
+# Hosts that parse the trimmed stdout (JavaScript's trim: a byte-order mark, U+00A0, a
+# form feed, ... at both ends), measured on the pinned CLIs: Claude Code 2.1.332 (a
+# deny after a mark, two marks, U+00A0 or a form feed blocks), Gemini CLI 0.61.0 (its
+# source trims; a deny after a mark blocks). Codex CLI 0.169.0 does not read an answer
+# after a mark (tests/command_hooks/*/test_answer_*.py).
+TRIMS = ("claude", "gemini")
+# what JavaScript's String.prototype.trim strips
+_JS_WS = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 EVENT = {"claude": "PreToolUse", "codex": "PreToolUse", "kiro": "PreToolUse", "gemini": "BeforeTool"}
 
@@ -134,6 +143,16 @@ def valid_answer(protocol, stdout):
         except UnicodeDecodeError:
             return None
         return ABSTAIN
+    if protocol in TRIMS:
+        # judged trimmed, as the host reads it; blank stays blank only as JSON white
+        # space after at most one mark (the runner's rule, stricter than the host's)
+        if stdout.startswith(BOM):
+            stdout = stdout[len(BOM):]
+        try:
+            trimmed = stdout.decode("utf-8").strip(_JS_WS).encode("utf-8")
+        except UnicodeDecodeError:
+            trimmed = b""
+        stdout = trimmed or stdout
     if not stdout.strip(_JSON_WS.encode()):
         return ABSTAIN
     obj = strict_json(stdout)
@@ -148,7 +167,7 @@ def valid_answer(protocol, stdout):
 
 
 def _claude_host(out, err, code):
-    text = out.decode("utf-8", "replace").strip()
+    text = out.decode("utf-8", "replace").strip(_JS_WS)  # trimmed as JavaScript does (2.1.332, measured)
     if text.startswith("{"):
         first = strict_json(text.splitlines()[0].encode())
         if first is not None and first.get("async") is True:
@@ -165,9 +184,23 @@ def _claude_host(out, err, code):
     return BLOCK if code == 2 else RUN  # any other code: a non-blocking error
 
 
+def _gemini_text(data):
+    """`stdout.trim()` / `stderr.trim()` of Gemini CLI's hook runner -> bytes."""
+    return data.decode("utf-8", "replace").strip(_JS_WS).encode("utf-8")
+
+
 def _gemini_host(out, err, code):
-    obj = strict_json(out.strip())
-    if obj is not None:  # JSON on stdout wins whatever the exit code
+    # HookRunner.executeCommandHook parses `stdout.trim() || stderr.trim()` (0.61.0)
+    text = _gemini_text(out) or _gemini_text(err)
+    obj = strict_json(text)
+    if obj is None:
+        try:
+            inner = json.loads(text.decode("utf-8"))
+        except (ValueError, RecursionError):
+            inner = None
+        if isinstance(inner, str):  # a JSON string is parsed once more
+            obj = strict_json(inner.encode("utf-8"))
+    if obj is not None:  # JSON on stdout (or, with none there, on stderr) wins whatever the exit code
         decision = obj.get("decision")
         if decision in ("deny", "block") or obj.get("continue") is False:
             return BLOCK

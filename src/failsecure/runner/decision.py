@@ -302,7 +302,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
         reason = result.stderr.decode("utf-8", "replace")
         return call.decide(Outcome(hid, _own_deny(hid, reason), elapsed_ms=elapsed))
     try:
-        action, reason = proto.judge(result.stdout.decode("utf-8"), event)
+        action, reason = proto.judge_exit0(result.stdout, result.stderr, event)
     except (Invalid, ValueError):
         return call.failed(INVALID, elapsed)
     if action == DENY:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 #: one declaration of the words)
 ALLOW, DENY, ASK, ABSTAIN = Action.ALLOW.value, Action.DENY.value, Action.ASK.value, Action.ABSTAIN.value
 _JSON_WS = " \t\n\r"
+_BOM = "\ufeff"  # a UTF-8 byte-order mark (EF BB BF), as decoded
+# what JavaScript's String.prototype.trim strips (ECMAScript WhiteSpace + LineTerminator)
+_JS_WS = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 # Every event that gates a tool call (or a command), per host, with the host release it
 # was read from. The ONE table: `hook install` wraps handlers of exactly these events
@@ -124,6 +127,13 @@ class Protocol:
         table "What a fail-closed runner must print so each host blocks"."""
         return b"", (reason + "\n").encode(), 2
 
+    # Whether the host parses `stdout.trim()`: JavaScript's String.prototype.trim, which
+    # strips U+FEFF (a byte-order mark), U+00A0, a form feed and the other ECMAScript
+    # white space at both ends. Measured on the real CLIs (tests/command_hooks/*/
+    # test_answer_*.py): Claude Code 2.1.332 and Gemini CLI 0.61.0 read a deny after a
+    # byte-order mark; Codex CLI 0.169.0 does not (the tool runs: the answer is lost).
+    trims = False
+
     def judge(self, stdout, event):
         """Classify an exit-0 answer of a gating hook -> (action, reason).
 
@@ -131,6 +141,25 @@ class Protocol:
         deny (re-emitted in the canonical deny shape with ``reason``, which may be
         None). Raises Invalid when the host would not honour the answer."""
         return ABSTAIN, None
+
+    def answer_text(self, stdout):
+        """stdout bytes of an exit-0 hook -> the text the host parses as its answer
+        (raises ValueError when it is not UTF-8). Where the host trims, the answer is
+        judged trimmed, so a BOM allow is not a false deny; a blank answer stays one
+        only when it is JSON white space after at most one leading byte-order mark
+        (U+00A0 or a form feed alone is junk, as before)."""
+        text = stdout.decode("utf-8")
+        if self.trims:
+            if text.startswith(_BOM):
+                text = text[1:]
+            trimmed = text.strip(_JS_WS)
+            if trimmed:
+                return trimmed
+        return text
+
+    def judge_exit0(self, stdout, stderr, event):
+        """judge() on what the host reads of an exit-0 hook's output (bytes)."""
+        return self.judge(self.answer_text(stdout), event)
 
 
 class JsonProtocol(Protocol):
@@ -190,6 +219,7 @@ class ClaudeProtocol(JsonProtocol):
     framework = "claude-code"
     gating_events = gating_events("claude", "pool")
     default_event = "PreToolUse"
+    trims = True  # Claude Code 2.1.332 (measured); a padded allow / ask is passed on byte for byte
     top_keys = CLAUDE_TOP_KEYS
     specific_keys = CLAUDE_SPECIFIC_KEYS["PreToolUse"]
     unknown_keys = "ignore"
@@ -243,6 +273,7 @@ class CodexProtocol(ClaudeProtocol):
     name = "codex"
     framework = "codex"
     gating_events = gating_events("codex")
+    trims = False  # Codex 0.169.0 does not parse a BOM answer (measured): a BOM allow is lost, a BOM deny too
     top_keys = JsonProtocol.top_keys
     specific_keys = frozenset({"hookEventName", "permissionDecision", "permissionDecisionReason"})
     unknown_keys = "invalid"  # Codex rejects an answer with a key it does not know
@@ -275,6 +306,20 @@ class GeminiProtocol(JsonProtocol):
     default_event = "BeforeTool"
     specific_keys = frozenset({"hookEventName", "tool_input", "additionalContext"})
     event_required = False
+    trims = True  # `stdout.trim()` before JSON.parse (0.61.0, HookRunner.executeCommandHook; measured)
+
+    def judge_exit0(self, stdout, stderr, event):
+        # Gemini CLI 0.61.0 (HookRunner.executeCommandHook) parses `stdout.trim() ||
+        # stderr.trim()`: with nothing on stdout, a JSON object on stderr IS the hook's
+        # answer (a deny there blocks the tool), so it is judged as one. Plain text on
+        # stderr is Gemini's "allow" with the text as a systemMessage: no opinion, as an
+        # empty answer (the default decision is allow either way).
+        text = self.answer_text(stdout)
+        if not text.strip(_JSON_WS):
+            answer = _gemini_stderr_answer(stderr)
+            if answer is not None:
+                return self.judge(answer, event)
+        return self.judge(text, event)
 
     def deny(self, reason, event):
         answer = _dumps({"decision": "deny", "reason": reason})
@@ -292,6 +337,23 @@ class GeminiProtocol(JsonProtocol):
         if decision == "allow":
             return ALLOW, None
         return ABSTAIN, None
+
+
+def _gemini_stderr_answer(stderr):
+    """The text of the JSON object Gemini CLI reads from an exit-0 hook's stderr, or
+    None when it reads none there: JSON.parse of the trimmed text (a JSON string is
+    parsed once more), kept only when that is an object (not an array: no decision)."""
+    text = stderr.decode("utf-8", "replace").strip(_JS_WS)
+    if not text:
+        return None
+    try:
+        value = _loads(text)
+        if isinstance(value, str):
+            text = value
+            value = _loads(text)
+    except ValueError:
+        return None  # plain text
+    return text if isinstance(value, dict) else None
 
 
 class KiroProtocol(Protocol):
@@ -367,7 +429,9 @@ def _find_handler(node, token, depth=0):
     if isinstance(node, dict):
         command = node.get("command")
         args = node.get("args")
-        if (isinstance(command, str) and token in command) or (isinstance(args, list) and token in args):
+        if (isinstance(command, str) and token in command) or (
+            isinstance(args, list) and any(isinstance(arg, str) and token in arg for arg in args)
+        ):  # an exec-form launch carries it as one argument, the prelude in exec form inside its `-c` text
             return node
         children: Any = node.values()
     elif isinstance(node, list):

@@ -26,6 +26,14 @@ __all__ = (
 HEADROOM = 5.0  # seconds the host's own timeout exceeds the runner's
 DEFAULT_RUNNER_TIMEOUT = 30.0
 CLAUDE_ON_FAILURE_MIN = (2, 1, 332)  # first CLI measured to honour "onFailure": "block"
+# Oldest CLI measured (end to end, tests/command_hooks/claude_code/test_project_launch.py
+# and test_exec_form_install.py, on 2.1.257 from claude-agent-sdk 0.2.150 and on 2.1.332)
+# to spawn an exec-form hook (`"args": [...]`) directly, not through the
+# CLAUDE_CODE_SHELL_PREFIX a project's settings `env` can set. `hook install` writes a
+# Claude Code shell-form hook as `{"command": "/bin/sh", "args": ["-c", <prelude>]}`
+# for such a CLI: the same prelude, run by /bin/sh itself.
+CLAUDE_EXEC_FORM_MIN = (2, 1, 257)
+EXEC_SHELL = "/bin/sh"
 _ABSENT = {"__failsecure_absent__": True}
 _RECORD_FLAG = "--record"
 
@@ -177,14 +185,15 @@ def _shell_deny_lines(proto, reason):
     return "; ".join(parts)
 
 
-def _prelude_head(python, runner):
+def _prelude_head(python, runner, quote=None):
     """The exact start of every shell-form command `hook install` writes, up to and
     including `run --protocol`: how an installed hook is recognised."""
     import shlex
 
-    launch = ['"$R"'] + ['"$F"' if arg == runner else shlex.quote(arg) for arg in launch_argv(python, runner)[1:]]
+    quote = quote or shlex.quote
+    launch = ['"$R"'] + ['"$F"' if arg == runner else quote(arg) for arg in launch_argv(python, runner)[1:]]
     return (
-        "R=%s; F=%s; " % (shlex.quote(python), shlex.quote(runner))
+        "R=%s; F=%s; " % (quote(python), quote(runner))
         + 'if [ -x "$R" ] && [ -f "$F" ]; then '
         # stderr is held back so that a crashing runner's traceback never reaches the host
         + "{ e=$("
@@ -197,26 +206,40 @@ _LEGACY_SHELL = '"${BASH:-/bin/sh}"'  # what the previous `hook install` wrote (
 _OPTION_NAMES = ("--config", "--config-home", "--cache-home", "--on-error")
 
 
-def prelude(python, runner, protocol, hook_id, timeout, record, command, *, shell="/bin/sh", options=(), _legacy=False):
+def _exec_quote(text):
+    """shlex.quote, with no `${` left in the result: Claude Code substitutes
+    `${CLAUDE_PROJECT_DIR}` (and plugin roots) textually into each element of an
+    exec-form hook's args, which would put an unquoted path into the prelude. Inside a
+    single-quoted word `$''{` is the same two characters to sh, and no placeholder."""
+    import shlex
+
+    return shlex.quote(text).replace("${", "$''{")
+
+
+def prelude(python, runner, protocol, hook_id, timeout, record, command, *, shell="/bin/sh", options=(), _legacy=False,
+            exec_form=False):
     """The sh command that runs `command` under the runner and denies if the runner is
     missing or crashes. Every path in it is absolute and chosen now: `shell` runs the
     original command, `options` (pairs for --config, --config-home, --cache-home,
-    --on-error) are the runner's trusted inputs; nothing comes from the hook's environment."""
+    --on-error) are the runner's trusted inputs; nothing comes from the hook's environment.
+    `exec_form`: the text goes into an exec-form hook's args (Claude Code), so no quoted
+    word carries a `${` placeholder the host would substitute (``_exec_quote``)."""
     import shlex
 
+    quote = _exec_quote if exec_form else shlex.quote
     proto = PROTOCOLS[protocol]
     hid = hook_id_for(hook_id, [])
-    extra = "".join(" %s %s" % (name, shlex.quote(value)) for name, value in options)
+    extra = "".join(" %s %s" % (name, quote(value)) for name, value in options)
     call = "%s %s --timeout %s --hook-id %s%s %s %s -- %s -c %s" % (
-        _prelude_head(python, runner),
+        _prelude_head(python, runner, quote),
         protocol,
         _format_number(timeout),
-        shlex.quote(hid[len("command:") :]),
+        quote(hid[len("command:") :]),
         extra,
         _RECORD_FLAG,
         record,
-        _LEGACY_SHELL if _legacy else shlex.quote(shell),
-        shlex.quote(command),
+        _LEGACY_SHELL if _legacy else quote(shell),
+        quote(command),
     )
     return (
         call
@@ -298,14 +321,17 @@ def claude_cli_version(claude_bin=None):
     return tuple(int(part) for part in match.groups()) if match else None
 
 
-_QUOTED = r"(?:'[^']*'(?:\"'\"'[^']*')*|[^\s;'\"$`\\]+)"  # what shlex.quote writes
+# what shlex.quote writes (and _exec_quote: a `$''{` join)
+_QUOTED = r"(?:'[^']*'(?:(?:\"'\")?'[^']*')*|[^\s;'\"$`\\]+)"
 
 
 class _Launch:
     """failsecure's own launch line in a handler, parsed."""
 
-    __slots__ = ("token", "legacy", "exec_form", "python", "runner", "protocol", "timeout", "hook_id", "options", "shell", "original")
+    __slots__ = ("token", "legacy", "exec_form", "exec_shell", "python", "runner", "protocol", "timeout", "hook_id", "options",
+                 "shell", "original")
     token: "Any"
+    exec_shell: "Any"  # the prelude as an exec-form hook: {"command": exec_shell, "args": ["-c", prelude]}
     legacy: "Any"
     exec_form: "Any"
     python: "Any"
@@ -331,12 +357,13 @@ class _Launch:
                 "run", "--protocol", self.protocol, "--timeout", self.timeout, "--hook-id", self.hook_id,
             ] + opts + [_RECORD_FLAG, self.token, "--"] + list(original)
             return {"command": self.python, "args": args}
-        return {
-            "command": prelude(
-                self.python, self.runner, self.protocol, self.hook_id, float(self.timeout), self.token, original,
-                shell=self.shell or "/bin/sh", options=self.options, _legacy=self.legacy,
-            )
-        }
+        line = prelude(
+            self.python, self.runner, self.protocol, self.hook_id, float(self.timeout), self.token, original,
+            shell=self.shell or "/bin/sh", options=self.options, _legacy=self.legacy, exec_form=bool(self.exec_shell),
+        )
+        if self.exec_shell:
+            return {"command": self.exec_shell, "args": ["-c", line]}
+        return {"command": line}
 
 
 def _parse_options(words):
@@ -356,13 +383,20 @@ def _launch_of(handler):
     writes, this release's or the previous one's, recognised by its exact prefix), else
     None. A hook whose own arguments merely contain `--record` or `run --protocol` is
     not wrapped."""
-    import re
-    import shlex
-
     command = handler.get("command")
     if not isinstance(command, str):
         return None
     args = handler.get("args")
+    if (
+        isinstance(args, list) and len(args) == 2 and args[0] == "-c" and isinstance(args[1], str)
+        and os.path.isabs(command) and os.path.basename(command) in _SHELL_NAMES
+    ):
+        # the prelude in exec form (Claude Code): the shell spawned directly, no prefix
+        launch = _launch_of_line(args[1], exec_form=True)
+        if launch is not None and not launch.legacy:
+            launch.exec_shell = command
+            return launch
+        return None
     if isinstance(args, list):  # exec form: command = the interpreter, args = the launch
         if not os.path.isabs(command) or not all(isinstance(a, str) for a in args):
             return None
@@ -389,6 +423,14 @@ def _launch_of(handler):
             token=rest[record_at + 1], legacy=False, exec_form=True, python=command, runner=runner, protocol=rest[2],
             timeout=rest[4], hook_id=rest[6], options=options, shell=None, original=rest[record_at + 3 :],
         )
+    return _launch_of_line(command)
+
+
+def _launch_of_line(command, exec_form=False):
+    """The shell-form launch line (the prelude) `command` -> _Launch, or None."""
+    import re
+    import shlex
+
     match = re.match(r"R=(%s); F=(%s); " % (_QUOTED, _QUOTED), command)
     if match is None:
         return None
@@ -396,7 +438,7 @@ def _launch_of(handler):
         python, runner = shlex.split(match.group(1))[0], shlex.split(match.group(2))[0]
     except (ValueError, IndexError):
         return None
-    head = _prelude_head(python, runner)
+    head = _prelude_head(python, runner, _exec_quote if exec_form else None)
     if not command.startswith(head):
         return None
     tail = re.match(
@@ -537,6 +579,9 @@ class WrapReport:
 _FAIL_CLOSED_TYPES = {"claude": ("http", "mcp_tool")}  # non-command handlers that honour onFailure
 
 
+_ALREADY = "already runs under failsecure"
+
+
 def _left_alone_why(event, handler, spec):
     """-> why `hook install` leaves this handler as it is, or None to wrap it."""
     if event.lower() not in spec.events:
@@ -549,7 +594,7 @@ def _left_alone_why(event, handler, spec):
         return "NOT GATING: runs in the background (async), the host never waits for its answer"
     launch = _launch_of(handler)
     if launch is not None and not launch.legacy:
-        return "already runs under failsecure"
+        return _ALREADY
     if handler.get("shell") == "powershell":
         return "a PowerShell hook (the fail-closed prelude is POSIX sh): wrap it by hand"
     return None
@@ -670,15 +715,22 @@ def _write_atomic(path, text):
         raise
 
 
-def _upgrade_legacy(handler):
+def _in_shell_form(handler):
+    """True when `handler` is this release's own prelude written as a shell-form command."""
+    launch = _launch_of(handler)
+    return launch is not None and not launch.legacy and not launch.exec_form and not launch.exec_shell
+
+
+def _upgrade_legacy(handler, edited="under the previous launch line and edited since: uninstall or fix it by hand"):
     """A handler under the previous release's launch line (the environment chose its
-    shell and its config): back to its original, when it is exactly as that install
-    left it, so it is wrapped anew. -> None, or why it stays as it is."""
+    shell and its config), or under this release's in shell form where exec form can
+    now be written: back to its original, when it is exactly as that install left it,
+    so it is wrapped anew. -> None, or why it stays as it is."""
     launch = _launch_of(handler)
     record = _record_of(handler)
     exact = _as_installed(handler, launch, record)
     if not all(exact.values()):
-        return "under the previous launch line and edited since: uninstall or fix it by hand"
+        return edited
     _restore_keys(handler, record["keys"])
     return None
 
@@ -717,12 +769,14 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
         raise InstallError("--on-failure must be auto, block or omit")
     text, document = _read_document(path)
     block = False
+    exec_shell = False  # write a shell-form hook in exec form (the prelude run by /bin/sh, no prefix)
     if host == "claude":
+        version = claude_cli_version(claude_bin)
         if on_failure == "block":
             block = True
         elif on_failure == "auto":
-            version = claude_cli_version(claude_bin)
             block = version is not None and version >= CLAUDE_ON_FAILURE_MIN
+        exec_shell = version is not None and version >= CLAUDE_EXEC_FORM_MIN
     trusted_file = _is_user_level(path, host)
     base_options = trusted_options(environ)
     report = WrapReport(path)
@@ -731,6 +785,13 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
         why = _left_alone_why(event, handler, spec)
         if why is None and _launch_of(handler) is not None:  # the previous launch line
             why = _upgrade_legacy(handler)
+        elif why == _ALREADY and exec_shell and _in_shell_form(handler):
+            # this release's prelude in shell form (an earlier install, or a CLI without
+            # exec form then): Claude Code launches it through CLAUDE_CODE_SHELL_PREFIX
+            try:
+                why = _upgrade_legacy(handler, "in shell form and edited since install: uninstall and install again, or fix it by hand")
+            except InstallError:  # a damaged --record: left as it is, as before exec form
+                why = _ALREADY + " (in shell form; its --record is damaged, so it is not rewritten in exec form)"
         if why is not None:
             kind = handler.get("type")
             if (
@@ -749,8 +810,9 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
             continue
         command = handler["command"]
         exec_form = isinstance(handler.get("args"), list)
+        to_exec_shell = exec_shell and not exec_form
         touched = ["command"]
-        if exec_form:
+        if exec_form or to_exec_shell:
             touched.append("args")
         timeout_key = spec.timeout_key
         if spec.name == "kiro":
@@ -808,10 +870,15 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
                 command,
             ] + [str(arg) for arg in record["keys"]["args"]]
         else:
-            handler["command"] = prelude(
+            line = prelude(
                 python, runner, spec.protocol, hook_id, runner_timeout, token, command,
-                shell=host_shell(spec, handler, environ), options=options,
+                shell=host_shell(spec, handler, environ), options=options, exec_form=to_exec_shell,
             )
+            if to_exec_shell:
+                handler["command"] = EXEC_SHELL
+                handler["args"] = ["-c", line]
+            else:
+                handler["command"] = line
         handler.update(wrote)
         changed = True
         note = "wrapped" if not declared else "wrapped (its own failure policy: %s on failure)" % declared
@@ -830,13 +897,8 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
 
 def _launch_protocol(handler):
     """The --protocol of failsecure's own launch line in `handler`."""
-    import re
-
-    if isinstance(handler.get("args"), list):
-        args = handler["args"]
-        return args[args.index("--protocol") + 1] if "--protocol" in args[:-1] else None
-    match = re.search(r" run --protocol (\w+) --timeout ", handler.get("command") or "")
-    return match.group(1) if match else None
+    launch = _launch_of(handler)
+    return launch.protocol if launch is not None else None
 
 
 class UnwrapReport(int):

@@ -47,14 +47,9 @@ ENVS = {
 }
 
 
-PREFIX_XFAIL = pytest.mark.xfail(strict=True, reason=(
-    "Claude Code runs a shell-form hook as `$CLAUDE_CODE_SHELL_PREFIX <command>`, and a project's settings `env` "
-    "sets that variable: nothing in the command string can run before the project's program. Exec form (`args`) "
-    "is not launched through the prefix (test below); writing shell-form hooks in exec form when the CLI supports it "
-    "changes what install writes and restores: left open (docs/command-hooks.md, Limits; doctor flags the variable)"))
-
-
-@pytest.mark.parametrize("kind", [pytest.param("shell-prefix", marks=PREFIX_XFAIL), "shell", "bash-functions"])
+# shell-prefix: `hook install` writes the guard in exec form (the prelude as
+# `/bin/sh -c <prelude>`), which Claude Code spawns directly, not through the prefix
+@pytest.mark.parametrize("kind", ["shell-prefix", "shell", "bash-functions"])
 def test_a_projects_env_cannot_launch_the_guard_with_something_else(tmp_path, run_claude, scripted_api, claude_cli, kind):
     run_claude.extra_env["SHELL"] = "/bin/bash"  # a bash user: bash imports exported functions
     crash = hook_script(tmp_path, "crash.sh", "exit 1")
