@@ -102,6 +102,9 @@ _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
 _STAMPABLE = (1, "input")
 
 _UNSET = object()
+#: what an ``InterruptException`` carried when it was no ``strands.interrupt.Interrupt``
+#: (``None``, a text, a look-alike): junk, never "no interrupt"
+_JUNK_INTERRUPT = object()
 
 #: the tool boundary (docs/ungoverned.md): the run entry points...
 AGENT = "strands.agent.agent"
@@ -140,7 +143,7 @@ def _verdict(did: Any) -> Verdict:
         return did.verdict
     if type(did) is not _Did:
         raise Invalid()
-    if did.result is not None:
+    if did.result is not None or did.interrupt is _JUNK_INTERRUPT:
         raise Invalid()
     after = did.after
     if after is not did.before:
@@ -172,6 +175,7 @@ class StrandsAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._interrupt_exc: Any = None
+        self._interrupt_cls: Any = None
         self._ids = IdCache()  # intervention handler class -> hook id
         self._gated: dict[type, bool] = {}
         #: call id -> (tool, fingerprint of the tool use, event class) the gates last allowed
@@ -202,6 +206,8 @@ class StrandsAdapter(Adapter):
         interrupt = getattr(importlib.import_module(INTERRUPT), "InterruptException", None)
         if not (isinstance(interrupt, type) and issubclass(interrupt, BaseException)):
             raise PatchError(f"{INTERRUPT}.InterruptException")
+        if not isinstance(getattr(sys.modules[INTERRUPT], "Interrupt", None), type):
+            raise PatchError(f"{INTERRUPT}.Interrupt")
         event = getattr(importlib.import_module(EVENTS), "BeforeToolCallEvent", None)
         fields = getattr(event, "__dataclass_fields__", {})
         for field in ("cancel_tool", "selected_tool", "tool_use"):
@@ -212,6 +218,7 @@ class StrandsAdapter(Adapter):
     def _patch(self) -> None:
         hooks, interrupt = self._targets()  # all checked before anything changes
         self._interrupt_exc = interrupt
+        self._interrupt_cls = sys.modules[INTERRUPT].Interrupt
         adapter = self
 
         def invoke_callbacks_async(wrapped, instance, args, kwargs):
@@ -500,7 +507,7 @@ class StrandsAdapter(Adapter):
         try:
             result = cb(event)
         except self._interrupt_exc as exc:
-            return _Did(before, event.cancel_tool, None, exc.interrupt)
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
@@ -513,11 +520,18 @@ class StrandsAdapter(Adapter):
         try:
             result = await cb(event)
         except self._interrupt_exc as exc:
-            return _Did(before, event.cancel_tool, None, exc.interrupt)
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
         return _Did(before, event.cancel_tool, result)
+
+    def _asked(self, exc: Any) -> Any:
+        """The interrupt an ``InterruptException`` carries, ``_JUNK_INTERRUPT`` when it is
+        no ``Interrupt`` (upstream's registry reads ``interrupt.name`` and ends the run;
+        read as "no interrupt" it would let the tool run)."""
+        interrupt = exc.interrupt
+        return interrupt if isinstance(interrupt, self._interrupt_cls) else _JUNK_INTERRUPT
 
     # ------------------------------------------------------------ the gate
 
@@ -674,7 +688,7 @@ class StrandsAdapter(Adapter):
         pairs = []
         for handler in list(owner._handlers):
             if owner._is_overridden(handler, "before_tool_call"):
-                pairs.append((handler, getattr(type(handler), "before_tool_call")))
+                pairs.append((handler, _own_method(handler)))
         return pairs
 
     def _handler_hook(self, handler: Any) -> str:
@@ -694,7 +708,7 @@ class StrandsAdapter(Adapter):
                 return _Acted(None)
             return self._act(handler, event, before, action)
         except self._interrupt_exc as exc:
-            return _Did(before, event.cancel_tool, None, exc.interrupt)
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
@@ -705,7 +719,7 @@ class StrandsAdapter(Adapter):
             action = await handler.before_tool_call(event)
             return self._act(handler, event, before, action)
         except self._interrupt_exc as exc:
-            return _Did(before, event.cancel_tool, None, exc.interrupt)
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
@@ -749,7 +763,7 @@ class StrandsAdapter(Adapter):
             try:
                 answer = event.interrupt(handler.name, reason=action.prompt, **extra)
             except self._interrupt_exc as exc:
-                return _Did(before, before, None, exc.interrupt)
+                return _Did(before, before, None, self._asked(exc))
             check: Any = action.evaluate if action.evaluate is not None else kinds.get("default_evaluate")
             ok = check(answer)
             if ok is True:
@@ -1156,6 +1170,19 @@ def _user_handler(handler: Any) -> Any:
         except Exception:  # noqa: BLE001 - an adapted handler's closure that cannot be read: the adapter closure itself is the hook
             return handler
     return handler
+
+
+def _own_method(handler: Any) -> Any:
+    """The ``before_tool_call`` upstream's registry calls (``getattr(handler, ...)``), for
+    telling a coroutine function from a sync one: one set on the instance itself outranks
+    the class's (an ``async def`` put there is awaited, as upstream awaits it)."""
+    try:
+        own = object.__getattribute__(handler, "__dict__")
+    except Exception:  # noqa: BLE001 - a handler without an instance dict (slots): the class's method is the one
+        own = None
+    if type(own) is dict and "before_tool_call" in own:
+        return own["before_tool_call"]
+    return getattr(type(handler), "before_tool_call")
 
 
 def _one_interrupt_per_name(outcomes: list) -> list:
