@@ -187,3 +187,109 @@ def test_instance_async_handler_method_hang_denies_timeout(rig, release):
     rig.agent(interventions=[handler])("go")
     assert not rig.marker.ran
     assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "timeout")
+
+
+# ---------------------------------------------------------------- the boundary: a raised run's call id
+
+
+def _flaky_tool(failures):
+    """A tool class of its own whose ``stream`` raises its first ``failures`` times (Strands'
+    terminal turns that into an error result; nothing re-runs the stream unjudged)."""
+    from strands.types.tools import AgentTool
+
+    class Flaky(AgentTool):
+        runs = 0
+
+        @property
+        def tool_name(self):
+            return "flaky"
+
+        @property
+        def tool_spec(self):
+            schema = {"type": "object", "properties": {"command": {"type": "string"}}}
+            return {"name": "flaky", "description": "flaky", "inputSchema": {"json": schema}}
+
+        @property
+        def tool_type(self):
+            return "python"
+
+        async def stream(self, tool_use, invocation_state, **kwargs):
+            type(self).runs += 1
+            if type(self).runs <= failures:
+                raise RuntimeError("flaky broke")
+            yield {"toolUseId": tool_use["toolUseId"], "status": "success", "content": [{"text": "flaky ran"}]}
+
+    return Flaky()
+
+
+def _dispatch_and_dangerous(marker):
+    """A dispatcher tool (runs another tool's ``stream`` under a call id it is given) and a
+    tool the policy denies."""
+    from strands import tool
+
+    @tool
+    def dangerous(command: str) -> str:
+        """Dangerous.
+
+        Args:
+            command: c
+        """
+        (marker.dir / "run-dangerous").write_text(command)
+        return "dangerous ran"
+
+    @tool
+    async def dispatch(name: str, use_id: str, command: str, agent=None) -> str:
+        """Dispatch.
+
+        Args:
+            name: n
+            use_id: u
+            command: c
+        """
+        events = [e async for e in agent.tool_registry.registry[name].stream(
+            {"toolUseId": use_id, "name": name, "input": {"command": command}}, {"agent": agent})]
+        return f"dispatched {events[-1]}"
+
+    return dispatch, dangerous
+
+
+def _no_dangerous(event):
+    if event.tool_use["name"] == "dangerous":
+        event.cancel_tool = "policy: no dangerous"
+
+
+def test_a_raised_run_s_call_id_runs_no_other_tool(rig):
+    dispatch, dangerous = _dispatch_and_dangerous(rig.marker)
+    calls = [("flaky", {"command": "echo"}), ("dispatch", {"name": "dangerous", "use_id": "call-0", "command": "echo"})]
+    rig.agent(calls=calls, tools=[dispatch, dangerous, _flaky_tool(1)], hooks=[provider(_no_dangerous)], executor="sequential")("go")
+    assert not rig.marker.ran  # the dangerous tool did not run on flaky's judged call id
+    ungoverned = [e for e in rig.events() if e["failure"] == "ungoverned"]
+    assert [(e["tool"], e["outcome"]) for e in ungoverned] == [("dangerous", "deny")]
+
+
+def test_a_raised_tool_retried_by_a_hook_is_judged_and_runs(rig):
+    """The twin: the framework's own re-run of a call whose stream raised (an
+    AfterToolCallEvent retry) goes through the gates again and runs."""
+    from strands.hooks import AfterToolCallEvent, HookProvider
+
+    judged = []
+
+    def gate(event):
+        judged.append(event.tool_use["toolUseId"])
+
+    def retry_once(event):
+        if len(judged) == 1:
+            event.retry = True
+
+    class Hooks(HookProvider):
+        def register_hooks(self, registry, **kwargs):
+            from failsecure_strands_rig import before_tool
+
+            registry.add_callback(before_tool(), gate)
+            registry.add_callback(AfterToolCallEvent, retry_once)
+
+    flaky = _flaky_tool(1)
+    result = rig.agent(calls=[("flaky", {"command": "echo"})], tools=[flaky], hooks=[Hooks()])("go")
+    assert type(flaky).runs == 2 and judged == ["call-0", "call-0"]
+    assert "flaky ran" in str(result)
+    assert not [e for e in rig.events() if e["failure"] == "ungoverned"]
