@@ -269,7 +269,11 @@ class StrandsAdapter(Adapter):
             base = getattr(sys.modules.get(TOOLS), "AgentTool", None)
             if TOOLS not in self._bounded and isinstance(base, type):
                 self._bounded.add(TOOLS)
-                self.wrap_subclasses(base, ("stream",), self._read_stream)
+                # give_back=False: Strands never runs a judged call's stream again
+                # unjudged (a hook's retry fires BeforeToolCallEvent again, a middleware
+                # retry meets the terminal's check), so a raised run's grant is spent, not
+                # left for another tool to run on under that call id
+                self.wrap_subclasses(base, ("stream",), self._read_stream, give_back=False)
             decorated = getattr(sys.modules.get(DECORATOR), "DecoratedFunctionTool", None)
             if DECORATOR not in self._bounded and isinstance(decorated, type):
                 self._bounded.add(DECORATOR)
