@@ -293,3 +293,93 @@ def test_a_raised_tool_retried_by_a_hook_is_judged_and_runs(rig):
     assert type(flaky).runs == 2 and judged == ["call-0", "call-0"]
     assert "flaky ran" in str(result)
     assert not [e for e in rig.events() if e["failure"] == "ungoverned"]
+
+
+# ---------------------------------------------------------------- a renamed call retried
+
+
+def _renames_follow():
+    import strands.tools.executors._executor as executor
+
+    return hasattr(executor, "_lookup_tool")  # 1.6x: a renamed call runs the tool of the new name
+
+
+def _rename_then_retry(rig, once_only):
+    """Round 1: a callback renames run_command -> other; an AfterToolCallEvent hook asks for
+    one retry. Round 2 starts from the renamed tool use with the executor's first tool
+    selected: Strands 1.6x runs ``other`` again. The policy names the tool it judges."""
+    from strands import tool
+    from strands.hooks import AfterToolCallEvent, HookProvider
+
+    from failsecure_strands_rig import before_tool
+
+    marker = rig.marker
+
+    @tool
+    def other(command: str) -> str:
+        """Other.
+
+        Args:
+            command: c
+        """
+        index = len(list(marker.dir.glob("run-*")))
+        (marker.dir / f"run-{index}").write_text("other " + command)
+        return "other ran"
+
+    judged = []
+
+    def rename(event):
+        if event.tool_use["name"] == "run_command":
+            event.tool_use["name"] = "other"
+
+    def policy(event):
+        name = event.selected_tool.tool_name if event.selected_tool is not None else None
+        judged.append(name)
+        if once_only and name == "other" and judged.count("other") > 1:
+            event.cancel_tool = "policy: other only once"
+
+    retried = []
+
+    def retry_once(event):
+        if not retried:
+            retried.append(True)
+            event.retry = True
+
+    class Hooks(HookProvider):
+        def register_hooks(self, registry, **kwargs):
+            registry.add_callback(before_tool(), rename)
+            registry.add_callback(before_tool(), policy)
+            registry.add_callback(AfterToolCallEvent, retry_once)
+
+    result = rig.agent(hooks=[Hooks()], tools=[marker.tool(), other])("go")
+    return result, judged
+
+
+def test_renamed_call_retried_is_judged_as_the_tool_that_runs(rig):
+    if not _renames_follow():
+        pytest.skip("1.52 runs the selected tool: no rename to follow")
+    result, judged = _rename_then_retry(rig, once_only=True)
+    assert rig.marker.runs() == ["other echo hi"]  # the second run of other is denied
+    assert "policy: other only once" in str(result)
+    assert set(judged) == {"other"}
+    assert {e["tool"] for e in rig.events()} == {"other"}  # never audited as run_command
+    assert (rig.last()["outcome"], rig.last()["tool"]) == ("deny", "other")
+
+
+def test_renamed_call_retried_runs_and_is_named(rig):
+    """The twin: the policy allows; other runs twice, judged and audited as other."""
+    if not _renames_follow():
+        pytest.skip("1.52 runs the selected tool: no rename to follow")
+    _, judged = _rename_then_retry(rig, once_only=False)
+    assert rig.marker.runs() == ["other echo hi", "other echo hi"]
+    assert set(judged) == {"other"}
+    assert [(e["tool"], e["outcome"]) for e in rig.events()] == [("other", "abstain"), ("other", "abstain")]
+
+
+def test_renamed_call_retried_runs_the_renamed_tool_upstream(rig, adapter):
+    if not _renames_follow():
+        pytest.skip("1.52 runs the selected tool: no rename to follow")
+    with unpatched(adapter):
+        _, judged = _rename_then_retry(rig, once_only=True)
+    assert rig.marker.runs() == ["other echo hi", "other echo hi"]  # the policy saw run_command in round 2
+    assert judged == ["run_command", "run_command"]
