@@ -580,7 +580,7 @@ class StrandsAdapter(Adapter):
             callbacks = list(registry.get_callbacks_for(event))
             start = event.cancel_tool
             loop = asyncio.get_running_loop()
-            origin = [event.selected_tool, self._name(event), _UNSET] if follow and self._lookup is not None else None
+            origin = self._origin(event) if follow and self._lookup is not None else None
             entries = self._entries(callbacks, event, loop, origin)
             last = [len(entries)]  # the index of the step run last: a lower one starts a pass
 
@@ -647,6 +647,21 @@ class StrandsAdapter(Adapter):
     def _name(self, event: Any) -> Any:
         tool_use = self._tool_use(event)
         return tool_use.get("name") if tool_use is not None else None
+
+    def _origin(self, event: Any) -> list:
+        """``_follow_rename``'s origin for this dispatch. A round retried by an
+        ``AfterToolCallEvent`` hook starts from the tool use an earlier round renamed, with
+        the executor's first tool selected: upstream compares the name with that tool's
+        (the model's) and runs the tool of the renamed one, so that tool is selected before
+        the first gate judges (renamed back, the executor's tool is selected again)."""
+        tool, name = event.selected_tool, self._name(event)
+        origin = [tool, name, _UNSET]
+        if tool is not None and type(name) is str:
+            own = self._tool_name(tool)
+            if own is not None and own != name:
+                origin[1] = own
+                self._follow_rename(event, origin)
+        return origin
 
     def _follow_rename(self, event: Any, origin: list) -> None:
         """Strands 1.6x runs the tool registered under a renamed ``tool_use["name"]`` when
