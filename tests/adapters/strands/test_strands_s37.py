@@ -383,3 +383,23 @@ def test_renamed_call_retried_runs_the_renamed_tool_upstream(rig, adapter):
         _, judged = _rename_then_retry(rig, once_only=True)
     assert rig.marker.runs() == ["other echo hi", "other echo hi"]  # the policy saw run_command in round 2
     assert judged == ["run_command", "run_command"]
+
+
+def test_an_unknown_tool_s_grant_runs_no_other_tool(rig):
+    """The gates allowed a call of an unknown tool (Strands answers it "Unknown tool": its
+    grant is never used); a dispatcher tool then runs a tool the policy denies under that
+    call id with the same input. The grant is for the tool it judged, not for any."""
+    dispatch, dangerous = _dispatch_and_dangerous(rig.marker)
+    calls = [("ghost", {"command": "echo"}), ("dispatch", {"name": "dangerous", "use_id": "call-0", "command": "echo"})]
+    rig.agent(calls=calls, tools=[dispatch, dangerous], hooks=[provider(_no_dangerous)], executor="sequential")("go")
+    assert not rig.marker.ran
+    ungoverned = [e for e in rig.events() if e["failure"] == "ungoverned"]
+    assert [(e["tool"], e["outcome"]) for e in ungoverned] == [("dangerous", "deny")]
+
+
+def test_a_call_after_an_unknown_tool_runs(rig):
+    """The twin: the model's own next call runs on its own grant."""
+    calls = [("ghost", {"command": "echo"}), ("run_command", {"command": "echo"})]
+    result = rig.agent(calls=calls, hooks=[provider(_no_dangerous)], executor="sequential")("go")
+    assert rig.marker.runs() == ["echo"] and "Unknown tool: ghost" in str(result)
+    assert not [e for e in rig.events() if e["failure"] == "ungoverned"]
