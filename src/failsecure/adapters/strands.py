@@ -319,7 +319,10 @@ class StrandsAdapter(Adapter):
         call_id = tool_use.get("toolUseId")
         agent = state.get("agent") if isinstance(state, dict) else None
         gated = self._agent_gated(agent) if agent is not None else None
-        return name, nonempty_str(call_id), tool_use.get("input"), self._key(name, tool), gated or None
+        # what the grant holds (``_granted_call``): the tool's own name with the input, so
+        # a grant is spent only by the tool the gates judged, never by another tool run
+        # under that call id and input (a dispatcher tool, an unknown tool's unused grant)
+        return name, nonempty_str(call_id), (name, tool_use.get("input")), self._key(name, tool), gated or None
 
     def _read_call(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
         """A decorated tool called as a function: never a dispatcher's call."""
@@ -470,6 +473,16 @@ class StrandsAdapter(Adapter):
     def _arguments(self, event: Any) -> Any:
         tool_use = self._tool_use(event)
         return tool_use.get("input") if tool_use is not None else None
+
+    def _granted_call(self, event: Any) -> tuple:
+        """What an allowed call's grant holds for the boundary (``_read_stream`` reads the
+        same of the execution): the selected tool's own name (None: no tool, an unknown
+        one) and the judged input."""
+        try:
+            selected = event.selected_tool
+        except Exception:  # noqa: BLE001 - the event's property can raise anything: no tool to grant the call to
+            selected = None
+        return (self._tool_name(selected) if selected is not None else None, self._arguments(event))
 
     def _current(self, event: Any) -> Any:
         """What the gates must have judged: the selected tool (by identity) and the tool
@@ -1081,7 +1094,7 @@ class StrandsAdapter(Adapter):
 
     def _render(self, event: Any, start: Any, decision) -> tuple:
         """The Decision in upstream's own terms: ``(event, interrupts)``."""
-        self.granted(decision, self._tool(event), self._call_id(event), self._arguments(event))
+        self.granted(decision, self._tool(event), self._call_id(event), self._granted_call(event))
         if decision.action is Action.DENY:
             self._deny(event, decision)
             return event, []
