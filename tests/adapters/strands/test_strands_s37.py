@@ -403,3 +403,75 @@ def test_a_call_after_an_unknown_tool_runs(rig):
     result = rig.agent(calls=calls, hooks=[provider(_no_dangerous)], executor="sequential")("go")
     assert rig.marker.runs() == ["echo"] and "Unknown tool: ghost" in str(result)
     assert not [e for e in rig.events() if e["failure"] == "ungoverned"]
+
+
+# ---------------------------------------------------------------- an action of two kinds
+
+
+def _mixed(*bases, **fields):
+    """An action class deriving from two of strands' actions (a user's own action type)."""
+    import dataclasses
+
+    cls = dataclasses.dataclass(frozen=True)(type("Mixed", bases, {"__module__": __name__}))
+    return lambda event: cls(**fields)
+
+
+def _handler_answering(answer, name="mixed"):
+    from strands.interventions import InterventionHandler
+
+    body = {"name": name, "before_tool_call": lambda self, event, **kwargs: answer(event), "__module__": __name__}
+    return type("Answering", (InterventionHandler,), body)()
+
+
+def test_a_guide_that_is_also_a_proceed_is_guidance(rig):
+    """Upstream reads a Guide first (it accumulates it, then cancels the tool with it)."""
+    from strands.interventions import Guide, Proceed
+
+    result = rig.agent(interventions=[_handler_answering(_mixed(Proceed, Guide, feedback="use ls"))])("go")
+    assert not rig.marker.ran and "GUIDANCE: [mixed] use ls" in str(result)
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", None)
+
+
+def test_a_confirm_that_is_also_a_proceed_asks(rig):
+    """Upstream applies a Confirm before a Proceed: the preset answer "no" denies."""
+    from strands.interventions import Confirm, Proceed
+
+    result = rig.agent(interventions=[_handler_answering(_mixed(Proceed, Confirm, prompt="run?", response="no"))])("go")
+    assert not rig.marker.ran and "CONFIRMATION_FAILED: run?" in str(result)
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", None)
+
+
+def test_a_confirm_that_is_also_a_proceed_answered_yes_runs(rig):
+    """The twin: answered "yes" it runs."""
+    from strands.interventions import Confirm, Proceed
+
+    rig.agent(interventions=[_handler_answering(_mixed(Proceed, Confirm, prompt="run?", response="yes"))])("go")
+    assert rig.marker.ran and rig.last()["outcome"] == "allow"
+
+
+def test_a_transform_that_is_also_a_proceed_is_applied(rig):
+    """Upstream applies a Transform before a Proceed: the rewritten call runs (judged)."""
+    from strands.interventions import Proceed, Transform
+
+    def apply(event):
+        event.tool_use["input"]["command"] = "echo transformed"
+
+    rig.agent(interventions=[_handler_answering(_mixed(Proceed, Transform, apply=apply))])("go")
+    assert rig.marker.runs() == ["echo transformed"]
+
+
+@pytest.mark.parametrize("bases, runs", [("guide", False), ("confirm", False), ("transform", True)])
+def test_mixed_actions_upstream(rig, adapter, bases, runs):
+    from strands.interventions import Confirm, Guide, Proceed, Transform
+
+    def apply(event):
+        event.tool_use["input"]["command"] = "echo transformed"
+
+    answer = {
+        "guide": _mixed(Proceed, Guide, feedback="use ls"),
+        "confirm": _mixed(Proceed, Confirm, prompt="run?", response="no"),
+        "transform": _mixed(Proceed, Transform, apply=apply),
+    }[bases]
+    with unpatched(adapter):
+        rig.agent(interventions=[_handler_answering(answer)])("go")
+    assert rig.marker.runs() == (["echo transformed"] if runs else [])
