@@ -770,26 +770,17 @@ class StrandsAdapter(Adapter):
         kinds: dict[str, Any] = actions.__dict__ if actions is not None else {}
         deny, proceed, guide = kinds.get("Deny"), kinds.get("Proceed"), kinds.get("Guide")
         transform, confirm = kinds.get("Transform"), kinds.get("Confirm")
-        if _is(action, deny):
-            reason = action.reason
-            return _Acted(Verdict(action=Action.DENY, reason=f"DENIED: {reason}") if type(reason) is str else None)
-        if _is(action, proceed):
-            return _Acted(ALLOW)
+        # upstream's order (``_dispatch`` reads a Guide first, then ``_apply_before_tool_call``
+        # Deny, Confirm, Transform, Proceed): an action of two kinds (a user's class deriving
+        # from Proceed and a Confirm) is what upstream takes it for, never a Proceed first
         if _is(action, guide):
             feedback = action.feedback
             if type(feedback) is not str:
                 return _Acted(None)
             return _Acted(Verdict(action=Action.DENY, reason=f"GUIDANCE: [{handler.name}] {feedback}"))
-        if _is(action, transform):
-            action.apply(event)
-            if event.cancel_tool is not before:
-                try:
-                    written = _verdict(_Did(before, event.cancel_tool, None))
-                except Invalid:
-                    return _Acted(None)
-                if written.action is Action.DENY:
-                    return _Acted(written)
-            return _Acted(ABSTAIN)  # the rewrite is judged by the next round
+        if _is(action, deny):
+            reason = action.reason
+            return _Acted(Verdict(action=Action.DENY, reason=f"DENIED: {reason}") if type(reason) is str else None)
         if _is(action, confirm):
             extra = {"response": action.response} if action.response is not None else {}
             try:
@@ -803,6 +794,18 @@ class StrandsAdapter(Adapter):
             if ok is False:
                 return _Acted(Verdict(action=Action.DENY, reason=f"CONFIRMATION_FAILED: {action.prompt}"))
             return _Acted(None)
+        if _is(action, transform):
+            action.apply(event)
+            if event.cancel_tool is not before:
+                try:
+                    written = _verdict(_Did(before, event.cancel_tool, None))
+                except Invalid:
+                    return _Acted(None)
+                if written.action is Action.DENY:
+                    return _Acted(written)
+            return _Acted(ABSTAIN)  # the rewrite is judged by the next round
+        if _is(action, proceed):
+            return _Acted(ALLOW)
         return _Acted(None)  # None, or anything that is not an action
 
     # ------------------------------------------------------------ ExecuteToolStage middleware
