@@ -475,3 +475,60 @@ def test_mixed_actions_upstream(rig, adapter, bases, runs):
     with unpatched(adapter):
         rig.agent(interventions=[_handler_answering(answer)])("go")
     assert rig.marker.runs() == (["echo transformed"] if runs else [])
+
+
+# ---------------------------------------------------------------- a sync method answering an awaitable
+
+
+def _returns_awaitable(answer):
+    """A handler whose plain ``def before_tool_call`` returns a coroutine (upstream's
+    registry: "Overrides may be sync or async, so branch on the returned value")."""
+    from strands.interventions import InterventionHandler
+
+    class Delegating(InterventionHandler):
+        name = "delegating"
+
+        def before_tool_call(self, event, **kwargs):
+            return self._check(event)
+
+        async def _check(self, event):
+            await asyncio.sleep(0)
+            return await answer()
+
+    return Delegating()
+
+
+async def _async_proceed():
+    return _proceed()
+
+
+async def _async_deny():
+    return _deny()
+
+
+async def _async_hang():
+    await asyncio.sleep(30)
+
+
+def test_sync_method_answering_an_awaitable_proceeds_and_runs(rig):
+    rig.agent(interventions=[_returns_awaitable(_async_proceed)])("go")
+    assert rig.marker.ran
+    assert rig.last()["outcome"] == "allow"
+
+
+def test_sync_method_answering_an_awaitable_deny_stands(rig):
+    result = rig.agent(interventions=[_returns_awaitable(_async_deny)])("go")
+    assert not rig.marker.ran and "DENIED: instance says no" in str(result)
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", None)
+
+
+def test_sync_method_answering_a_hanging_awaitable_denies_timeout(rig):
+    rig.agent(interventions=[_returns_awaitable(_async_hang)])("go")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "timeout")
+
+
+def test_sync_method_answering_an_awaitable_runs_upstream(rig, adapter):
+    with unpatched(adapter):
+        rig.agent(interventions=[_returns_awaitable(_async_proceed)])("go")
+    assert rig.marker.ran
