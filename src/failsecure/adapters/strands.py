@@ -124,6 +124,31 @@ class _Acted:
         self.verdict = verdict
 
 
+class _Held:
+    """A sync intervention handler's call that failed on the worker (its deadline, the
+    guard's own refusal): that failure is the handler's."""
+
+    __slots__ = ("failure",)
+
+    def __init__(self, failure: Any):
+        self.failure = failure if failure is not None else Failure.INVALID
+
+
+class _Pending:
+    """What a sync intervention handler left for the loop: the awaitable it answered, or
+    the exception it raised."""
+
+    __slots__ = ("awaitable", "before", "exc")
+
+    def __init__(self, awaitable: Any, before: Any, exc: Optional[BaseException] = None):
+        self.awaitable, self.before, self.exc = awaitable, before, exc
+
+
+def _carried(answer: Any) -> Verdict:
+    """The worker's answer carried back to ``_handler_held`` as it is (judged there)."""
+    return Verdict(action=Action.ABSTAIN, data=answer)
+
+
 class _Did:
     """What one callback did to the event (built by failsecure, judged by ``_verdict``)."""
 
@@ -137,6 +162,8 @@ def _verdict(did: Any) -> Verdict:
     """The verdict of one ``BeforeToolCallEvent`` callback: what it wrote to
     ``cancel_tool`` (identity, not equality: ``0`` is not ``False``), whether it raised an
     interrupt, and that it returned nothing."""
+    if type(did) is _Held:
+        raise Invalid(did.failure)
     if type(did) is _Acted:
         if did.verdict is None:
             raise Invalid()
@@ -639,7 +666,7 @@ class StrandsAdapter(Adapter):
                 if inspect.iscoroutinefunction(method):
                     entries.append(((hook_id, self._handler_async, (handler, event, origin), None, _verdict), True))
                 else:
-                    entries.append(((hook_id, self._in_loop, (loop, self._handler_sync, handler, event, origin), None, _verdict), False))
+                    entries.append(((hook_id, self._handler_held, (hook_id, loop, handler, event, origin), None, _verdict), True))
         return entries
 
     def _in_loop(self, loop: Any, fn: Any, *args: Any) -> Any:
@@ -731,16 +758,44 @@ class StrandsAdapter(Adapter):
             return known
         return self._ids.put(cls, self.hook_id(f"{callable_name(cls)}.before_tool_call"))
 
-    def _handler_sync(self, handler: Any, event: Any, origin: Optional[list] = None) -> Any:
-        before = event.cancel_tool
+    async def _handler_held(self, hook_id: str, loop: Any, handler: Any, event: Any, origin: Optional[list]) -> Any:
+        """A sync ``before_tool_call``, as upstream's registry runs it: called (on the
+        guard's worker, the loop held, within the handler's deadline: ``_handler_sync``),
+        and an awaitable it answers awaited on the loop within what is left of it (this
+        coroutine's own deadline, ``guard.acall``'s), then carried out like an async
+        handler's action. A raise on the worker is raised here (its type audited); a hang
+        there holds this coroutine past its deadline: a timeout."""
+        got = self.hook_calls([(hook_id, self._in_loop, (loop, self._handler_sync, handler, event, origin), None, _carried)])[0]
+        if got.failure is not None or got.verdict is None:
+            return _Held(got.failure)
+        answer = got.verdict.data
+        if type(answer) is not _Pending:
+            return answer
+        if answer.exc is not None:
+            raise answer.exc
+        before = answer.before
         try:
-            action = handler.before_tool_call(event)
-            if awaitable(action):  # a sync method handing back a coroutine: judged junk, never run
-                close_awaitable(action)
-                return _Acted(None)
+            action = await answer.awaitable
             return self._act(handler, event, before, action)
         except self._interrupt_exc as exc:
             return _Did(before, event.cancel_tool, None, self._asked(exc))
+        finally:
+            if origin is not None:
+                self._follow_rename(event, origin)
+
+    def _handler_sync(self, handler: Any, event: Any, origin: Optional[list] = None) -> Any:
+        """The sync part of ``_handler_held`` (on the worker): its answer, or a ``_Pending``
+        (an awaitable to await on the loop, or what it raised, to raise there)."""
+        before = event.cancel_tool
+        try:
+            action = handler.before_tool_call(event)
+            if awaitable(action):  # a sync method handing back a coroutine: awaited on the loop, as upstream
+                return _Pending(action, before)
+            return self._act(handler, event, before, action)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
+        except BaseException as exc:  # noqa: BLE001 - not judged here: raised again by _handler_held on the loop, where the guard judges it
+            return _Pending(None, before, exc)
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
