@@ -532,3 +532,90 @@ def test_sync_method_answering_an_awaitable_runs_upstream(rig, adapter):
     with unpatched(adapter):
         rig.agent(interventions=[_returns_awaitable(_async_proceed)])("go")
     assert rig.marker.ran
+
+
+# ---------------------------------------------------------------- the boundary: middleware gates
+
+
+def _stage():
+    try:
+        from strands.middleware import ExecuteToolStage
+    except ImportError:  # 1.52: the private module
+        from strands._middleware.stages import ExecuteToolStage
+    return ExecuteToolStage
+
+
+def _middleware_policy_agent(rig, calls, phase="Wrap"):
+    """An agent whose only gate is an ExecuteToolStage policy (no BeforeToolCallEvent
+    callback): it short-circuits run_command with an error result. A wrapper tool runs
+    run_command through its own stream (a bypass of the executor and its middleware)."""
+    from strands import tool
+    from strands.types._events import ToolResultEvent
+
+    marker_tool = rig.marker.tool()
+
+    @tool
+    async def stream_wrapper(command: str) -> str:
+        """Runs a command through the marker tool's own stream.
+
+        Args:
+            command: the command line
+        """
+        last = None
+        async for last in marker_tool.stream({"toolUseId": "inner", "name": "run_command", "input": {"command": command}}, {}):
+            pass
+        return str(last)
+
+    async def policy(ctx, next_fn):
+        if ctx.tool_use["name"] == "run_command":
+            yield ToolResultEvent({"toolUseId": ctx.tool_use["toolUseId"], "status": "error", "content": [{"text": "policy: no"}]})
+            return
+        async for event in next_fn(ctx):
+            yield event
+
+    def observe(result):
+        return result
+
+    agent = rig.agent(calls=calls, tools=[marker_tool, stream_wrapper])
+    stage = _stage()
+    agent._middleware_registry.add_middleware(getattr(stage, phase), policy if phase == "Wrap" else observe)
+    return agent
+
+
+def _ungoverned(rig):
+    return [(e["tool"], e["outcome"]) for e in rig.events() if e["failure"] == "ungoverned"]
+
+
+def test_a_bypass_of_a_middleware_gate_is_denied_as_ungoverned(rig):
+    _middleware_policy_agent(rig, [("stream_wrapper", {"command": "smuggled"})])("go")
+    assert not rig.marker.ran, "the tool the middleware gate refuses ran through the wrapper"
+    assert _ungoverned(rig) == [("run_command", "deny")]
+
+
+def test_a_call_a_middleware_gate_passes_runs(rig):
+    """The twin: with the middleware gate, the wrapper's own (dispatched) call and a
+    harmless tool run; only the bypass is ungoverned."""
+    from strands import tool
+
+    agent = _middleware_policy_agent(rig, [("echo_tool", {"text": "hi"})])
+
+    @tool
+    def echo_tool(text: str) -> str:
+        """Echo.
+
+        Args:
+            text: t
+        """
+        return f"echo {text}"
+
+    agent.tool_registry.register_tool(echo_tool)
+    result = agent("go")
+    assert "echo hi" in str(result) and _ungoverned(rig) == []
+
+
+def test_an_output_middleware_is_no_gate_for_the_boundary(rig):
+    """An Output handler observes results: with it alone the bypass runs, audited, as
+    with no gate at all."""
+    _middleware_policy_agent(rig, [("stream_wrapper", {"command": "smuggled"})], phase="Output")("go")
+    assert rig.marker.runs() == ["smuggled"]
+    assert _ungoverned(rig) == [("run_command", "allow")]
