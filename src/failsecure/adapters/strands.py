@@ -312,7 +312,32 @@ class StrandsAdapter(Adapter):
         registered = getattr(getattr(agent, "hooks", None), "_registered_callbacks", None)
         if not isinstance(registered, dict):
             return True  # cannot tell: fail closed
-        return any(entries and self._is_gated_class(kind) for kind, entries in list(registered.items()))
+        if any(entries and self._is_gated_class(kind) for kind, entries in list(registered.items())):
+            return True
+        return self._middleware_gated(agent)
+
+    @staticmethod
+    def _middleware_gated(agent: Any) -> bool:
+        """The agent has an ExecuteToolStage Input or Wrap handler of its user's (a gate
+        too: a tool run past the executor bypasses it); Output handlers only observe, and
+        strands' own (1.62's ``AgentDelegation`` on every agent) are no user's gate."""
+        try:
+            handlers = agent._middleware_registry._handlers
+        except AttributeError:  # no middleware registry (a BidiAgent, another release): no such gate
+            return False
+        except Exception:  # noqa: BLE001 - strands' private registry cannot be read: cannot tell, fail closed
+            return True
+        if not isinstance(handlers, dict):
+            return False
+        for _, stages_name in MIDDLEWARE:
+            stage = getattr(sys.modules.get(stages_name), "ExecuteToolStage", None)
+            if stage is None:
+                continue
+            tagged = handlers.get(stage)
+            for t in list(tagged or ()):
+                if getattr(t, "phase", None) != "output" and not _strands_own(_user_handler(t.handler)):
+                    return True
+        return False
 
     def _is_gated_class(self, cls: Any) -> bool:
         return any(k.__name__ in GATED_EVENTS and str(getattr(k, "__module__", "")).startswith("strands.")
@@ -1273,6 +1298,15 @@ def _own_method(handler: Any) -> Any:
     if type(own) is dict and "before_tool_call" in own:
         return own["before_tool_call"]
     return getattr(type(handler), "before_tool_call")
+
+
+def _strands_own(fn: Any) -> bool:
+    """``fn`` is strands' own code (its module is in the ``strands`` package)."""
+    try:
+        module = plain_str(getattr(fn, "__module__", None))
+    except Exception:  # noqa: BLE001 - a hostile handler's attribute: not strands' own
+        return False
+    return module is not None and (module == "strands" or module.startswith("strands."))
 
 
 def _one_interrupt_per_name(outcomes: list) -> list:
