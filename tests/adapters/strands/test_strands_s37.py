@@ -619,3 +619,59 @@ def test_an_output_middleware_is_no_gate_for_the_boundary(rig):
     _middleware_policy_agent(rig, [("stream_wrapper", {"command": "smuggled"})], phase="Output")("go")
     assert rig.marker.runs() == ["smuggled"]
     assert _ungoverned(rig) == [("run_command", "allow")]
+
+
+# ---------------------------------------------------------------- a sync callback's context variables
+
+import contextvars  # noqa: E402
+
+_REQUEST = contextvars.ContextVar("s37_request", default=None)
+
+
+@pytest.mark.xfail(strict=True, reason="a sync callback runs on the guard's worker in a copy of the dispatching "
+                   "task's context (that is how its deadline is kept): a ContextVar it sets is not seen by the tool "
+                   "or the hooks after it, as it is upstream (callback on the loop, in the task's context); a fix "
+                   "needs the guard to hand the callback's context changes back (core)")
+def test_a_context_variable_a_sync_callback_sets_reaches_the_tool(rig):
+    from strands import tool
+
+    seen = []
+
+    @tool
+    def reader(command: str) -> str:
+        """Reads the request variable.
+
+        Args:
+            command: c
+        """
+        seen.append(_REQUEST.get())
+        return "read"
+
+    def tag_request(event):
+        _REQUEST.set("req-42")
+
+    rig.agent(calls=[("reader", {"command": "x"})], tools=[reader], hooks=[provider(tag_request)])("go")
+    assert seen == ["req-42"]
+
+
+def test_a_context_variable_an_async_callback_sets_reaches_the_tool(rig):
+    """The twin: an async callback runs in the task's own context, as upstream."""
+    from strands import tool
+
+    seen = []
+
+    @tool
+    def reader(command: str) -> str:
+        """Reads the request variable.
+
+        Args:
+            command: c
+        """
+        seen.append(_REQUEST.get())
+        return "read"
+
+    async def tag_request(event):
+        _REQUEST.set("req-43")
+
+    rig.agent(calls=[("reader", {"command": "x"})], tools=[reader], hooks=[provider(tag_request)])("go")
+    assert seen == ["req-43"]
