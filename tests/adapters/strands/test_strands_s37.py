@@ -675,3 +675,52 @@ def test_a_context_variable_an_async_callback_sets_reaches_the_tool(rig):
 
     rig.agent(calls=[("reader", {"command": "x"})], tools=[reader], hooks=[provider(tag_request)])("go")
     assert seen == ["req-43"]
+
+
+# ---------------------------------------------------------------- a gate registered during the dispatch
+
+
+def _lazy_policy(is_async, deny=True):
+    """A callback that registers the policy on the agent the first time a tool is called
+    (a lazily set-up plugin). Upstream's async dispatcher iterates the live list of
+    callbacks, so the policy registered now runs for this very call."""
+    from failsecure_strands_rig import before_tool
+
+    def no_run_command(event):
+        if deny and event.tool_use["name"] == "run_command":
+            event.cancel_tool = "lazy policy: no"
+
+    registered = []
+
+    def set_up(event):
+        if not registered:
+            registered.append(True)
+            event.agent.hooks.add_callback(before_tool(), no_run_command)
+
+    if is_async:
+
+        async def lazy_set_up(event):
+            set_up(event)
+
+        return lazy_set_up
+    return set_up
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_gate_registered_during_the_dispatch_judges_this_call(rig, is_async):
+    result = rig.agent(hooks=[provider(_lazy_policy(is_async))])("go")
+    assert not rig.marker.ran and "lazy policy: no" in str(result)
+    assert (rig.last()["outcome"], rig.last()["hook"].rsplit(".", 1)[-1]) == ("deny", "no_run_command")
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_gate_registered_during_the_dispatch_that_allows_runs(rig, is_async):
+    """The twin: the late gate has no objection; the tool runs once."""
+    rig.agent(hooks=[provider(_lazy_policy(is_async, deny=False))])("go")
+    assert rig.marker.runs() == ["echo hi"]
+
+
+def test_a_gate_registered_during_the_dispatch_runs_upstream(rig, adapter):
+    with unpatched(adapter):
+        result = rig.agent(hooks=[provider(_lazy_policy(False))])("go")
+    assert not rig.marker.ran and "lazy policy: no" in str(result)
