@@ -102,6 +102,9 @@ _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
 _STAMPABLE = (1, "input")
 
 _UNSET = object()
+#: how often a dispatch lists the callbacks again when a callback registered another
+#: (beyond it the list never settles: invalid)
+_RELISTS = 3
 #: what an ``InterruptException`` carried when it was no ``strands.interrupt.Interrupt``
 #: (``None``, a text, a look-alike): junk, never "no interrupt"
 _JUNK_INTERRUPT = object()
@@ -646,33 +649,51 @@ class StrandsAdapter(Adapter):
             start = event.cancel_tool
             loop = asyncio.get_running_loop()
             origin = self._origin(event) if follow and self._lookup is not None else None
-            entries = self._entries(callbacks, event, loop, origin)
-            last = [len(entries)]  # the index of the step run last: a lower one starts a pass
-
-            def step(i: int, entry: Any, is_async: bool) -> Any:
-                async def run() -> list[Outcome]:
-                    if i <= last[0]:
-                        event.cancel_tool = start  # each pass starts from the call site's state
-                    last[0] = i
-                    if is_async:
-                        return await self.ahook_calls([entry])
-                    return self.hook_calls([entry])
-
-                return run
-
-            # pass 1: each run of sync callbacks one hand-off, the loop held as upstream holds it
-            outcomes = await self.asettle_calls(
-                [entry for entry, _ in entries], lambda: event, self.hook_id("BeforeToolCallEvent"),
-                steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
-                picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
-            )
-            outcomes = _one_interrupt_per_name(outcomes)
+            outcomes = await self._asettle(callbacks, event, start, loop, origin)
+            # upstream iterates the live list: a gate a callback registers now (a lazily set-up
+            # policy) runs for this very call. A changed list is judged again as a whole, on
+            # the call as it is now; a deny or failure of the earlier pass stands
+            for relist in range(_RELISTS + 1):
+                now = list(registry.get_callbacks_for(event))
+                if len(now) == len(callbacks) and all(a is b for a, b in zip(now, callbacks)):
+                    break
+                if relist == _RELISTS:  # the callbacks keep registering callbacks: it never settles
+                    outcomes.append(Outcome(hook=self.hook_id("BeforeToolCallEvent"), failure=Failure.INVALID))
+                    break
+                callbacks = now
+                kept = [o for o in outcomes if o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY)]
+                outcomes = kept + await self._asettle(callbacks, event, start, loop, origin)
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
                                           later=self._middleware_ids(getattr(event, 'agent', None)))
             return self._render(event, start, decision)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
             return event, []
+
+    async def _asettle(self, callbacks: list, event: Any, start: Any, loop: Any, origin: Optional[list]) -> list:
+        """The gates of ``callbacks`` (each intervention handler one) under the settling
+        rule, in upstream's order: the outcomes, one interrupt per name."""
+        entries = self._entries(callbacks, event, loop, origin)
+        last = [len(entries)]  # the index of the step run last: a lower one starts a pass
+
+        def step(i: int, entry: Any, is_async: bool) -> Any:
+            async def run() -> list[Outcome]:
+                if i <= last[0]:
+                    event.cancel_tool = start  # each pass starts from the call site's state
+                last[0] = i
+                if is_async:
+                    return await self.ahook_calls([entry])
+                return self.hook_calls([entry])
+
+            return run
+
+        # pass 1: each run of sync callbacks one hand-off, the loop held as upstream holds it
+        outcomes = await self.asettle_calls(
+            [entry for entry, _ in entries], lambda: event, self.hook_id("BeforeToolCallEvent"),
+            steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
+            picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
+        )
+        return _one_interrupt_per_name(outcomes)
 
     def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[list]) -> list:
         """``(guarded call, is_async)`` per gate: a callback, or each ``before_tool_call``

@@ -724,3 +724,16 @@ def test_a_gate_registered_during_the_dispatch_runs_upstream(rig, adapter):
     with unpatched(adapter):
         result = rig.agent(hooks=[provider(_lazy_policy(False))])("go")
     assert not rig.marker.ran and "lazy policy: no" in str(result)
+
+
+def test_callbacks_that_keep_registering_callbacks_deny_invalid(rig):
+    """Each run registers one more callback (upstream's live iteration never ends): the
+    list never settles, the call is denied."""
+    from failsecure_strands_rig import before_tool
+
+    def breed(event):
+        event.agent.hooks.add_callback(before_tool(), breed)
+
+    rig.agent(hooks=[provider(breed)])("go")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "invalid")
