@@ -737,3 +737,55 @@ def test_callbacks_that_keep_registering_callbacks_deny_invalid(rig):
     rig.agent(hooks=[provider(breed)])("go")
     assert not rig.marker.ran
     assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "invalid")
+
+
+def test_a_handler_added_during_the_dispatch_judges_this_call(rig):
+    """The handlers list upstream's registry iterates is the one the agent was given: a
+    handler appended to it while the handlers run judges this very call, as upstream."""
+    from strands.interventions import Deny, InterventionHandler, Proceed
+
+    class Late(InterventionHandler):
+        name = "late"
+
+        def before_tool_call(self, event, **kwargs):
+            return Deny(reason="late handler")
+
+    handlers: list = []
+
+    class SetUp(InterventionHandler):
+        name = "set-up"
+
+        def before_tool_call(self, event, **kwargs):
+            if len(handlers) == 1:
+                handlers.append(Late())
+            return Proceed()
+
+    handlers.append(SetUp())
+    result = rig.agent(interventions=handlers)("go")
+    assert not rig.marker.ran and "DENIED: late handler" in str(result)
+    assert rig.last()["outcome"] == "deny"
+
+
+def test_a_handler_added_during_the_dispatch_runs_upstream(rig, adapter):
+    from strands.interventions import Deny, InterventionHandler, Proceed
+
+    class Late(InterventionHandler):
+        name = "late"
+
+        def before_tool_call(self, event, **kwargs):
+            return Deny(reason="late handler")
+
+    handlers: list = []
+
+    class SetUp(InterventionHandler):
+        name = "set-up"
+
+        def before_tool_call(self, event, **kwargs):
+            if len(handlers) == 1:
+                handlers.append(Late())
+            return Proceed()
+
+    handlers.append(SetUp())
+    with unpatched(adapter):
+        result = rig.agent(interventions=handlers)("go")
+    assert not rig.marker.ran and "DENIED: late handler" in str(result)
