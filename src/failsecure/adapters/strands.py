@@ -646,6 +646,7 @@ class StrandsAdapter(Adapter):
         dispatch; not for the re-judged call of the middleware terminal)."""
         try:
             callbacks = list(registry.get_callbacks_for(event))
+            listed = self._listing(callbacks)
             start = event.cancel_tool
             loop = asyncio.get_running_loop()
             origin = self._origin(event) if follow and self._lookup is not None else None
@@ -655,8 +656,10 @@ class StrandsAdapter(Adapter):
             # the call as it is now; a deny or failure of the earlier pass stands
             for relist in range(_RELISTS + 1):
                 now = list(registry.get_callbacks_for(event))
-                if len(now) == len(callbacks) and all(a is b for a, b in zip(now, callbacks)):
+                relisted = self._listing(now)
+                if len(relisted) == len(listed) and all(a is b for a, b in zip(relisted, listed)):
                     break
+                listed = relisted
                 if relist == _RELISTS:  # the callbacks keep registering callbacks: it never settles
                     outcomes.append(Outcome(hook=self.hook_id("BeforeToolCallEvent"), failure=Failure.INVALID))
                     break
@@ -669,6 +672,17 @@ class StrandsAdapter(Adapter):
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event), hook=self.hook_id("BeforeToolCallEvent")))
             return event, []
+
+    def _listing(self, callbacks: list) -> list:
+        """What the dispatch runs, for telling whether it changed: each callback and, for an
+        interventions registry's, each of its handlers (upstream iterates both lists live)."""
+        out: list = []
+        for cb in callbacks:
+            out.append(cb)
+            handlers = self._interventions(cb)
+            if handlers is not None:
+                out += [handler for handler, _ in handlers]
+        return out
 
     async def _asettle(self, callbacks: list, event: Any, start: Any, loop: Any, origin: Optional[list]) -> list:
         """The gates of ``callbacks`` (each intervention handler one) under the settling
