@@ -789,3 +789,131 @@ def test_a_handler_added_during_the_dispatch_runs_upstream(rig, adapter):
     with unpatched(adapter):
         result = rig.agent(interventions=handlers)("go")
     assert not rig.marker.ran and "DENIED: late handler" in str(result)
+
+
+# ---------------------------------------------------------------- BeforeToolsEvent: the batch gate
+
+
+def _batch_provider(*callbacks):
+    """A HookProvider registering ``callbacks`` on ``BeforeToolsEvent`` (fired once per
+    batch of tool uses, before any of them: ``cancel`` cancels them all)."""
+    from strands.hooks import BeforeToolsEvent, HookProvider
+
+    class Batch(HookProvider):
+        def register_hooks(self, registry, **kwargs):
+            for cb in callbacks:
+                registry.add_callback(BeforeToolsEvent, cb)
+
+    return Batch()
+
+
+def _batch_events(rig):
+    return [e for e in rig.events() if ".batch_" in (e["hook"] or "") or any(".batch_" in o["hook"] for o in e["outcomes"])]
+
+
+def test_a_raising_batch_gate_cancels_the_tools_raised(rig):
+    def batch_raise(event):
+        raise RuntimeError(SECRET)
+
+    result = rig.agent(hooks=[_batch_provider(batch_raise)])("go")
+    assert not rig.marker.ran
+    assert SECRET not in str(result) and "(raised)" in str(result)
+    (event,) = _batch_events(rig)
+    assert (event["outcome"], event["failure"], event["exception_type"]) == ("deny", "raised", "RuntimeError")
+    assert SECRET not in rig.audit_path.read_text()
+
+
+def test_a_raising_batch_gate_ends_the_run_with_its_text_upstream(rig, adapter):
+    def batch_raise(event):
+        raise RuntimeError(SECRET)
+
+    with unpatched(adapter):
+        with pytest.raises(Exception, match=SECRET):
+            rig.agent(hooks=[_batch_provider(batch_raise)])("go")
+    assert not rig.marker.ran
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_hanging_batch_gate_cancels_the_tools_timeout(rig, release, is_async):
+    if is_async:
+
+        async def batch_hang(event):
+            await asyncio.sleep(30)
+
+    else:
+
+        def batch_hang(event):
+            release.wait(30)
+
+    rig.agent(hooks=[_batch_provider(batch_hang)])("go")
+    assert not rig.marker.ran
+    (event,) = _batch_events(rig)
+    assert (event["outcome"], event["failure"]) == ("deny", "timeout")
+
+
+def test_a_batch_cancel_sticks_when_a_later_gate_writes_false(rig):
+    def batch_cancel(event):
+        event.cancel = "batch: not now"
+
+    def batch_uncancel(event):
+        event.cancel = False
+
+    result = rig.agent(hooks=[_batch_provider(batch_cancel, batch_uncancel)])("go")
+    assert not rig.marker.ran and "batch: not now" in str(result)
+    (event,) = _batch_events(rig)
+    assert (event["outcome"], event["failure"]) == ("deny", None)
+
+
+def test_a_batch_cancel_taken_back_runs_upstream(rig, adapter):
+    def batch_cancel(event):
+        event.cancel = "batch: not now"
+
+    def batch_uncancel(event):
+        event.cancel = False
+
+    with unpatched(adapter):
+        rig.agent(hooks=[_batch_provider(batch_cancel, batch_uncancel)])("go")
+    assert rig.marker.ran  # upstream: the later write un-denies
+
+
+@pytest.mark.parametrize("junk", ["", 0, None], ids=repr)
+def test_a_batch_gate_writing_junk_denies_invalid(rig, junk):
+    def batch_junk(event):
+        event.cancel = junk
+
+    rig.agent(hooks=[_batch_provider(batch_junk)])("go")
+    assert not rig.marker.ran
+    (event,) = _batch_events(rig)
+    assert (event["outcome"], event["failure"]) == ("deny", "invalid")
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_batch_gate_with_no_objection_runs(rig, is_async):
+    """The twin: a batch gate that reads the message and writes nothing; the tools run."""
+    if is_async:
+
+        async def batch_look(event):
+            assert event.message["content"]
+
+    else:
+
+        def batch_look(event):
+            assert event.message["content"]
+
+    rig.agent(hooks=[_batch_provider(batch_look)])("go")
+    assert rig.marker.runs() == ["echo hi"]
+    (event,) = _batch_events(rig)
+    assert (event["outcome"], event["failure"]) == ("abstain", None)
+
+
+def test_a_batch_gate_interrupt_stops_then_resumes(rig):
+    def batch_ask(event):
+        if event.interrupt("batch-approval", reason="run these?") != "yes":
+            event.cancel = "batch: refused"
+
+    agent = rig.agent(hooks=[_batch_provider(batch_ask)])
+    first = agent("go")
+    assert first.stop_reason == "interrupt" and not rig.marker.ran
+    (interrupt,) = first.interrupts
+    agent([{"interruptResponse": {"interruptId": interrupt.id, "response": "yes"}}])
+    assert rig.marker.runs() == ["echo hi"]
