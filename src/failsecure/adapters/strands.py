@@ -95,6 +95,10 @@ INTERVENTIONS = "strands.interventions.registry"
 ACTIONS = "strands.interventions.actions"
 #: the before-tool event classes (1.52 has a separate, experimental one for BidiAgent)
 GATED_EVENTS = ("BeforeToolCallEvent", "BidiBeforeToolCallEvent")
+#: the batch gate: fired once before a turn's tool uses; ``cancel`` cancels them all
+BATCH_EVENT = "BeforeToolsEvent"
+#: upstream's own text for ``cancel = True`` of the batch
+BATCH_CANCEL = "Tool cancelled by hook"
 #: upstream's own text for ``cancel_tool = True``
 DEFAULT_CANCEL = "tool cancelled by user"
 _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
@@ -190,6 +194,15 @@ def _verdict(did: Any) -> Verdict:
     return ABSTAIN
 
 
+def _batch_verdict(did: Any) -> Verdict:
+    """``_verdict`` for a ``BeforeToolsEvent`` callback: ``cancel = True`` is upstream's own
+    batch text."""
+    verdict = _verdict(did)
+    if verdict is _DENY_DEFAULT:
+        return Verdict(action=Action.DENY, reason=BATCH_CANCEL)
+    return verdict
+
+
 def _is(value: Any, cls: Any) -> bool:
     """``isinstance`` against a class looked up at call time (not a narrowing check)."""
     return isinstance(cls, type) and isinstance(value, cls)
@@ -208,6 +221,7 @@ class StrandsAdapter(Adapter):
         self._interrupt_cls: Any = None
         self._ids = IdCache()  # intervention handler class -> hook id
         self._gated: dict[type, bool] = {}
+        self._batch: dict[type, bool] = {}
         #: call id -> (tool, fingerprint of the tool use, event class) the gates last allowed
         self._judged: dict[Any, tuple] = {}
         self._executor: Any = None  # the executor module once its terminal is wrapped
@@ -254,6 +268,8 @@ class StrandsAdapter(Adapter):
         def invoke_callbacks_async(wrapped, instance, args, kwargs):
             event = args[0] if args else kwargs.get("event")
             if not adapter._is_gated(event):
+                if adapter._is_batch(event):
+                    return adapter._abatch(instance, event, wrapped, args, kwargs)
                 return wrapped(*args, **kwargs)
             if adapter._executor is None:
                 adapter._wrap_executor()
@@ -482,6 +498,90 @@ class StrandsAdapter(Adapter):
         for attr, wrapper in (("invoke_callbacks_async", locked_async), ("invoke_callbacks", locked)):
             if callable(hooks.__dict__.get(attr)):
                 self.wrap(hooks, attr, wrapper)
+
+    # ------------------------------------------------------------ the batch gate
+
+    def _is_batch(self, event: Any) -> bool:
+        cls = type(event)
+        known = self._batch.get(cls)
+        if known is None:
+            known = any(
+                k.__name__ == BATCH_EVENT and str(getattr(k, "__module__", "")).startswith("strands.")
+                for k in getattr(cls, "__mro__", ())
+            ) and "cancel" in getattr(cls, "__dataclass_fields__", {})
+            self._batch[cls] = known
+        return known
+
+    async def _abatch(self, registry: Any, event: Any, wrapped: Any, args: tuple, kwargs: dict) -> tuple:
+        """``BeforeToolsEvent``: a user's callback decides whether the batch of tool uses
+        runs at all (``cancel``). Each callback is a gate (deadline, raise, junk write or
+        return, ``cancel`` sticking, an interrupt an ask), decided as a later stage of the
+        turn's calls (the plugin gates and ``required`` belong to each call's own
+        ``BeforeToolCallEvent``, which still judges every tool). With no callback of a
+        user's (only strands' own, such as 1.62's ``AgentDelegation``) it is upstream's."""
+        try:
+            callbacks = list(registry.get_callbacks_for(event))
+            if not any(not _strands_own(cb) for cb in callbacks):
+                return await wrapped(*args, **kwargs)
+            start = event.cancel
+            loop = asyncio.get_running_loop()
+            outcomes: list = []
+            for cb in callbacks:
+                if inspect.iscoroutinefunction(cb):
+                    outcomes += await self.ahook_calls([(self.callable_id(cb), self._batch_async, (cb, event), None, _batch_verdict)])
+                else:
+                    outcomes += self.hook_calls([(self.callable_id(cb), self._in_loop, (loop, self._batch_sync, cb, event), None, _batch_verdict)])
+            outcomes = _one_interrupt_per_name(outcomes)
+            tool, call_id = self._batch_call(event)
+            decision = self.decide_stage(tool, outcomes, call_id=call_id)
+            if decision.action is Action.DENY:
+                text = decision.reason if type(decision.reason) is str and decision.reason else \
+                    f"failsecure: hook '{decision.primary.hook if decision.primary else self.name}' denied the call"
+                self._write(event, "cancel", text)
+                return event, []
+            self._write(event, "cancel", start)
+            if decision.action is Action.ASK:
+                return event, [o.verdict.data for o in decision.deciding if o.verdict is not None and o.verdict.data is not None]
+            return event, []
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the batch is cancelled
+            decision = self.failed(exc, None, None, hook=self.hook_id(BATCH_EVENT))
+            self._write(event, "cancel", decision.reason or f"failsecure: hook '{self.hook_id(BATCH_EVENT)}' failed closed (raised)")
+            return event, []
+
+    def _batch_call(self, event: Any) -> tuple:
+        """The audit's tool and call id for a batch: those of its one tool use, else none."""
+        try:
+            uses = [c["toolUse"] for c in event.message["content"] if isinstance(c, dict) and "toolUse" in c]
+        except Exception:  # noqa: BLE001 - the message can hold anything: no one call to name
+            return None, None
+        if len(uses) != 1 or not isinstance(uses[0], dict):
+            return None, None
+        return plain_str(uses[0].get("name")), nonempty_str(uses[0].get("toolUseId"))
+
+    def _batch_sync(self, cb: Any, event: Any) -> _Did:
+        before = event.cancel
+        try:
+            result = cb(event)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel, None, self._asked(exc))
+        if awaitable(result):  # a sync callable handing back a coroutine: never run upstream
+            close_awaitable(result)
+        return _Did(before, event.cancel, result)
+
+    async def _batch_async(self, cb: Any, event: Any) -> _Did:
+        before = event.cancel
+        try:
+            result = await cb(event)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel, None, self._asked(exc))
+        return _Did(before, event.cancel, result)
+
+    @staticmethod
+    def _write(event: Any, field: str, value: Any) -> None:
+        try:
+            setattr(event, field, value)
+        except Exception:  # noqa: BLE001 - an event that refuses the write (a subclass's __setattr__): written past it
+            object.__setattr__(event, field, value)
 
     # ------------------------------------------------------------ the event
 
