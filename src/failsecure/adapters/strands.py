@@ -41,7 +41,8 @@ name: ``selected_tool`` is pointed at it so the gates judge it); each ExecuteToo
 Input and Wrap handler (a guarded layer of the chain: a deadline until it proceeds, its
 raise or junk context a failure; a call it replaced judged again by the layers outside
 it) and the chain's terminal (a tool or tool use replaced after the gates is judged
-again by them).
+again by them); the batch gate ``BeforeToolsEvent`` (``cancel`` cancels a turn's tool
+uses: each user callback a gate, decided as a later stage of those calls).
 Sync callbacks run on the guard's worker with the dispatching loop as its running loop,
 the loop's thread waiting (as upstream, which runs them on the loop).
 
