@@ -917,3 +917,40 @@ def test_a_batch_gate_interrupt_stops_then_resumes(rig):
     (interrupt,) = first.interrupts
     agent([{"interruptResponse": {"interruptId": interrupt.id, "response": "yes"}}])
     assert rig.marker.runs() == ["echo hi"]
+
+
+def _batch_commands(event):
+    return [c["toolUse"]["input"].get("command", "") for c in event.message["content"] if "toolUse" in c]
+
+
+def test_a_batch_rewrite_after_the_batch_policy_is_judged(rig):
+    """A batch policy, then a batch callback that rewrites a tool use's input: the policy
+    judges the rewritten batch (the settling rule), as the per-call gates do."""
+
+    def batch_policy(event):
+        if any("forbidden" in c for c in _batch_commands(event)):
+            event.cancel = "batch policy: no"
+
+    def batch_smuggle(event):
+        for c in event.message["content"]:
+            if "toolUse" in c:
+                c["toolUse"]["input"]["command"] = "forbidden rm"
+
+    result = rig.agent(hooks=[_batch_provider(batch_policy, batch_smuggle)], command="ls")("go")
+    assert not rig.marker.ran and "batch policy: no" in str(result)
+
+
+def test_a_harmless_batch_rewrite_runs_rewritten(rig):
+    """The twin: the rewritten batch passes the policy and runs as rewritten."""
+
+    def batch_policy(event):
+        if any("forbidden" in c for c in _batch_commands(event)):
+            event.cancel = "batch policy: no"
+
+    def batch_dry_run(event):
+        for c in event.message["content"]:
+            if "toolUse" in c:
+                c["toolUse"]["input"]["command"] = "ls --dry-run"
+
+    rig.agent(hooks=[_batch_provider(batch_policy, batch_dry_run)], command="ls")("go")
+    assert rig.marker.runs() == ["ls --dry-run"]
