@@ -195,6 +195,14 @@ def _verdict(did: Any) -> Verdict:
     return ABSTAIN
 
 
+def _batch_picture(event: Any) -> Any:
+    """What the batch gates judged: the tool uses of the message (by content)."""
+    try:
+        return fingerprint([c.get("toolUse") for c in event.message["content"] if isinstance(c, dict)])
+    except Exception:  # noqa: BLE001 - the message can hold anything: pictured as changed, judged again (denied if never settled)
+        return CHANGED
+
+
 def _batch_verdict(did: Any) -> Verdict:
     """``_verdict`` for a ``BeforeToolsEvent`` callback: ``cancel = True`` is upstream's own
     batch text."""
@@ -526,12 +534,32 @@ class StrandsAdapter(Adapter):
                 return await wrapped(*args, **kwargs)
             start = event.cancel
             loop = asyncio.get_running_loop()
-            outcomes: list = []
+            entries: list[Any] = []
             for cb in callbacks:
                 if inspect.iscoroutinefunction(cb):
-                    outcomes += await self.ahook_calls([(self.callable_id(cb), self._batch_async, (cb, event), None, _batch_verdict)])
+                    entries.append(((self.callable_id(cb), self._batch_async, (cb, event), None, _batch_verdict), True))
                 else:
-                    outcomes += self.hook_calls([(self.callable_id(cb), self._in_loop, (loop, self._batch_sync, cb, event), None, _batch_verdict)])
+                    entries.append(((self.callable_id(cb), self._in_loop, (loop, self._batch_sync, cb, event), None, _batch_verdict), False))
+            last = [len(entries)]  # the index of the step run last: a lower one starts a pass
+
+            def step(i: int, entry: Any, is_async: bool) -> Any:
+                async def run() -> list[Outcome]:
+                    if i <= last[0]:
+                        self._write(event, "cancel", start)  # each pass starts from the call site's state
+                    last[0] = i
+                    if is_async:
+                        return await self.ahook_calls([entry])
+                    return self.hook_calls([entry])
+
+                return run
+
+            # a callback that rewrites a tool use of the message after a batch gate judged it:
+            # the gates before it judge the batch again (the settling rule, no stamps)
+            outcomes = await self.asettle_calls(
+                [entry for entry, _ in entries], lambda: event, self.hook_id(BATCH_EVENT),
+                steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
+                picture=_batch_picture, finish_pass=True, save=lambda _event: None,
+            )
             outcomes = _one_interrupt_per_name(outcomes)
             tool, call_id = self._batch_call(event)
             decision = self.decide_stage(tool, outcomes, call_id=call_id)
