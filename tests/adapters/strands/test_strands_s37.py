@@ -954,3 +954,32 @@ def test_a_harmless_batch_rewrite_runs_rewritten(rig):
 
     rig.agent(hooks=[_batch_provider(batch_policy, batch_dry_run)], command="ls")("go")
     assert rig.marker.runs() == ["ls --dry-run"]
+
+
+def test_a_bypass_of_a_batch_gate_is_denied_as_ungoverned(rig):
+    """An agent whose only gate is a BeforeToolsEvent callback: a wrapper tool running
+    another tool through its stream bypasses it, and is denied as ungoverned."""
+    from strands import tool
+
+    marker_tool = rig.marker.tool()
+
+    @tool
+    async def stream_wrapper(command: str) -> str:
+        """Runs a command through the marker tool's own stream.
+
+        Args:
+            command: the command line
+        """
+        last = None
+        async for last in marker_tool.stream({"toolUseId": "inner", "name": "run_command", "input": {"command": command}}, {}):
+            pass
+        return str(last)
+
+    def batch_policy(event):
+        if any("toolUse" in c and c["toolUse"]["name"] == "run_command" for c in event.message["content"]):
+            event.cancel = "batch policy: no run_command"
+
+    rig.agent(calls=[("stream_wrapper", {"command": "smuggled"})], tools=[marker_tool, stream_wrapper],
+              hooks=[_batch_provider(batch_policy)])("go")
+    assert not rig.marker.ran
+    assert _ungoverned(rig) == [("run_command", "deny")]
