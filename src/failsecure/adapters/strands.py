@@ -340,9 +340,17 @@ class StrandsAdapter(Adapter):
         registered = getattr(getattr(agent, "hooks", None), "_registered_callbacks", None)
         if not isinstance(registered, dict):
             return True  # cannot tell: fail closed
-        if any(entries and self._is_gated_class(kind) for kind, entries in list(registered.items())):
-            return True
+        for kind, entries in list(registered.items()):
+            if entries and self._is_gated_class(kind):
+                return True
+            if entries and self._is_batch_class(kind) and any(not _strands_own(getattr(e, "callback", None)) for e in list(entries)):
+                return True  # a user's batch gate (strands' own, such as AgentDelegation's, is none)
         return self._middleware_gated(agent)
+
+    @staticmethod
+    def _is_batch_class(cls: Any) -> bool:
+        return any(k.__name__ == BATCH_EVENT and str(getattr(k, "__module__", "")).startswith("strands.")
+                   for k in getattr(cls, "__mro__", ()))
 
     @staticmethod
     def _middleware_gated(agent: Any) -> bool:
