@@ -983,3 +983,24 @@ def test_a_bypass_of_a_batch_gate_is_denied_as_ungoverned(rig):
               hooks=[_batch_provider(batch_policy)])("go")
     assert not rig.marker.ran
     assert _ungoverned(rig) == [("run_command", "deny")]
+
+
+@pytest.mark.parametrize("patched", [True, False], ids=["failsecure", "upstream"])
+def test_a_batch_gate_registered_during_the_batch_judges_it(rig, adapter, patched):
+    """A batch callback that registers the batch policy the first time (upstream iterates
+    the live list, so the policy judges this batch)."""
+    from strands.hooks import BeforeToolsEvent
+
+    def batch_policy(event):
+        event.cancel = "lazy batch policy: no"
+
+    def batch_set_up(event):
+        if batch_policy not in [e.callback for e in event.agent.hooks._registered_callbacks.get(BeforeToolsEvent, [])]:
+            event.agent.hooks.add_callback(BeforeToolsEvent, batch_policy)
+
+    if patched:
+        result = rig.agent(hooks=[_batch_provider(batch_set_up)])("go")
+    else:
+        with unpatched(adapter):
+            result = rig.agent(hooks=[_batch_provider(batch_set_up)])("go")
+    assert not rig.marker.ran and "lazy batch policy: no" in str(result)
