@@ -542,33 +542,17 @@ class StrandsAdapter(Adapter):
                 return await wrapped(*args, **kwargs)
             start = event.cancel
             loop = asyncio.get_running_loop()
-            entries: list[Any] = []
-            for cb in callbacks:
-                if inspect.iscoroutinefunction(cb):
-                    entries.append(((self.callable_id(cb), self._batch_async, (cb, event), None, _batch_verdict), True))
-                else:
-                    entries.append(((self.callable_id(cb), self._in_loop, (loop, self._batch_sync, cb, event), None, _batch_verdict), False))
-            last = [len(entries)]  # the index of the step run last: a lower one starts a pass
-
-            def step(i: int, entry: Any, is_async: bool) -> Any:
-                async def run() -> list[Outcome]:
-                    if i <= last[0]:
-                        self._write(event, "cancel", start)  # each pass starts from the call site's state
-                    last[0] = i
-                    if is_async:
-                        return await self.ahook_calls([entry])
-                    return self.hook_calls([entry])
-
-                return run
-
-            # a callback that rewrites a tool use of the message after a batch gate judged it:
-            # the gates before it judge the batch again (the settling rule, no stamps)
-            outcomes = await self.asettle_calls(
-                [entry for entry, _ in entries], lambda: event, self.hook_id(BATCH_EVENT),
-                steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
-                picture=_batch_picture, finish_pass=True, save=lambda _event: None,
-            )
-            outcomes = _one_interrupt_per_name(outcomes)
+            outcomes = await self._abatch_settle(callbacks, event, start, loop)
+            for relist in range(_RELISTS + 1):  # a batch gate registered now judges this batch (live list upstream)
+                now = list(registry.get_callbacks_for(event))
+                if len(now) == len(callbacks) and all(x is y for x, y in zip(now, callbacks)):
+                    break
+                if relist == _RELISTS:
+                    outcomes.append(Outcome(hook=self.hook_id(BATCH_EVENT), failure=Failure.INVALID))
+                    break
+                callbacks = now
+                kept = [o for o in outcomes if o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY)]
+                outcomes = kept + await self._abatch_settle(callbacks, event, start, loop)
             tool, call_id = self._batch_call(event)
             decision = self.decide_stage(tool, outcomes, call_id=call_id)
             if decision.action is Action.DENY:
@@ -584,6 +568,36 @@ class StrandsAdapter(Adapter):
             decision = self.failed(exc, None, None, hook=self.hook_id(BATCH_EVENT))
             self._write(event, "cancel", decision.reason or f"failsecure: hook '{self.hook_id(BATCH_EVENT)}' failed closed (raised)")
             return event, []
+
+    async def _abatch_settle(self, callbacks: list, event: Any, start: Any, loop: Any) -> list:
+        """The ``BeforeToolsEvent`` gates of ``callbacks`` under the settling rule."""
+        entries: list[Any] = []
+        for cb in callbacks:
+            if inspect.iscoroutinefunction(cb):
+                entries.append(((self.callable_id(cb), self._batch_async, (cb, event), None, _batch_verdict), True))
+            else:
+                entries.append(((self.callable_id(cb), self._in_loop, (loop, self._batch_sync, cb, event), None, _batch_verdict), False))
+        last = [len(entries)]  # the index of the step run last: a lower one starts a pass
+
+        def step(i: int, entry: Any, is_async: bool) -> Any:
+            async def run() -> list[Outcome]:
+                if i <= last[0]:
+                    self._write(event, "cancel", start)  # each pass starts from the call site's state
+                last[0] = i
+                if is_async:
+                    return await self.ahook_calls([entry])
+                return self.hook_calls([entry])
+
+            return run
+
+        # a callback that rewrites a tool use of the message after a batch gate judged it:
+        # the gates before it judge the batch again (the settling rule, no stamps)
+        outcomes = await self.asettle_calls(
+            [entry for entry, _ in entries], lambda: event, self.hook_id(BATCH_EVENT),
+            steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
+            picture=_batch_picture, finish_pass=True, save=lambda _event: None,
+        )
+        return _one_interrupt_per_name(outcomes)
 
     def _batch_call(self, event: Any) -> tuple:
         """The audit's tool and call id for a batch: those of its one tool use, else none."""
