@@ -41,7 +41,8 @@ name: ``selected_tool`` is pointed at it so the gates judge it); each ExecuteToo
 Input and Wrap handler (a guarded layer of the chain: a deadline until it proceeds, its
 raise or junk context a failure; a call it replaced judged again by the layers outside
 it) and the chain's terminal (a tool or tool use replaced after the gates is judged
-again by them).
+again by them); the batch gate ``BeforeToolsEvent`` (``cancel`` cancels a turn's tool
+uses: each user callback a gate, decided as a later stage of those calls).
 Sync callbacks run on the guard's worker with the dispatching loop as its running loop,
 the loop's thread waiting (as upstream, which runs them on the loop).
 
@@ -94,6 +95,10 @@ INTERVENTIONS = "strands.interventions.registry"
 ACTIONS = "strands.interventions.actions"
 #: the before-tool event classes (1.52 has a separate, experimental one for BidiAgent)
 GATED_EVENTS = ("BeforeToolCallEvent", "BidiBeforeToolCallEvent")
+#: the batch gate: fired once before a turn's tool uses; ``cancel`` cancels them all
+BATCH_EVENT = "BeforeToolsEvent"
+#: upstream's own text for ``cancel = True`` of the batch
+BATCH_CANCEL = "Tool cancelled by hook"
 #: upstream's own text for ``cancel_tool = True``
 DEFAULT_CANCEL = "tool cancelled by user"
 _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
@@ -101,6 +106,12 @@ _DENY_DEFAULT = Verdict(action=Action.DENY, reason=DEFAULT_CANCEL)
 _STAMPABLE = (1, "input")
 
 _UNSET = object()
+#: how often a dispatch lists the callbacks again when a callback registered another
+#: (beyond it the list never settles: invalid)
+_RELISTS = 3
+#: what an ``InterruptException`` carried when it was no ``strands.interrupt.Interrupt``
+#: (``None``, a text, a look-alike): junk, never "no interrupt"
+_JUNK_INTERRUPT = object()
 
 #: the tool boundary (docs/ungoverned.md): the run entry points...
 AGENT = "strands.agent.agent"
@@ -122,6 +133,31 @@ class _Acted:
         self.verdict = verdict
 
 
+class _Held:
+    """A sync intervention handler's call that failed on the worker (its deadline, the
+    guard's own refusal): that failure is the handler's."""
+
+    __slots__ = ("failure",)
+
+    def __init__(self, failure: Any):
+        self.failure = failure if failure is not None else Failure.INVALID
+
+
+class _Pending:
+    """What a sync intervention handler left for the loop: the awaitable it answered, or
+    the exception it raised."""
+
+    __slots__ = ("awaitable", "before", "exc")
+
+    def __init__(self, awaitable: Any, before: Any, exc: Optional[BaseException] = None):
+        self.awaitable, self.before, self.exc = awaitable, before, exc
+
+
+def _carried(answer: Any) -> Verdict:
+    """The worker's answer carried back to ``_handler_held`` as it is (judged there)."""
+    return Verdict(action=Action.ABSTAIN, data=answer)
+
+
 class _Did:
     """What one callback did to the event (built by failsecure, judged by ``_verdict``)."""
 
@@ -135,13 +171,15 @@ def _verdict(did: Any) -> Verdict:
     """The verdict of one ``BeforeToolCallEvent`` callback: what it wrote to
     ``cancel_tool`` (identity, not equality: ``0`` is not ``False``), whether it raised an
     interrupt, and that it returned nothing."""
+    if type(did) is _Held:
+        raise Invalid(did.failure)
     if type(did) is _Acted:
         if did.verdict is None:
             raise Invalid()
         return did.verdict
     if type(did) is not _Did:
         raise Invalid()
-    if did.result is not None:
+    if did.result is not None or did.interrupt is _JUNK_INTERRUPT:
         raise Invalid()
     after = did.after
     if after is not did.before:
@@ -156,6 +194,23 @@ def _verdict(did: Any) -> Verdict:
     if did.interrupt is not None:
         return Verdict(action=Action.ASK, data=did.interrupt)
     return ABSTAIN
+
+
+def _batch_picture(event: Any) -> Any:
+    """What the batch gates judged: the tool uses of the message (by content)."""
+    try:
+        return fingerprint([c.get("toolUse") for c in event.message["content"] if isinstance(c, dict)])
+    except Exception:  # noqa: BLE001 - the message can hold anything: pictured as changed, judged again (denied if never settled)
+        return CHANGED
+
+
+def _batch_verdict(did: Any) -> Verdict:
+    """``_verdict`` for a ``BeforeToolsEvent`` callback: ``cancel = True`` is upstream's own
+    batch text."""
+    verdict = _verdict(did)
+    if verdict is _DENY_DEFAULT:
+        return Verdict(action=Action.DENY, reason=BATCH_CANCEL)
+    return verdict
 
 
 def _is(value: Any, cls: Any) -> bool:
@@ -173,8 +228,10 @@ class StrandsAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._interrupt_exc: Any = None
+        self._interrupt_cls: Any = None
         self._ids = IdCache()  # intervention handler class -> hook id
         self._gated: dict[type, bool] = {}
+        self._batch: dict[type, bool] = {}
         #: call id -> (tool, fingerprint of the tool use, event class) the gates last allowed
         self._judged: dict[Any, tuple] = {}
         self._executor: Any = None  # the executor module once its terminal is wrapped
@@ -199,6 +256,8 @@ class StrandsAdapter(Adapter):
         interrupt = getattr(importlib.import_module(INTERRUPT), "InterruptException", None)
         if not (isinstance(interrupt, type) and issubclass(interrupt, BaseException)):
             raise PatchError(f"{INTERRUPT}.InterruptException")
+        if not isinstance(getattr(sys.modules[INTERRUPT], "Interrupt", None), type):
+            raise PatchError(f"{INTERRUPT}.Interrupt")
         event = getattr(importlib.import_module(EVENTS), "BeforeToolCallEvent", None)
         fields = getattr(event, "__dataclass_fields__", {})
         for field in ("cancel_tool", "selected_tool", "tool_use"):
@@ -209,11 +268,14 @@ class StrandsAdapter(Adapter):
     def _patch(self) -> None:
         hooks, interrupt = self._targets()  # all checked before anything changes
         self._interrupt_exc = interrupt
+        self._interrupt_cls = sys.modules[INTERRUPT].Interrupt
         adapter = self
 
         def invoke_callbacks_async(wrapped, instance, args, kwargs):
             event = args[0] if args else kwargs.get("event")
             if not adapter._is_gated(event):
+                if adapter._is_batch(event):
+                    return adapter._abatch(instance, event, wrapped, args, kwargs)
                 return wrapped(*args, **kwargs)
             if adapter._executor is None:
                 adapter._wrap_executor()
@@ -242,7 +304,11 @@ class StrandsAdapter(Adapter):
         that is loaded."""
         module, _, attrs = entry
         if module == TOOLS:
-            self.wrap_subclasses(cls, attrs, self._read_stream)
+            # give_back=False: Strands never runs a judged call's stream again unjudged (a
+            # hook's retry fires BeforeToolCallEvent again, a middleware retry meets the
+            # terminal's check), so a raised run's grant is spent, not left for another
+            # tool to run on under that call id
+            self.wrap_subclasses(cls, attrs, self._read_stream, give_back=False)
             return
         for attr in attrs:
             if not callable(cls.__dict__.get(attr)):
@@ -257,7 +323,40 @@ class StrandsAdapter(Adapter):
         registered = getattr(getattr(agent, "hooks", None), "_registered_callbacks", None)
         if not isinstance(registered, dict):
             return True  # cannot tell: fail closed
-        return any(entries and self._is_gated_class(kind) for kind, entries in list(registered.items()))
+        for kind, entries in list(registered.items()):
+            if entries and self._is_gated_class(kind):
+                return True
+            if entries and self._is_batch_class(kind) and any(not _strands_own(getattr(e, "callback", None)) for e in list(entries)):
+                return True  # a user's batch gate (strands' own, such as AgentDelegation's, is none)
+        return self._middleware_gated(agent)
+
+    @staticmethod
+    def _is_batch_class(cls: Any) -> bool:
+        return any(k.__name__ == BATCH_EVENT and str(getattr(k, "__module__", "")).startswith("strands.")
+                   for k in getattr(cls, "__mro__", ()))
+
+    @staticmethod
+    def _middleware_gated(agent: Any) -> bool:
+        """The agent has an ExecuteToolStage Input or Wrap handler of its user's (a gate
+        too: a tool run past the executor bypasses it); Output handlers only observe, and
+        strands' own (1.62's ``AgentDelegation`` on every agent) are no user's gate."""
+        try:
+            handlers = agent._middleware_registry._handlers
+        except AttributeError:  # no middleware registry (a BidiAgent, another release): no such gate
+            return False
+        except Exception:  # noqa: BLE001 - strands' private registry cannot be read: cannot tell, fail closed
+            return True
+        if not isinstance(handlers, dict):
+            return False
+        for _, stages_name in MIDDLEWARE:
+            stage = getattr(sys.modules.get(stages_name), "ExecuteToolStage", None)
+            if stage is None:
+                continue
+            tagged = handlers.get(stage)
+            for t in list(tagged or ()):
+                if getattr(t, "phase", None) != "output" and not _strands_own(_user_handler(t.handler)):
+                    return True
+        return False
 
     def _is_gated_class(self, cls: Any) -> bool:
         return any(k.__name__ in GATED_EVENTS and str(getattr(k, "__module__", "")).startswith("strands.")
@@ -291,7 +390,10 @@ class StrandsAdapter(Adapter):
         call_id = tool_use.get("toolUseId")
         agent = state.get("agent") if isinstance(state, dict) else None
         gated = self._agent_gated(agent) if agent is not None else None
-        return name, nonempty_str(call_id), tool_use.get("input"), self._key(name, tool), gated or None
+        # what the grant holds (``_granted_call``): the tool's own name with the input, so
+        # a grant is spent only by the tool the gates judged, never by another tool run
+        # under that call id and input (a dispatcher tool, an unknown tool's unused grant)
+        return name, nonempty_str(call_id), (name, tool_use.get("input")), self._key(name, tool), gated or None
 
     def _read_call(self, tool: Any, args: tuple, kwargs: dict) -> tuple:
         """A decorated tool called as a function: never a dispatcher's call."""
@@ -395,6 +497,124 @@ class StrandsAdapter(Adapter):
             if callable(hooks.__dict__.get(attr)):
                 self.wrap(hooks, attr, wrapper)
 
+    # ------------------------------------------------------------ the batch gate
+
+    def _is_batch(self, event: Any) -> bool:
+        cls = type(event)
+        known = self._batch.get(cls)
+        if known is None:
+            known = any(
+                k.__name__ == BATCH_EVENT and str(getattr(k, "__module__", "")).startswith("strands.")
+                for k in getattr(cls, "__mro__", ())
+            ) and "cancel" in getattr(cls, "__dataclass_fields__", {})
+            self._batch[cls] = known
+        return known
+
+    async def _abatch(self, registry: Any, event: Any, wrapped: Any, args: tuple, kwargs: dict) -> tuple:
+        """``BeforeToolsEvent``: a user's callback decides whether the batch of tool uses
+        runs at all (``cancel``). Each callback is a gate (deadline, raise, junk write or
+        return, ``cancel`` sticking, an interrupt an ask), decided as a later stage of the
+        turn's calls (the plugin gates and ``required`` belong to each call's own
+        ``BeforeToolCallEvent``, which still judges every tool). With no callback of a
+        user's (only strands' own, such as 1.62's ``AgentDelegation``) it is upstream's."""
+        try:
+            callbacks = list(registry.get_callbacks_for(event))
+            if not any(not _strands_own(cb) for cb in callbacks):
+                return await wrapped(*args, **kwargs)
+            start = event.cancel
+            loop = asyncio.get_running_loop()
+            outcomes = await self._abatch_settle(callbacks, event, start, loop)
+            for relist in range(_RELISTS + 1):  # a batch gate registered now judges this batch (live list upstream)
+                now = list(registry.get_callbacks_for(event))
+                if len(now) == len(callbacks) and all(x is y for x, y in zip(now, callbacks)):
+                    break
+                if relist == _RELISTS:
+                    outcomes.append(Outcome(hook=self.hook_id(BATCH_EVENT), failure=Failure.INVALID))
+                    break
+                callbacks = now
+                kept = [o for o in outcomes if o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY)]
+                outcomes = kept + await self._abatch_settle(callbacks, event, start, loop)
+            tool, call_id = self._batch_call(event)
+            decision = self.decide_stage(tool, outcomes, call_id=call_id)
+            if decision.action is Action.DENY:
+                text = decision.reason if type(decision.reason) is str and decision.reason else \
+                    f"failsecure: hook '{decision.primary.hook if decision.primary else self.name}' denied the call"
+                self._write(event, "cancel", text)
+                return event, []
+            self._write(event, "cancel", start)
+            if decision.action is Action.ASK:
+                return event, [o.verdict.data for o in decision.deciding if o.verdict is not None and o.verdict.data is not None]
+            return event, []
+        except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the batch is cancelled
+            decision = self.failed(exc, None, None, hook=self.hook_id(BATCH_EVENT))
+            self._write(event, "cancel", decision.reason or f"failsecure: hook '{self.hook_id(BATCH_EVENT)}' failed closed (raised)")
+            return event, []
+
+    async def _abatch_settle(self, callbacks: list, event: Any, start: Any, loop: Any) -> list:
+        """The ``BeforeToolsEvent`` gates of ``callbacks`` under the settling rule."""
+        entries: list[Any] = []
+        for cb in callbacks:
+            if inspect.iscoroutinefunction(cb):
+                entries.append(((self.callable_id(cb), self._batch_async, (cb, event), None, _batch_verdict), True))
+            else:
+                entries.append(((self.callable_id(cb), self._in_loop, (loop, self._batch_sync, cb, event), None, _batch_verdict), False))
+        last = [len(entries)]  # the index of the step run last: a lower one starts a pass
+
+        def step(i: int, entry: Any, is_async: bool) -> Any:
+            async def run() -> list[Outcome]:
+                if i <= last[0]:
+                    self._write(event, "cancel", start)  # each pass starts from the call site's state
+                last[0] = i
+                if is_async:
+                    return await self.ahook_calls([entry])
+                return self.hook_calls([entry])
+
+            return run
+
+        # a callback that rewrites a tool use of the message after a batch gate judged it:
+        # the gates before it judge the batch again (the settling rule, no stamps)
+        outcomes = await self.asettle_calls(
+            [entry for entry, _ in entries], lambda: event, self.hook_id(BATCH_EVENT),
+            steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
+            picture=_batch_picture, finish_pass=True, save=lambda _event: None,
+        )
+        return _one_interrupt_per_name(outcomes)
+
+    def _batch_call(self, event: Any) -> tuple:
+        """The audit's tool and call id for a batch: those of its one tool use, else none."""
+        try:
+            uses = [c["toolUse"] for c in event.message["content"] if isinstance(c, dict) and "toolUse" in c]
+        except Exception:  # noqa: BLE001 - the message can hold anything: no one call to name
+            return None, None
+        if len(uses) != 1 or not isinstance(uses[0], dict):
+            return None, None
+        return plain_str(uses[0].get("name")), nonempty_str(uses[0].get("toolUseId"))
+
+    def _batch_sync(self, cb: Any, event: Any) -> _Did:
+        before = event.cancel
+        try:
+            result = cb(event)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel, None, self._asked(exc))
+        if awaitable(result):  # a sync callable handing back a coroutine: never run upstream
+            close_awaitable(result)
+        return _Did(before, event.cancel, result)
+
+    async def _batch_async(self, cb: Any, event: Any) -> _Did:
+        before = event.cancel
+        try:
+            result = await cb(event)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel, None, self._asked(exc))
+        return _Did(before, event.cancel, result)
+
+    @staticmethod
+    def _write(event: Any, field: str, value: Any) -> None:
+        try:
+            setattr(event, field, value)
+        except Exception:  # noqa: BLE001 - an event that refuses the write (a subclass's __setattr__): written past it
+            object.__setattr__(event, field, value)
+
     # ------------------------------------------------------------ the event
 
     def _is_gated(self, event: Any) -> bool:
@@ -441,6 +661,16 @@ class StrandsAdapter(Adapter):
         tool_use = self._tool_use(event)
         return tool_use.get("input") if tool_use is not None else None
 
+    def _granted_call(self, event: Any) -> tuple:
+        """What an allowed call's grant holds for the boundary (``_read_stream`` reads the
+        same of the execution): the selected tool's own name (None: no tool, an unknown
+        one) and the judged input."""
+        try:
+            selected = event.selected_tool
+        except Exception:  # noqa: BLE001 - the event's property can raise anything: no tool to grant the call to
+            selected = None
+        return (self._tool_name(selected) if selected is not None else None, self._arguments(event))
+
     def _current(self, event: Any) -> Any:
         """What the gates must have judged: the selected tool (by identity) and the tool
         use (``integrity.fingerprint``: plain values by value, an agent or client injected
@@ -481,7 +711,7 @@ class StrandsAdapter(Adapter):
         try:
             result = cb(event)
         except self._interrupt_exc as exc:
-            return _Did(before, event.cancel_tool, None, exc.interrupt)
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
@@ -494,11 +724,18 @@ class StrandsAdapter(Adapter):
         try:
             result = await cb(event)
         except self._interrupt_exc as exc:
-            return _Did(before, event.cancel_tool, None, exc.interrupt)
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
         return _Did(before, event.cancel_tool, result)
+
+    def _asked(self, exc: Any) -> Any:
+        """The interrupt an ``InterruptException`` carries, ``_JUNK_INTERRUPT`` when it is
+        no ``Interrupt`` (upstream's registry reads ``interrupt.name`` and ends the run;
+        read as "no interrupt" it would let the tool run)."""
+        interrupt = exc.interrupt
+        return interrupt if isinstance(interrupt, self._interrupt_cls) else _JUNK_INTERRUPT
 
     # ------------------------------------------------------------ the gate
 
@@ -541,36 +778,68 @@ class StrandsAdapter(Adapter):
         dispatch; not for the re-judged call of the middleware terminal)."""
         try:
             callbacks = list(registry.get_callbacks_for(event))
+            listed = self._listing(callbacks)
             start = event.cancel_tool
             loop = asyncio.get_running_loop()
-            origin = [event.selected_tool, self._name(event), _UNSET] if follow and self._lookup is not None else None
-            entries = self._entries(callbacks, event, loop, origin)
-            last = [len(entries)]  # the index of the step run last: a lower one starts a pass
-
-            def step(i: int, entry: Any, is_async: bool) -> Any:
-                async def run() -> list[Outcome]:
-                    if i <= last[0]:
-                        event.cancel_tool = start  # each pass starts from the call site's state
-                    last[0] = i
-                    if is_async:
-                        return await self.ahook_calls([entry])
-                    return self.hook_calls([entry])
-
-                return run
-
-            # pass 1: each run of sync callbacks one hand-off, the loop held as upstream holds it
-            outcomes = await self.asettle_calls(
-                [entry for entry, _ in entries], lambda: event, self.hook_id("BeforeToolCallEvent"),
-                steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
-                picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
-            )
-            outcomes = _one_interrupt_per_name(outcomes)
+            origin = self._origin(event) if follow and self._lookup is not None else None
+            outcomes = await self._asettle(callbacks, event, start, loop, origin)
+            # upstream iterates the live list: a gate a callback registers now (a lazily set-up
+            # policy) runs for this very call. A changed list is judged again as a whole, on
+            # the call as it is now; a deny or failure of the earlier pass stands
+            for relist in range(_RELISTS + 1):
+                now = list(registry.get_callbacks_for(event))
+                relisted = self._listing(now)
+                if len(relisted) == len(listed) and all(a is b for a, b in zip(relisted, listed)):
+                    break
+                listed = relisted
+                if relist == _RELISTS:  # the callbacks keep registering callbacks: it never settles
+                    outcomes.append(Outcome(hook=self.hook_id("BeforeToolCallEvent"), failure=Failure.INVALID))
+                    break
+                callbacks = now
+                kept = [o for o in outcomes if o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY)]
+                outcomes = kept + await self._asettle(callbacks, event, start, loop, origin)
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
                                           later=self._middleware_ids(getattr(event, 'agent', None)))
             return self._render(event, start, decision)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
             return event, []
+
+    def _listing(self, callbacks: list) -> list:
+        """What the dispatch runs, for telling whether it changed: each callback and, for an
+        interventions registry's, each of its handlers (upstream iterates both lists live)."""
+        out: list = []
+        for cb in callbacks:
+            out.append(cb)
+            handlers = self._interventions(cb)
+            if handlers is not None:
+                out += [handler for handler, _ in handlers]
+        return out
+
+    async def _asettle(self, callbacks: list, event: Any, start: Any, loop: Any, origin: Optional[list]) -> list:
+        """The gates of ``callbacks`` (each intervention handler one) under the settling
+        rule, in upstream's order: the outcomes, one interrupt per name."""
+        entries = self._entries(callbacks, event, loop, origin)
+        last = [len(entries)]  # the index of the step run last: a lower one starts a pass
+
+        def step(i: int, entry: Any, is_async: bool) -> Any:
+            async def run() -> list[Outcome]:
+                if i <= last[0]:
+                    event.cancel_tool = start  # each pass starts from the call site's state
+                last[0] = i
+                if is_async:
+                    return await self.ahook_calls([entry])
+                return self.hook_calls([entry])
+
+            return run
+
+        # pass 1: each run of sync callbacks one hand-off, the loop held as upstream holds it
+        outcomes = await self.asettle_calls(
+            [entry for entry, _ in entries], lambda: event, self.hook_id("BeforeToolCallEvent"),
+            steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
+            picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
+        )
+        return _one_interrupt_per_name(outcomes)
 
     def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[list]) -> list:
         """``(guarded call, is_async)`` per gate: a callback, or each ``before_tool_call``
@@ -589,7 +858,7 @@ class StrandsAdapter(Adapter):
                 if inspect.iscoroutinefunction(method):
                     entries.append(((hook_id, self._handler_async, (handler, event, origin), None, _verdict), True))
                 else:
-                    entries.append(((hook_id, self._in_loop, (loop, self._handler_sync, handler, event, origin), None, _verdict), False))
+                    entries.append(((hook_id, self._handler_held, (hook_id, loop, handler, event, origin), None, _verdict), True))
         return entries
 
     def _in_loop(self, loop: Any, fn: Any, *args: Any) -> Any:
@@ -610,6 +879,21 @@ class StrandsAdapter(Adapter):
     def _name(self, event: Any) -> Any:
         tool_use = self._tool_use(event)
         return tool_use.get("name") if tool_use is not None else None
+
+    def _origin(self, event: Any) -> list:
+        """``_follow_rename``'s origin for this dispatch. A round retried by an
+        ``AfterToolCallEvent`` hook starts from the tool use an earlier round renamed, with
+        the executor's first tool selected: upstream compares the name with that tool's
+        (the model's) and runs the tool of the renamed one, so that tool is selected before
+        the first gate judges (renamed back, the executor's tool is selected again)."""
+        tool, name = event.selected_tool, self._name(event)
+        origin = [tool, name, _UNSET]
+        if tool is not None and type(name) is str:
+            own = self._tool_name(tool)
+            if own is not None and own != name:
+                origin[1] = own
+                self._follow_rename(event, origin)
+        return origin
 
     def _follow_rename(self, event: Any, origin: list) -> None:
         """Strands 1.6x runs the tool registered under a renamed ``tool_use["name"]`` when
@@ -655,7 +939,7 @@ class StrandsAdapter(Adapter):
         pairs = []
         for handler in list(owner._handlers):
             if owner._is_overridden(handler, "before_tool_call"):
-                pairs.append((handler, getattr(type(handler), "before_tool_call")))
+                pairs.append((handler, _own_method(handler)))
         return pairs
 
     def _handler_hook(self, handler: Any) -> str:
@@ -666,16 +950,44 @@ class StrandsAdapter(Adapter):
             return known
         return self._ids.put(cls, self.hook_id(f"{callable_name(cls)}.before_tool_call"))
 
+    async def _handler_held(self, hook_id: str, loop: Any, handler: Any, event: Any, origin: Optional[list]) -> Any:
+        """A sync ``before_tool_call``, as upstream's registry runs it: called (on the
+        guard's worker, the loop held, within the handler's deadline: ``_handler_sync``),
+        and an awaitable it answers awaited on the loop within what is left of it (this
+        coroutine's own deadline, ``guard.acall``'s), then carried out like an async
+        handler's action. A raise on the worker is raised here (its type audited); a hang
+        there holds this coroutine past its deadline: a timeout."""
+        got = self.hook_calls([(hook_id, self._in_loop, (loop, self._handler_sync, handler, event, origin), None, _carried)])[0]
+        if got.failure is not None or got.verdict is None:
+            return _Held(got.failure)
+        answer = got.verdict.data
+        if type(answer) is not _Pending:
+            return answer
+        if answer.exc is not None:
+            raise answer.exc
+        before = answer.before
+        try:
+            action = await answer.awaitable
+            return self._act(handler, event, before, action)
+        except self._interrupt_exc as exc:
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
+        finally:
+            if origin is not None:
+                self._follow_rename(event, origin)
+
     def _handler_sync(self, handler: Any, event: Any, origin: Optional[list] = None) -> Any:
+        """The sync part of ``_handler_held`` (on the worker): its answer, or a ``_Pending``
+        (an awaitable to await on the loop, or what it raised, to raise there)."""
         before = event.cancel_tool
         try:
             action = handler.before_tool_call(event)
-            if awaitable(action):  # a sync method handing back a coroutine: judged junk, never run
-                close_awaitable(action)
-                return _Acted(None)
+            if awaitable(action):  # a sync method handing back a coroutine: awaited on the loop, as upstream
+                return _Pending(action, before)
             return self._act(handler, event, before, action)
         except self._interrupt_exc as exc:
-            return _Did(before, event.cancel_tool, None, exc.interrupt)
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
+        except BaseException as exc:  # noqa: BLE001 - not judged here: raised again by _handler_held on the loop, where the guard judges it
+            return _Pending(None, before, exc)
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
@@ -686,7 +998,7 @@ class StrandsAdapter(Adapter):
             action = await handler.before_tool_call(event)
             return self._act(handler, event, before, action)
         except self._interrupt_exc as exc:
-            return _Did(before, event.cancel_tool, None, exc.interrupt)
+            return _Did(before, event.cancel_tool, None, self._asked(exc))
         finally:
             if origin is not None:
                 self._follow_rename(event, origin)
@@ -705,16 +1017,30 @@ class StrandsAdapter(Adapter):
         kinds: dict[str, Any] = actions.__dict__ if actions is not None else {}
         deny, proceed, guide = kinds.get("Deny"), kinds.get("Proceed"), kinds.get("Guide")
         transform, confirm = kinds.get("Transform"), kinds.get("Confirm")
-        if _is(action, deny):
-            reason = action.reason
-            return _Acted(Verdict(action=Action.DENY, reason=f"DENIED: {reason}") if type(reason) is str else None)
-        if _is(action, proceed):
-            return _Acted(ALLOW)
+        # upstream's order (``_dispatch`` reads a Guide first, then ``_apply_before_tool_call``
+        # Deny, Confirm, Transform, Proceed): an action of two kinds (a user's class deriving
+        # from Proceed and a Confirm) is what upstream takes it for, never a Proceed first
         if _is(action, guide):
             feedback = action.feedback
             if type(feedback) is not str:
                 return _Acted(None)
             return _Acted(Verdict(action=Action.DENY, reason=f"GUIDANCE: [{handler.name}] {feedback}"))
+        if _is(action, deny):
+            reason = action.reason
+            return _Acted(Verdict(action=Action.DENY, reason=f"DENIED: {reason}") if type(reason) is str else None)
+        if _is(action, confirm):
+            extra = {"response": action.response} if action.response is not None else {}
+            try:
+                answer = event.interrupt(handler.name, reason=action.prompt, **extra)
+            except self._interrupt_exc as exc:
+                return _Did(before, before, None, self._asked(exc))
+            check: Any = action.evaluate if action.evaluate is not None else kinds.get("default_evaluate")
+            ok = check(answer)
+            if ok is True:
+                return _Acted(ALLOW)
+            if ok is False:
+                return _Acted(Verdict(action=Action.DENY, reason=f"CONFIRMATION_FAILED: {action.prompt}"))
+            return _Acted(None)
         if _is(action, transform):
             action.apply(event)
             if event.cancel_tool is not before:
@@ -725,19 +1051,8 @@ class StrandsAdapter(Adapter):
                 if written.action is Action.DENY:
                     return _Acted(written)
             return _Acted(ABSTAIN)  # the rewrite is judged by the next round
-        if _is(action, confirm):
-            extra = {"response": action.response} if action.response is not None else {}
-            try:
-                answer = event.interrupt(handler.name, reason=action.prompt, **extra)
-            except self._interrupt_exc as exc:
-                return _Did(before, before, None, exc.interrupt)
-            check: Any = action.evaluate if action.evaluate is not None else kinds.get("default_evaluate")
-            ok = check(answer)
-            if ok is True:
-                return _Acted(ALLOW)
-            if ok is False:
-                return _Acted(Verdict(action=Action.DENY, reason=f"CONFIRMATION_FAILED: {action.prompt}"))
-            return _Acted(None)
+        if _is(action, proceed):
+            return _Acted(ALLOW)
         return _Acted(None)  # None, or anything that is not an action
 
     # ------------------------------------------------------------ ExecuteToolStage middleware
@@ -1029,7 +1344,7 @@ class StrandsAdapter(Adapter):
 
     def _render(self, event: Any, start: Any, decision) -> tuple:
         """The Decision in upstream's own terms: ``(event, interrupts)``."""
-        self.granted(decision, self._tool(event), self._call_id(event), self._arguments(event))
+        self.granted(decision, self._tool(event), self._call_id(event), self._granted_call(event))
         if decision.action is Action.DENY:
             self._deny(event, decision)
             return event, []
@@ -1137,6 +1452,28 @@ def _user_handler(handler: Any) -> Any:
         except Exception:  # noqa: BLE001 - an adapted handler's closure that cannot be read: the adapter closure itself is the hook
             return handler
     return handler
+
+
+def _own_method(handler: Any) -> Any:
+    """The ``before_tool_call`` upstream's registry calls (``getattr(handler, ...)``), for
+    telling a coroutine function from a sync one: one set on the instance itself outranks
+    the class's (an ``async def`` put there is awaited, as upstream awaits it)."""
+    try:
+        own = object.__getattribute__(handler, "__dict__")
+    except Exception:  # noqa: BLE001 - a handler without an instance dict (slots): the class's method is the one
+        own = None
+    if type(own) is dict and "before_tool_call" in own:
+        return own["before_tool_call"]
+    return getattr(type(handler), "before_tool_call")
+
+
+def _strands_own(fn: Any) -> bool:
+    """``fn`` is strands' own code (its module is in the ``strands`` package)."""
+    try:
+        module = plain_str(getattr(fn, "__module__", None))
+    except Exception:  # noqa: BLE001 - a hostile handler's attribute: not strands' own
+        return False
+    return module is not None and (module == "strands" or module.startswith("strands."))
 
 
 def _one_interrupt_per_name(outcomes: list) -> list:
