@@ -194,6 +194,12 @@ class Decision(_Frozen):
         return said
 
     @property
+    def deny_text(self) -> str:
+        """``reason`` where the decision denies (it is never empty there), typed as text:
+        what an adapter tells the framework of a deny."""
+        return self.reason or "failsecure: denied the call"
+
+    @property
     def primary(self) -> Optional[Outcome]:
         return self.deciding[0] if self.deciding else None
 

@@ -521,7 +521,7 @@ class ADKAdapter(Adapter):
             return known[1]
         decision, answer = await self._judge_confirmation(wrapped, tool, args, kwargs, tool_context, hook)
         if decision is not None and decision.denied:
-            reason = decision.reason or f"failsecure: hook '{hook}' denied the call"
+            reason = decision.reason
             _reject(tool_context, reason)
             self._stick(tool_context, reason)  # the call's answer where ADK then asks again
             return True
@@ -553,7 +553,7 @@ class ADKAdapter(Adapter):
         check, hook = asked
         decision, answer = await self._judge_confirmation(check, tool, (tool, call_args, tool_context), {}, tool_context, hook)
         if decision is not None and decision.denied:
-            reason = decision.reason or f"failsecure: hook '{hook}' denied the call"
+            reason = decision.reason
             _reject(tool_context, reason)
             self._stick(tool_context, reason)
             return {"error": reason}
@@ -598,7 +598,7 @@ class ADKAdapter(Adapter):
             decision = self.failed(exc, _tool_name(tool), key[1], hook=hook)
         if not decision.denied:
             return None
-        reason = decision.reason or f"failsecure: hook '{hook}' denied the call"
+        reason = decision.deny_text
         _reject(tool_context, reason)
         self._stick(tool_context, reason)
         return {"error": reason}
@@ -714,8 +714,7 @@ class ADKAdapter(Adapter):
             data = primary.verdict.data if primary is not None and primary.verdict is not None else None
             if type(data) is dict:
                 return data  # the gate's own answer, untouched
-            hook = primary.hook if primary is not None else self.name
-            return {"error": decision.reason or f"failsecure: hook '{hook}' denied the call"}
+            return {"error": decision.reason}
         # an observer (role = "observer") that answered the call: ADK skips the tool for it
         for outcome in outcomes:
             if outcome.verdict is not None and type(outcome.verdict.data) is dict:

@@ -357,8 +357,7 @@ class HermesAdapter(Adapter):
         action = decision.action
         primary = decision.primary
         if action is Action.DENY:
-            message = decision.reason or f"failsecure: hook '{primary.hook if primary else self.name}' denied the call"
-            return [{"action": "block", "message": message}]
+            return [{"action": "block", "message": decision.reason}]
         if action is Action.ASK:  # only where the core says it can ask (can_ask): it denies it elsewhere
             directive: dict = {"action": "approve"}
             if decision.reason:

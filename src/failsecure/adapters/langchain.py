@@ -321,7 +321,7 @@ class LangChainAdapter(Adapter):
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no handler objected": failed() says it and the call is denied
             decision = self.failed(exc, tool, call_id)
         if decision.denied:
-            denied = ToolCallDenied(decision.reason or f"failsecure: {self.name} denied the call")
+            denied = ToolCallDenied(decision.deny_text)
             if observers:
                 _observe_sync(wrapped, observers, "on_tool_error", ignore, (denied,), _error_kwargs(kwargs))
             raise denied
@@ -351,7 +351,7 @@ class LangChainAdapter(Adapter):
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no handler objected": failed() says it and the call is denied
             decision = self.failed(exc, tool, call_id)
         if decision.denied:
-            denied = ToolCallDenied(decision.reason or f"failsecure: {self.name} denied the call")
+            denied = ToolCallDenied(decision.deny_text)
             if observers:
                 await _observe_async(wrapped, observers, "on_tool_error", ignore, (denied,), _error_kwargs(kwargs))
             raise denied

@@ -537,17 +537,14 @@ class StrandsAdapter(Adapter):
             tool, call_id = self._batch_call(event)
             decision = self.decide_stage(tool, outcomes, call_id=call_id)
             if decision.action is Action.DENY:
-                text = decision.reason if type(decision.reason) is str and decision.reason else \
-                    f"failsecure: hook '{decision.primary.hook if decision.primary else self.name}' denied the call"
-                self._write(event, "cancel", text)
+                self._write(event, "cancel", decision.deny_text)
                 return event, []
             self._write(event, "cancel", start)
             if decision.action is Action.ASK:
                 return event, [o.verdict.data for o in decision.deciding if o.verdict is not None and o.verdict.data is not None]
             return event, []
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the batch is cancelled
-            decision = self.failed(exc, None, None, hook=self.hook_id(BATCH_EVENT))
-            self._write(event, "cancel", decision.reason or f"failsecure: hook '{self.hook_id(BATCH_EVENT)}' failed closed (raised)")
+            self._write(event, "cancel", self.failed(exc).deny_text)
             return event, []
 
     async def _abatch_settle(self, callbacks: list, event: Any, start: Any, loop: Any) -> list:
@@ -1282,8 +1279,7 @@ class StrandsAdapter(Adapter):
         return plain_str(name)
 
     def _error_result(self, ctx: Any, decision: Any) -> Any:
-        text = decision.reason if type(decision.reason) is str and decision.reason else \
-            f"failsecure: hook '{decision.primary.hook if decision.primary else self.name}' denied the call"
+        text = decision.deny_text
         result = {"toolUseId": str(self._ctx_call_id(ctx)), "status": "error", "content": [{"text": text}]}
         return self._executor.ToolResultEvent(result)
 
@@ -1369,9 +1365,7 @@ class StrandsAdapter(Adapter):
     def _deny(self, event: Any, decision, text: Optional[str] = None) -> None:
         self._judged.pop(self._call_id(event), None)
         if text is None:
-            text = decision.reason if decision is not None else None
-            if type(text) is not str or not text:  # a hook's own reason that is not text
-                text = f"failsecure: hook '{decision.primary.hook if decision is not None and decision.primary else self.name}' denied the call"
+            text = decision.deny_text if decision is not None else "failsecure: denied the call"
         try:
             event.cancel_tool = text
         except Exception:  # noqa: BLE001 - an event that refuses the write (a subclass's __setattr__): cancel_tool is written past it
