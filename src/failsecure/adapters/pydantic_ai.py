@@ -916,18 +916,25 @@ class PydanticAIAdapter(Adapter):
         """``hooks._make_wrap_link(entry, hook_name, ctx, static_kwargs, inner_handler,
         handler_arg)``: a ``wrap_tool_execute`` entry's link is watched, the hook id its
         function's (as a ``before_tool_execute`` hook's)."""
+        if (args[1] if len(args) > 1 else kwargs.get("hook_name")) != WRAP:
+            return build(*args, **kwargs)  # another hook's chain (wrap_model_request, ...)
         bound = dict(zip(_WRAP_LINK_PARAMS, args), **kwargs)
         static = bound.get("static_kwargs")
-        if bound.get("hook_name") != WRAP or len(bound) != len(_WRAP_LINK_PARAMS) or type(static) is not dict:
+        if len(bound) != len(_WRAP_LINK_PARAMS) or type(static) is not dict:
             return build(*args, **kwargs)
         return self._watched(build, bound, "inner_handler", self._entry_id(bound["entry"]), static.get("call"))
 
     def _capability_link(self, build: Any, args: tuple, kwargs: dict) -> Any:
         """``combined._make_tool_execute_wrap(cap, ctx, call, tool_def, inner)``: the link of
         a capability whose own ``wrap_tool_execute`` is the user's is watched."""
-        bound = dict(zip(_CAP_WRAP_PARAMS, args), **kwargs)
-        hook = self._wrap_id(bound.get("cap")) if len(bound) == len(_CAP_WRAP_PARAMS) else ""
+        capability = args[0] if args else kwargs.get("cap")
+        hook = self._wrap_ids.get(type(capability))  # known for every class but a plain WrapperCapability
+        if hook is None:
+            hook = self._wrap_id(capability)
         if not hook:
+            return build(*args, **kwargs)
+        bound = dict(zip(_CAP_WRAP_PARAMS, args), **kwargs)
+        if len(bound) != len(_CAP_WRAP_PARAMS):
             return build(*args, **kwargs)
         return self._watched(build, bound, "inner", hook, bound.get("call"))
 
