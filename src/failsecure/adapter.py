@@ -194,6 +194,13 @@ class PatchError(Exception):
     """A patch target is not where the adapter expects it (an unknown release)."""
 
 
+def _waits(interactive: Any, hook_id: str) -> bool:
+    """``_interactive`` of the ``hook_call*`` helpers for one hook: a bool (every hook of
+    the call alike), or the set of hook ids that may be waiting for a person (an adapter
+    that tells a prompting hook from a plain policy one)."""
+    return interactive if type(interactive) is bool else hook_id in interactive
+
+
 class IdCache:
     """What an adapter worked out once about one object (a hook's id, a callback's shape),
     keyed by the object's identity: no code of the object runs to look it up (no
@@ -674,19 +681,19 @@ class Adapter(abc.ABC):
         return self._callable_ids.put(fn, self.hook_id(hookid.callable_name(fn)))
 
     def hook_call(self, hook_id: str, fn: Callable, *args, _validate=None, _interactive=False, **kwargs) -> Outcome:
-        timeout = policy.current().timeout_for(hook_id, _interactive)
+        timeout = policy.current().timeout_for(hook_id, _waits(_interactive, hook_id))
         return guard.call(hook_id, fn, args, kwargs, validate=_validate or self.to_verdict, timeout=timeout)
 
-    def hook_calls(self, calls: list, _interactive: bool = False) -> list[Outcome]:
+    def hook_calls(self, calls: list, _interactive: bool | frozenset = False) -> list[Outcome]:
         """The sync hooks of one tool call, in order, each under the guard with its own
         deadline: ``calls`` is a list of ``(hook_id, fn, args, kwargs, validate or None)``.
         Hooks with deadlines share one thread hand-off instead of one each."""
         config = policy.current()
         return guard.call_each(
-            [(h, fn, a, k, v or self.to_verdict, config.timeout_for(h, _interactive)) for h, fn, a, k, v in calls]
+            [(h, fn, a, k, v or self.to_verdict, config.timeout_for(h, _waits(_interactive, h))) for h, fn, a, k, v in calls]
         )
 
-    async def ahook_calls(self, calls: list, _interactive: bool = False) -> list[Outcome]:
+    async def ahook_calls(self, calls: list, _interactive: bool | frozenset = False) -> list[Outcome]:
         """``hook_calls`` from an async dispatcher, in order: a coroutine hook is awaited on
         the loop within its deadline; each run of consecutive sync hooks is one thread
         hand-off (``guard.acall_each``), each hook with its own deadline, without holding
@@ -696,7 +703,7 @@ class Adapter(abc.ABC):
         outcomes: list[Outcome] = []
         run: list = []
         for h, fn, a, k, v in calls:
-            validate, timeout = v or self.to_verdict, config.timeout_for(h, _interactive)
+            validate, timeout = v or self.to_verdict, config.timeout_for(h, _waits(_interactive, h))
             if not guard.is_async(fn):
                 run.append((h, fn, a, k, validate, timeout))
                 continue
@@ -709,7 +716,7 @@ class Adapter(abc.ABC):
         return outcomes
 
     def settle_calls(self, calls: list, current: Callable[[], Any], hook: str, steps: Optional[list] = None,
-                     _interactive: bool = False, **rule: Any) -> list[Outcome]:
+                     _interactive: bool | frozenset = False, **rule: Any) -> list[Outcome]:
         """``settle`` for gates that run in order, every one of a pass (``finish_pass``):
         ``calls`` is one entry per gate, a ``hook_calls`` tuple or an Outcome (a gate
         already judged: it runs nothing). Pass 1 is one ``hook_calls`` batch, one thread
@@ -726,7 +733,7 @@ class Adapter(abc.ABC):
         return settle(steps or _one_by_one(self.hook_calls, calls, _interactive), current, hook, first=first, **rule)
 
     async def asettle_calls(self, calls: list, current: Callable[[], Any], hook: str, steps: Optional[list] = None,
-                            _interactive: bool = False, hold_loop: bool = False,
+                            _interactive: bool | frozenset = False, hold_loop: bool = False,
                             caused: Optional[Callable[[int], list]] = None, **rule: Any) -> list[Outcome]:
         """``settle_calls`` from an async dispatcher: pass 1 is one ``ahook_calls`` (each
         run of consecutive sync gates one hand-off, coroutine gates awaited on the loop,
@@ -769,7 +776,7 @@ class Adapter(abc.ABC):
             limit, since = _host
             left = limit * HOST_DEADLINE_SHARE - (perf_counter() - since)
             _within = left if _within is None else min(_within, left)
-        timeout = policy.current().timeout_for(hook_id, _interactive)
+        timeout = policy.current().timeout_for(hook_id, _waits(_interactive, hook_id))
         if _within is not None:
             if _within <= 0:
                 return Outcome(hook=hook_id, failure=Failure.TIMEOUT)
@@ -1300,12 +1307,12 @@ __all__ = (
 )
 
 
-def _one_by_one(run: Callable, calls: list, interactive: bool) -> list:
+def _one_by_one(run: Callable, calls: list, interactive: bool | frozenset) -> list:
     """The settling steps of ``calls``: each gate its own ``hook_calls``."""
     return [(lambda c=c: c) if isinstance(c, Outcome) else (lambda c=c: run([c], interactive)) for c in calls]
 
 
-def _aone_by_one(run: Callable, calls: list, interactive: bool) -> list:
+def _aone_by_one(run: Callable, calls: list, interactive: bool | frozenset) -> list:
     async def given(c: Outcome) -> Outcome:
         return c
 

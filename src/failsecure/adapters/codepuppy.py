@@ -28,10 +28,14 @@ goes straight to upstream's loop:
 
 So ``command_runner``, ``pydantic_patches`` and ``file_modifications`` stay as they are.
 
-Timeouts and humans: a call is *interactive* when stdin is a TTY or code-puppy has an
-approval backend installed (an editor client answering over ACP). An interactive call
-gets no default deadline (a guard may be waiting for the user's approval); a per-hook
-``timeout`` in the config still applies. Every other call gets the global deadline.
+Timeouts and humans: a callback may be waiting for a person when it asks one (its code,
+or a function of its own module it calls, names code-puppy's approval prompt
+``get_user_approval[_async]`` or ``arrow_select[_async]``, ACP's ``request_permission``,
+prompt_toolkit's ``PromptSession`` / ``prompt_async``, or the builtin ``input``) and
+someone can answer (stdin is a TTY, or code-puppy has an approval backend installed: an
+editor client answering over ACP). Such a callback gets no default deadline (or its
+``interactive_timeout``); a per-hook ``timeout`` in the config still applies. Every other
+callback, a plain policy callback on a terminal included, gets the global deadline.
 
 If code-puppy's own pre-tool patch (``pydantic_patches.patch_tool_call_callbacks``)
 failed to apply, ``pre_tool_call`` is never dispatched: the adapter says so once,
@@ -44,15 +48,20 @@ Hook ids: ``code-puppy:<module>.<qualname>`` of the callback.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextvars
+import dis
+import functools
 import importlib
 import sys
 import threading
+import types
 from typing import Any, Optional
 
 from failsecure.adapter import (
     INVALID,
     Adapter,
+    IdCache,
     PatchError,
     activate,
     awaitable,
@@ -173,8 +182,9 @@ def _blocked(text: str) -> dict:
 
 
 def _interactive() -> bool:
-    """A human may be answering: stdin is a TTY (the core-plugins guards and the file
-    permission prompt ask on the TTY), or an approval backend is installed (ACP)."""
+    """A human can answer a callback that asks: stdin is a TTY (the core-plugins guards
+    and the file permission prompt ask on the TTY), or an approval backend is installed
+    (ACP)."""
     try:
         if sys.stdin is not None and sys.stdin.isatty():
             return True
@@ -188,6 +198,80 @@ def _interactive() -> bool:
         return getter() is not None
     except Exception:  # noqa: BLE001 - code-puppy's own approval getter raised: no human known to answer, the default deadlines hold
         return False
+
+
+#: the names a callback asks a person through: code-puppy's approval prompt and arrow
+#: selector (``code_puppy.tools.common``; the prompt hands over to the approval backend
+#: when one is installed), ACP's permission request (core-plugins' ``acp``), prompt_toolkit
+_ASKING = frozenset({
+    "get_user_approval", "get_user_approval_async", "arrow_select", "arrow_select_async",
+    "request_permission", "PromptSession", "prompt_async",
+})
+#: ... and the builtin ``input`` (loaded as a global, not an attribute called ``input``)
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+#: how many code objects one callback's scan reads at most (its helpers included)
+_SCAN_LIMIT = 64
+_asking = IdCache()  # callback -> it asks a person
+
+
+def _asks_person(callback: Any) -> bool:
+    """The callback asks a person: its code, its nested functions', or that of a function
+    (or a method of its own class) of its own module it names, names one of ``_ASKING`` or
+    loads the builtin ``input``. Read once per callback, from the code objects only (none
+    of the callback's code runs). A callback that asks only through another module's
+    helper keeps the default deadline (a slow answer then denies, never runs); so does one
+    whose code cannot be read."""
+    known = _asking.get(callback)
+    if known is not None:
+        return known
+    try:
+        answer = _scan_asks(callback)
+    except Exception:  # noqa: BLE001 - a callback's own attributes can raise anything: not known to ask, the default deadline holds
+        answer = False
+    return _asking.put(callback, answer)
+
+
+def _scan_asks(callback: Any) -> bool:
+    fn, owner = callback, None
+    for _ in range(8):  # a bound method, functools.partial, functools.wraps wrappers
+        if isinstance(fn, types.MethodType):
+            owner, fn = type(fn.__self__), fn.__func__
+        elif isinstance(fn, functools.partial):
+            fn = fn.func
+        elif isinstance(fn, types.FunctionType) and isinstance(vars(fn).get("__wrapped__"), types.FunctionType):
+            fn = vars(fn)["__wrapped__"]
+        else:
+            break
+    if not isinstance(fn, types.FunctionType):  # a callable object: its class's __call__
+        owner = type(fn)
+        fn = next((vars(k)["__call__"] for k in owner.__mro__ if "__call__" in vars(k)), None)
+        if not isinstance(fn, types.FunctionType):
+            return False
+    module = fn.__module__
+    pending = [(fn.__code__, fn.__globals__)]
+    seen: set = set()
+    while pending and len(seen) < _SCAN_LIMIT:
+        code, namespace = pending.pop()
+        if id(code) in seen:
+            continue
+        seen.add(id(code))
+        names = code.co_names
+        if not _ASKING.isdisjoint(names):
+            return True
+        if "input" in names and namespace.get("input", builtins.input) is builtins.input and any(
+            ins.opname in _GLOBAL_LOADS and ins.argval == "input" for ins in dis.get_instructions(code)
+        ):
+            return True
+        pending += [(c, namespace) for c in code.co_consts if isinstance(c, types.CodeType)]
+        for name in names:  # the functions of its own module (and class) it may call
+            helper = namespace.get(name)
+            if helper is None and owner is not None:
+                helper = next((vars(k)[name] for k in owner.__mro__ if name in vars(k)), None)
+                if isinstance(helper, (staticmethod, classmethod)):
+                    helper = helper.__func__
+            if isinstance(helper, types.FunctionType) and helper.__module__ == module:
+                pending.append((helper.__code__, helper.__globals__))
+    return False
 
 
 def _running_loop() -> Any:
@@ -582,19 +666,24 @@ class CodePuppyAdapter(Adapter):
         """One dispatch of a gating phase from upstream's async loop."""
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
-            interactive = _interactive()
             loop = asyncio.get_running_loop()
 
             opted: set = set()
+            asking: set = set()
             calls: list = []
             for callback in self._callbacks.get_callbacks(phase):
                 hook_id = self.callable_id(callback)
                 if self._opted_in(phase, callback):
                     opted.add(hook_id)
+                if _asks_person(callback):
+                    asking.add(hook_id)
                 if is_async(callback):
                     calls.append((hook_id, callback, args, kwargs, validate))
                 else:  # upstream calls it on the loop: on the worker it is lent the loop
                     calls.append((hook_id, on_loop, (loop, callback, *args), kwargs, validate))
+            # only a callback that asks a person waits for one without the default
+            # deadline, and only when someone can answer (a terminal, an approval backend)
+            interactive = frozenset(asking) if asking and _interactive() else False
 
             def step(call: tuple) -> Any:
                 async def run() -> list:  # one callback, and the command hooks it ran, judged
@@ -660,14 +749,16 @@ class CodePuppyAdapter(Adapter):
         """One dispatch of a gating phase from upstream's sync loop (``on_file_permission``)."""
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
-            interactive = _interactive()
             loop = _running_loop()
-            calls, opted = [], set()
+            calls, opted, asking = [], set(), set()
             for callback in self._callbacks.get_callbacks(phase):
                 hook_id = self.callable_id(callback)
                 if self._opted_in(phase, callback):
                     opted.add(hook_id)
+                if _asks_person(callback):
+                    asking.add(hook_id)
                 calls.append((hook_id, _run_sync_callback, (callback, loop, args, kwargs), None, validate))
+            interactive = frozenset(asking) if asking and _interactive() else False
             outcomes = self.hook_calls(calls, interactive)  # one thread hand-off for all of them
             return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes, frozenset(opted)), outcomes)
         except KeyboardInterrupt:

@@ -93,6 +93,8 @@ MCP_APPROVAL = "_get_needs_approval_for_tool"
 REALTIME_SESSION = "agents.realtime.session"
 REALTIME_LOOP = "_run_tool_input_guardrails"
 REALTIME_APPROVAL = "_maybe_request_tool_approval"
+#: ... and evaluates a function tool's ``needs_approval`` in a method of its own
+REALTIME_NEEDS_APPROVAL = "_function_needs_approval"
 
 #: the tool boundary (docs/ungoverned.md): the run entry points (``Runner``'s classmethods
 #: call the default ``AgentRunner``'s) and the invoker every ``function_tool`` runs through
@@ -654,9 +656,29 @@ class OpenAIAgentsAdapter(Adapter):
                 return wrapped(*args, **kwargs)
             return _asking(wrapped, args, kwargs)
 
+        async def _evaluating(wrapped, args, kwargs):
+            function_tool = args[0] if args else kwargs.get("function_tool")
+            tool_call = args[1] if len(args) > 1 else kwargs.get("tool_call")
+            token = _function_call.set((plain_str(getattr(function_tool, "name", None)), getattr(tool_call, "arguments", None)))
+            try:
+                return await wrapped(*args, **kwargs)
+            finally:
+                _function_call.reset(token)
+
+        def evaluating(wrapped, instance, args, kwargs):
+            """``_function_needs_approval(function_tool, tool_call)``: the function tool's
+            call is named, as the run loop's ``function_needs_approval`` names it, so a
+            failing ``needs_approval`` is the call's deny at the guardrail path (which the
+            session runs next) and nobody is asked."""
+            if not adapter._active:
+                return wrapped(*args, **kwargs)
+            return _evaluating(wrapped, args, kwargs)
+
         self.wrap(session, REALTIME_LOOP, loop)
         if inspect.iscoroutinefunction(vars(session).get(REALTIME_APPROVAL)):
             self.wrap(session, REALTIME_APPROVAL, asking)
+        if inspect.iscoroutinefunction(vars(session).get(REALTIME_NEEDS_APPROVAL)):
+            self.wrap(session, REALTIME_NEEDS_APPROVAL, evaluating)
         self._realtime_patched = True
 
     def _unpatch(self) -> None:

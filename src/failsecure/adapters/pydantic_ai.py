@@ -45,6 +45,13 @@ called tool): arguments or a tool changed on the way (a ``WrapperToolset.call_to
 ``wrap_tool_execute``) are judged again there. ``ApprovalRequiredToolset``'s predicate and
 the approval handlers of capability classes run under the guard.
 
+A wrapper the call passes through on its way to the tool (a ``wrap_tool_execute`` hook of
+a ``Hooks`` capability, a capability class's own ``wrap_tool_execute``, a user's
+``WrapperToolset.call_tool``) has the deadline of a gate for handing it on: a wrapper that
+calls its handler (or the toolset it wraps) later than its deadline after it was handed
+the call is a ``timeout`` (``ToolFailed`` with the hook id and category), and the tool does
+not run. pydantic-ai's own wrappers (``pydantic_ai.*``) hand on as they are.
+
 The tool boundary (docs/ungoverned.md): the run entry points (``AbstractAgent.run`` and its
 sync and streaming forms, every agent class's ``iter``) mark an agent run; each decision
 that lets a call run grants it once (by call id and the judged arguments), and the
@@ -66,9 +73,21 @@ import contextvars
 import dataclasses
 import importlib
 import sys
+from time import perf_counter
 from typing import Any, Awaitable
 
-from failsecure.adapter import Adapter, PatchError, Ungoverned, asettle, is_async, on_loop, same, snapshot, when_imported
+from failsecure.adapter import (
+    Adapter,
+    PatchError,
+    Ungoverned,
+    asettle,
+    current_config,
+    is_async,
+    on_loop,
+    same,
+    snapshot,
+    when_imported,
+)
 from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
 
 HOOKS = "pydantic_ai.capabilities.hooks"
@@ -86,6 +105,14 @@ ABSTRACT_AGENT = "pydantic_ai.agent.abstract"
 #: agent class (``Agent.iter``: the one every run and stream of an ``Agent`` goes through)
 RUN_ENTRIES = ("run", "run_sync", "run_stream", "run_stream_sync", "run_stream_events")
 APPROVAL = "pydantic_ai.toolsets.approval_required"
+#: the wrappers a call is handed through on its way to the tool: a ``Hooks`` capability's
+#: ``wrap_tool_execute`` entries (one chain link each, built by ``hooks._make_wrap_link``),
+#: each capability's ``wrap_tool_execute`` (one link each, ``combined._make_tool_execute_wrap``)
+WRAP = "wrap_tool_execute"
+WRAP_LINK = "_make_wrap_link"
+_WRAP_LINK_PARAMS = ("entry", "hook_name", "ctx", "static_kwargs", "inner_handler", "handler_arg")
+CAP_WRAP_LINK = "_make_tool_execute_wrap"
+_CAP_WRAP_PARAMS = ("cap", "ctx", "call", "tool_def", "inner")
 
 _HOOK = "hook"  # an entry of a Hooks capability's before_tool_execute registry
 _CAPABILITY = "capability"  # a capability class's own before_tool_execute
@@ -103,11 +130,12 @@ class _Judged:
 class _Dispatch:
     """A tool call on its way from the tool manager to the toolset that runs it."""
 
-    __slots__ = ("call", "ctx", "judged", "listed", "approvals")
+    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held")
 
     def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any):
         self.call, self.ctx, self.judged, self.listed = call, ctx, judged, listed
         self.approvals: tuple = ()  # (approval predicate, the arguments it let run unasked)
+        self.held: Any = None  # (hook id, since when) of the user's toolset wrapper holding the call
 
 
 _CALL_TOOL_PARAMS = ("name", "tool_args", "ctx", "tool")
@@ -174,6 +202,8 @@ class PydanticAIAdapter(Adapter):
         self._runs_on = False
         self._runs_watch = False
         self._iters: set = set()
+        self._holders: set = set()  # the user's WrapperToolset classes whose call_tool hands on under a deadline
+        self._wrap_ids: dict = {}  # capability class -> the hook id of its own wrap_tool_execute, or ""
 
     # ------------------------------------------------------------ patching
 
@@ -266,6 +296,7 @@ class PydanticAIAdapter(Adapter):
 
         self.wrap(art, "call_tool", approval_call_tool)
         self._leaf(toolsets.FunctionToolset)
+        self._patch_hand_ons(hooks, combined, toolsets)
         self._runs_on, self._iters = True, set()
         if not self._runs_watch:  # imported after the trigger module: patched once it is
             self._runs_watch = True
@@ -356,11 +387,34 @@ class PydanticAIAdapter(Adapter):
         approver = next((c for c in cls.__mro__ if APPROVER in vars(c)), object)
         return self._owner(cls) is not self._abstract_cap or approver is not self._abstract_cap
 
+    def _patch_hand_ons(self, hooks: Any, combined: Any, toolsets: Any) -> None:
+        """The wrappers a call is handed through hand it on within their deadline: each
+        ``wrap_tool_execute`` link (a ``Hooks`` entry, a capability class's own method) and
+        the ``call_tool`` of each of the user's ``WrapperToolset`` subclasses (those
+        defined later too). A release without the link builders keeps its wrappers
+        unwatched (as before)."""
+        adapter = self
+        if callable(vars(hooks).get(WRAP_LINK)):
+
+            def make_wrap_link(wrapped, instance, args, kwargs):
+                return adapter._hooks_link(wrapped, args, kwargs)
+
+            self.wrap(hooks, WRAP_LINK, make_wrap_link)
+        if callable(vars(combined).get(CAP_WRAP_LINK)):
+
+            def make_tool_execute_wrap(wrapped, instance, args, kwargs):
+                return adapter._capability_link(wrapped, args, kwargs)
+
+            self.wrap(combined, CAP_WRAP_LINK, make_tool_execute_wrap)
+        self._holders = set()
+        self.each_subclass(toolsets.WrapperToolset, self._holder)
+
     def _unpatch(self) -> None:
         self._runs_on = False
         self.restore()
         self._leaf_classes = set()
         self._iters = set()
+        self._holders = set()
 
     def _lockdown(self) -> None:
         """The targets are not where expected: a ``Hooks`` capability that has
@@ -748,6 +802,9 @@ class PydanticAIAdapter(Adapter):
         dispatch = _DISPATCH.get()
         if dispatch is None:  # not a tool manager's dispatch: the tool boundary
             return await self._unseen(wrapped, instance, args, kwargs)
+        held = dispatch.held
+        if held is not None:  # the user's toolset wrapper handed the call on: in time?
+            await self._on_time(held[0], held[1], dispatch.call)
         bound = _call_tool_args(args, kwargs)
         if bound is None:  # a call shape that cannot be judged
             raise self._failed_type(failure_reason(self.hook_id(EVENT), Failure.INVALID))
@@ -787,6 +844,8 @@ class PydanticAIAdapter(Adapter):
         finally:
             _DISPATCH.reset(token)
             self.leave(entered, failed)
+            if held is not None:  # back with the wrapper: its clock starts again
+                dispatch.held = (held[0], perf_counter())
 
     async def _unseen(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         """A toolset's ``call_tool`` no tool manager dispatched (a tool body, a custom
@@ -810,6 +869,131 @@ class PydanticAIAdapter(Adapter):
             return result
         finally:
             self.leave(entered, failed)
+
+    # ------------------------------------------------------------ handing the call on
+
+    async def _on_time(self, hook: str, since: float, call: Any) -> None:
+        """A wrapper handed on the call it was handed at ``since``: later than ``hook``'s
+        deadline is a late answer, a ``timeout`` (audited), and the call is denied here
+        (``ToolFailed``, the tool does not run). A tolerated failure hands it on."""
+        limit = current_config().timeout_for(hook)
+        held = perf_counter() - since
+        if not limit or held <= limit:
+            return
+        tool, call_id = getattr(call, "tool_name", None), getattr(call, "tool_call_id", None)
+        tool = tool if isinstance(tool, str) else None
+        call_id = call_id if isinstance(call_id, str) and call_id else None
+        outcome = Outcome(hook=hook, failure=Failure.TIMEOUT, elapsed_ms=held * 1000.0)
+        decision = await self.adecide_stage(tool, [outcome], call_id=call_id)
+        if decision.denied:
+            self.granted(decision, tool, call_id, None)  # a grant of the call goes
+            raise self._failed_type(decision.reason or failure_reason(hook, Failure.TIMEOUT))
+
+    def _watched(self, build: Any, bound: dict, handler: str, hook: str, call: Any) -> Any:
+        """One link of a ``wrap_tool_execute`` chain, built by upstream's ``build`` with an
+        inner handler that checks the link handed the call on in time; the link's clock
+        starts when it is called (and again after each hand-on returned)."""
+        held = [0.0]
+        inner = bound[handler]
+        adapter = self
+
+        async def handed_on(*args: Any, **kwargs: Any) -> Any:
+            await adapter._on_time(hook, held[0], call)
+            try:
+                return await inner(*args, **kwargs)
+            finally:
+                held[0] = perf_counter()
+
+        link = build(**dict(bound, **{handler: handed_on}))
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            held[0] = perf_counter()
+            return await link(*args, **kwargs)
+
+        return timed
+
+    def _hooks_link(self, build: Any, args: tuple, kwargs: dict) -> Any:
+        """``hooks._make_wrap_link(entry, hook_name, ctx, static_kwargs, inner_handler,
+        handler_arg)``: a ``wrap_tool_execute`` entry's link is watched, the hook id its
+        function's (as a ``before_tool_execute`` hook's)."""
+        if (args[1] if len(args) > 1 else kwargs.get("hook_name")) != WRAP:
+            return build(*args, **kwargs)  # another hook's chain (wrap_model_request, ...)
+        bound = dict(zip(_WRAP_LINK_PARAMS, args), **kwargs)
+        static = bound.get("static_kwargs")
+        if len(bound) != len(_WRAP_LINK_PARAMS) or type(static) is not dict:
+            return build(*args, **kwargs)
+        return self._watched(build, bound, "inner_handler", self._entry_id(bound["entry"]), static.get("call"))
+
+    def _capability_link(self, build: Any, args: tuple, kwargs: dict) -> Any:
+        """``combined._make_tool_execute_wrap(cap, ctx, call, tool_def, inner)``: the link of
+        a capability whose own ``wrap_tool_execute`` is the user's is watched."""
+        capability = args[0] if args else kwargs.get("cap")
+        hook = self._wrap_ids.get(type(capability))  # known for every class but a plain WrapperCapability
+        if hook is None:
+            hook = self._wrap_id(capability)
+        if not hook:
+            return build(*args, **kwargs)
+        bound = dict(zip(_CAP_WRAP_PARAMS, args), **kwargs)
+        if len(bound) != len(_CAP_WRAP_PARAMS):
+            return build(*args, **kwargs)
+        return self._watched(build, bound, "inner", hook, bound.get("call"))
+
+    def _wrap_id(self, capability: Any) -> str:
+        """The hook id of a capability's own ``wrap_tool_execute``:
+        ``pydantic-ai:<module>.<class qualname>.wrap_tool_execute``; "" for pydantic-ai's own
+        (a ``Hooks`` capability's entries are links of their own, a nested
+        ``CombinedCapability``'s capabilities too; a plain ``WrapperCapability`` is the
+        capability it wraps)."""
+        for _ in range(16):
+            cls = type(capability)
+            known = self._wrap_ids.get(cls)
+            if known is not None:
+                return known
+            owner = next((c for c in cls.__mro__ if WRAP in vars(c)), object)
+            if owner is self._wrapper_cap and getattr(capability, "wrapped", None) is not None:
+                capability = capability.wrapped
+                continue
+            module = getattr(owner, "__module__", None)
+            own = not (type(module) is str and (module == "pydantic_ai" or module.startswith("pydantic_ai.")))
+            found = self.hook_id(f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', '?')}.{WRAP}") if own else ""
+            if len(self._wrap_ids) > 1024:
+                self._wrap_ids.clear()
+            self._wrap_ids[cls] = found
+            return found
+        return ""
+
+    def _holder(self, cls: type) -> None:
+        """A user's ``WrapperToolset`` subclass with its own ``call_tool``: it hands the call
+        on (to the toolset it wraps, through ``super()`` or ``self.wrapped``) within its
+        deadline, checked where the call arrives next (another such wrapper, or the toolset
+        that runs the tool). pydantic-ai's own wrappers are not watched."""
+        value = vars(cls).get("call_tool")
+        module = getattr(cls, "__module__", None)
+        if cls in self._holders or value is None or not callable(value) or getattr(value, "__isabstractmethod__", False):
+            return
+        if type(module) is not str or module == "pydantic_ai" or module.startswith("pydantic_ai."):
+            return
+        hook = self.hook_id(f"{module}.{cls.__qualname__}.call_tool")
+        adapter = self
+
+        def call_tool(wrapped, instance, args, kwargs):
+            return adapter._holding(wrapped, args, kwargs, hook)
+
+        self.wrap(cls, "call_tool", call_tool)
+        self._holders.add(cls)
+
+    async def _holding(self, wrapped: Any, args: tuple, kwargs: dict, hook: str) -> Any:
+        dispatch = _DISPATCH.get()
+        if dispatch is None:  # not a tool manager's dispatch (the boundary judges it at the leaf)
+            return await wrapped(*args, **kwargs)
+        outer = dispatch.held
+        if outer is not None:  # the wrapper outside this one handed the call on: in time?
+            await self._on_time(outer[0], outer[1], dispatch.call)
+        dispatch.held = (hook, perf_counter())
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:  # the call is back with the wrapper outside: its clock starts again
+            dispatch.held = None if outer is None else (outer[0], perf_counter())
 
     # ------------------------------------------------------------ ApprovalRequiredToolset
 

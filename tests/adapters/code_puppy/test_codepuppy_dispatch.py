@@ -395,9 +395,18 @@ def test_observer_role_is_never_deciding(cb, rig, run):
 # ---------------------------------------------------------------- humans on a TTY
 
 
+async def _prompting_guard(*args, **kwargs):
+    """A guard that asks the user through code-puppy's approval prompt (only a callback that
+    asks a person waits for one without the default deadline); the person takes 0.6 s."""
+    from code_puppy.tools.common import get_user_approval_async
+
+    await asyncio.sleep(0.6)  # past the 0.3 s default deadline: a human answering
+    if False:  # pragma: no cover - names the prompt, as the core-plugins guards do
+        await get_user_approval_async("title", "content")
+
+
 def test_tty_call_gets_no_default_deadline(cb, rig, run, tty):
-    async def guard(*args, **kwargs):
-        await asyncio.sleep(0.6)  # past the 0.3 s default deadline: a human answering
+    guard = _prompting_guard
 
     cb.register_callback("run_shell_command", guard)
     tty()
@@ -415,8 +424,7 @@ def test_non_tty_call_gets_the_default_deadline(cb, rig, run):
 
 
 def test_tty_call_keeps_a_per_hook_deadline(cb, rig, run, tty):
-    async def guard(*args, **kwargs):
-        await asyncio.sleep(0.6)
+    guard = _prompting_guard
 
     hook = hook_of(guard)
     rig.config(f'[hooks."{hook}"]\ntimeout = 0.2\n', timeout=0)
@@ -429,13 +437,26 @@ def test_tty_call_keeps_a_per_hook_deadline(cb, rig, run, tty):
 def test_approval_backend_counts_as_interactive(cb, rig, run, monkeypatch):
     from code_puppy.tools import common
 
-    async def guard(*args, **kwargs):
-        await asyncio.sleep(0.6)
+    guard = _prompting_guard
 
     cb.register_callback("run_shell_command", guard)
     monkeypatch.setattr(common, "get_approval_backend", lambda: object())
     assert shell(cb, run) == [None]
     assert rig.last()["failure"] is None
+
+
+def test_approval_backend_keeps_the_deadline_of_a_guard_that_asks_nobody(cb, rig, run, monkeypatch):
+    """The deny twin: an approval backend answers prompts; a guard that asks none and
+    hangs is a timeout."""
+    from code_puppy.tools import common
+
+    async def guard(*args, **kwargs):
+        await asyncio.sleep(0.6)
+
+    cb.register_callback("run_shell_command", guard)
+    monkeypatch.setattr(common, "get_approval_backend", lambda: object())
+    assert blocked(shell(cb, run))
+    assert rig.last()["failure"] == "timeout"
 
 
 # ---------------------------------------------------------------- a handled call (tool_result)

@@ -78,6 +78,7 @@ def realtime_call(rig, *guardrails, command="harmless", needs_approval=False, ru
         return None
 
     raised = asyncio.run(go())
+    realtime_call.asked = list(session._pending_tool_calls)  # calls left to a human's approval
     outputs = [getattr(e, "output", None) for e in model.sent if type(e).__name__ == "RealtimeModelSendToolOutput"]
     return (outputs[-1] if outputs else None), raised
 
@@ -164,3 +165,88 @@ def test_an_allowing_pre_approval_guardrail_leaves_the_call_to_the_approval(rig)
     """Allow twin: the call waits for a human (no output, the tool has not run)."""
     told, raised = realtime_call(rig, allows, needs_approval=True, run_config=PRE)
     assert raised is None and told is None and rig.tool.runs() == []
+
+
+# ---------------------------------------------------------------- a realtime needs_approval
+
+
+def approval_raises(ctx, params, call_id):
+    raise KeyError(SECRET)
+
+
+async def approval_hangs(ctx, params, call_id):
+    await asyncio.sleep(30)
+
+
+def approval_junk(ctx, params, call_id):
+    return "yes"
+
+
+def approval_asks(ctx, params, call_id):
+    return True
+
+
+def approval_lets_through(ctx, params, call_id):
+    return False
+
+
+@pytest.mark.parametrize("fn, failure", [(approval_raises, "raised"), (approval_hangs, "timeout"), (approval_junk, "invalid")])
+@pytest.mark.parametrize("guardrails", [(), (allows,)], ids=["no-guardrail", "guardrail"])
+def test_a_failing_realtime_needs_approval_denies_without_asking(rig, fn, failure, guardrails):
+    """Upstream a raising needs_approval ends the tool call; under failsecure it is the
+    call's deny, audited as the failure, told to the model, and nobody is asked (the human
+    would not be told the check failed)."""
+    told, raised = realtime_call(rig, *guardrails, needs_approval=fn)
+    assert realtime_call.asked == []
+    denied(rig, told, raised, fn, failure)
+
+
+def test_a_failing_realtime_needs_approval_denies_before_pre_approval_guardrails(rig):
+    told, raised = realtime_call(rig, allows, needs_approval=approval_raises, run_config=PRE)
+    assert realtime_call.asked == []
+    denied(rig, told, raised, approval_raises, "raised")
+
+
+def test_a_realtime_needs_approval_that_asks_leaves_the_call_to_a_human(rig):
+    """Allow twin (the approval): the call waits for a human, the tool has not run."""
+    told, raised = realtime_call(rig, needs_approval=approval_asks)
+    assert raised is None and told is None and rig.tool.runs() == []
+    assert realtime_call.asked == ["call_rt1"]
+
+
+@pytest.mark.parametrize("guardrails", [(), (allows,)], ids=["no-guardrail", "guardrail"])
+def test_a_realtime_needs_approval_that_lets_through_runs_the_tool(rig, guardrails):
+    """Allow twin (no approval needed): the tool runs with the model's arguments."""
+    told, raised = realtime_call(rig, *guardrails, needs_approval=approval_lets_through)
+    assert raised is None and told == "ran" and realtime_call.asked == []
+    assert rig.tool.runs() == [{"command": "harmless"}]
+
+
+class _Forbids:
+    @failsecure.hookimpl
+    def failsecure_pre_tool_call(self, call):
+        from failsecure.verdict import Action, Verdict
+
+        if "forbidden" in str((call.arguments or {}).get("command")):
+            return Verdict(action=Action.DENY, reason="plugin: forbidden")
+        return Verdict(action=Action.ALLOW)
+
+
+@pytest.fixture
+def forbids():
+    from failsecure import plugins
+
+    p = _Forbids()
+    plugins.register(p, name="oa-test-realtime-policy")
+    yield p
+    plugins.unregister(p)
+
+
+@pytest.mark.parametrize("command, asked", [("forbidden", []), ("harmless", ["call_rt1"])])
+def test_a_plugin_gate_deny_of_a_realtime_approval_is_not_put_to_a_human(rig, forbids, command, asked):
+    """A plugin gate that denies the call a realtime needs_approval would ask about: the
+    call is rejected with the gate's reason, nobody is asked; its twin (the gate allows) is
+    left to the approval."""
+    told, raised = realtime_call(rig, command=command, needs_approval=approval_asks)
+    assert raised is None and realtime_call.asked == asked and rig.tool.runs() == []
+    assert told == ("plugin: forbidden" if command == "forbidden" else None)
