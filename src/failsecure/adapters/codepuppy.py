@@ -385,7 +385,7 @@ class CodePuppyAdapter(Adapter):
             phase = args[0] if args else None
             if phase not in GATING:
                 return wrapped(*args, **kwargs)
-            return adapter._gate_async(phase, args[1:], kwargs)
+            return adapter._agate(phase, args[1:], kwargs)
 
         def sync_loop(wrapped, instance, args, kwargs):
             phase = args[0] if args else None
@@ -393,7 +393,7 @@ class CodePuppyAdapter(Adapter):
                 return wrapped(*args, **kwargs)
             kwargs = dict(kwargs)
             kwargs.pop("raise_on_error", None)
-            return adapter._gate_sync(phase, args[1:], kwargs)
+            return adapter._gate(phase, args[1:], kwargs)
 
         self.wrap(callbacks, "_trigger_callbacks", async_loop)
         self.wrap(callbacks, "_trigger_callbacks_sync", sync_loop)
@@ -662,7 +662,7 @@ class CodePuppyAdapter(Adapter):
     def _extra(self) -> list[Outcome]:
         return [self._missing_pre_tool()] if self._pretool_missing else []
 
-    async def _gate_async(self, phase: str, args: tuple, kwargs: dict) -> list:
+    async def _agate(self, phase: str, args: tuple, kwargs: dict) -> list:
         """One dispatch of a gating phase from upstream's async loop."""
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
@@ -745,7 +745,7 @@ class CodePuppyAdapter(Adapter):
         blocks = [r for r in again if isinstance(r, dict) and r.get("blocked")]
         return blocks or results
 
-    def _gate_sync(self, phase: str, args: tuple, kwargs: dict) -> list:
+    def _gate(self, phase: str, args: tuple, kwargs: dict) -> list:
         """One dispatch of a gating phase from upstream's sync loop (``on_file_permission``)."""
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
@@ -816,7 +816,7 @@ class CodePuppyAdapter(Adapter):
             return _blocked(failure_reason(outcome.hook, outcome.failure or Failure.MISSING))
         verdict = outcome.verdict
         if verdict.action is Action.ASK:  # code-puppy's hooks cannot ask: the core's deny reason
-            return _blocked(decision.reason or f"failsecure: hook '{outcome.hook}' denied the call")
+            return _blocked(decision.deny_text)
         data = verdict.data
         if isinstance(data, dict) and data.get("blocked") is True:
             return dict(data)  # the callback's own block, its own message

@@ -744,11 +744,10 @@ class OpenAIAgentsAdapter(Adapter):
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=arguments)
             if decision.action is Action.DENY:
                 if outcomes and outcomes[0].failure is not None:
-                    reason = decision.reason or failure_reason(hook_id or self.name, outcomes[0].failure)
-                    if self._deny_at_tool(tool, call_id, reason):
+                    if self._deny_at_tool(tool, call_id, decision.deny_text):
                         return False
                 elif named is None:  # a plugin gate or ``required`` denied a non-function call
-                    self._deny_at_tool(None, call_id, decision.reason or f"failsecure: {self.name} denied the call")
+                    self._deny_at_tool(None, call_id, decision.deny_text)
             return self._ask_rendered(decision, hook_id, tool)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
