@@ -189,3 +189,40 @@ def test_the_oracle_reads_a_bom_as_each_host_does():
     assert host_verdict("gemini", b"", answer(DENY["gemini"]), 0) == BLOCK
     assert host_verdict("gemini", b"", b"checking\n", 0) == RUN  # twin
     assert host_verdict("codex", BOM + answer(DENY["codex"]), b"", 0) == RUN
+
+
+# ---------------------------------------------------------------- Gemini's stderr answer past the runner's stderr cap
+# Gemini reads ALL of stderr (`stderr += data` until close) where the runner kept only
+# the first STDERR_CAP (64 KiB) bytes: a JSON deny on stderr past that was judged on
+# the cut text (blank, or a half object: no answer), audited abstain, and passed on cut,
+# so Gemini saw no deny and the tool ran where the bare hook is blocked.
+
+BIG = 70 * 1024
+
+
+@pytest.mark.parametrize("shape", ["padded", "long-reason"])
+def test_gemini_a_deny_on_stderr_past_the_stderr_cap_is_its_deny(runner, shape):
+    if shape == "padded":
+        stderr, reason = b" " * BIG + answer(DENY["gemini"]), "not today"
+    else:
+        stderr, reason = answer({"decision": "deny", "reason": "not today " + "x" * BIG}), None
+    (out, err, code), audited = runner("gemini", b"", stderr)
+    assert audited == ("deny", None) and code == 2
+    assert b"not today" in out and b"not today" in err
+    if reason is not None:
+        assert (out, err, code) == deny_of("gemini", reason)
+
+
+@pytest.mark.parametrize("shape", ["padded", "long-reason"])
+def test_gemini_an_allow_on_stderr_past_the_stderr_cap_is_passed_on_whole_twin(runner, shape):
+    if shape == "padded":
+        stderr = b" " * BIG + answer(ALLOW["gemini"])
+    else:
+        stderr = answer({"decision": "allow", "systemMessage": "x" * BIG})
+    assert runner("gemini", b"", stderr) == ((b"", stderr, 0), ("allow", None))
+
+
+def test_gemini_plain_text_past_the_stderr_cap_leaves_no_opinion_twin(runner):
+    stderr = b"log line\n" * (BIG // 9)
+    (out, err, code), audited = runner("gemini", b"", stderr)
+    assert (out, code, audited) == (b"", 0, ("abstain", None)) and stderr.startswith(err)
