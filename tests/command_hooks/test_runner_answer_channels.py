@@ -226,3 +226,17 @@ def test_gemini_plain_text_past_the_stderr_cap_leaves_no_opinion_twin(runner):
     stderr = b"log line\n" * (BIG // 9)
     (out, err, code), audited = runner("gemini", b"", stderr)
     assert (out, code, audited) == (b"", 0, ("abstain", None)) and stderr.startswith(err)
+
+
+def test_gemini_a_stderr_answer_past_what_the_runner_reads_is_invalid(runner):
+    # past the 1 MiB kept (an answer's size on stdout): what Gemini would read there is
+    # unknown to the runner, so a stderr that could open a JSON answer is invalid
+    wanted = deny_of("gemini", "failsecure: hook 'command:guard' failed closed (invalid)")
+    for stderr in (b" " * (1 << 20) + answer(DENY["gemini"]), answer({"decision": "deny", "reason": "x" * (1 << 20)})):
+        assert runner("gemini", b"", stderr) == (wanted, ("deny", "invalid"))
+
+
+def test_gemini_plain_text_past_what_the_runner_reads_leaves_no_opinion_twin(runner):
+    stderr = b"log line\n" * ((1 << 20) // 9 + 10)
+    (out, err, code), audited = runner("gemini", b"", stderr)
+    assert (out, code, audited) == (b"", 0, ("abstain", None)) and len(err) == 1 << 20 and stderr.startswith(err)

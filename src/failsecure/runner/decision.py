@@ -293,7 +293,8 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     if not argv:
         return call.failed(MISSING)
 
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment())
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment(),
+                             proto.stderr_cap or process.STDERR_CAP)
     category = _process_category(result)
     elapsed = result.elapsed_ms
     if category is not None:
@@ -302,7 +303,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
         reason = result.stderr.decode("utf-8", "replace")
         return call.decide(Outcome(hid, _own_deny(hid, reason), elapsed_ms=elapsed))
     try:
-        action, reason = proto.judge_exit0(result.stdout, result.stderr, event)
+        action, reason = proto.judge_exit0(result.stdout, result.stderr, event, result.stderr_cut)
     except (Invalid, ValueError):
         return call.failed(INVALID, elapsed)
     if action == DENY:

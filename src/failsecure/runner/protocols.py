@@ -133,6 +133,9 @@ class Protocol:
     # test_answer_*.py): Claude Code 2.1.332 and Gemini CLI 0.61.0 read a deny after a
     # byte-order mark; Codex CLI 0.169.0 does not (the tool runs: the answer is lost).
     trims = False
+    # bytes of an exit-0 hook's stderr the runner keeps; None: the runner's default
+    # (process.STDERR_CAP, a reason only). More where the host reads an answer there.
+    stderr_cap: "int | None" = None
 
     def judge(self, stdout, event):
         """Classify an exit-0 answer of a gating hook -> (action, reason).
@@ -157,8 +160,9 @@ class Protocol:
                 return trimmed
         return text
 
-    def judge_exit0(self, stdout, stderr, event):
-        """judge() on what the host reads of an exit-0 hook's output (bytes)."""
+    def judge_exit0(self, stdout, stderr, event, stderr_cut=False):
+        """judge() on what the host reads of an exit-0 hook's output (bytes).
+        `stderr_cut`: stderr went past ``stderr_cap``, only its start is in `stderr`."""
         return self.judge(self.answer_text(stdout), event)
 
 
@@ -307,8 +311,11 @@ class GeminiProtocol(JsonProtocol):
     specific_keys = frozenset({"hookEventName", "tool_input", "additionalContext"})
     event_required = False
     trims = True  # `stdout.trim()` before JSON.parse (0.61.0, HookRunner.executeCommandHook; measured)
+    # Gemini reads ALL of stderr (`stderr += data` to the end): an answer there is kept
+    # up to the size an answer on stdout may have (process.STDOUT_CAP, 1 MiB)
+    stderr_cap = 1024 * 1024
 
-    def judge_exit0(self, stdout, stderr, event):
+    def judge_exit0(self, stdout, stderr, event, stderr_cut=False):
         # Gemini CLI 0.61.0 (HookRunner.executeCommandHook) parses `stdout.trim() ||
         # stderr.trim()`: with nothing on stdout, a JSON object on stderr IS the hook's
         # answer (a deny there blocks the tool), so it is judged as one. Plain text on
@@ -316,6 +323,10 @@ class GeminiProtocol(JsonProtocol):
         # empty answer (the default decision is allow either way).
         text = self.answer_text(stdout)
         if not text.strip(_JSON_WS):
+            if stderr_cut and _may_open_an_answer(stderr):
+                # Gemini parses the whole stderr, the runner has only its start: an
+                # answer there (a deny, say) is one the runner cannot read -> invalid
+                raise Invalid(why="stderr answer past the cap")
             answer = _gemini_stderr_answer(stderr)
             if answer is not None:
                 return self.judge(answer, event)
@@ -337,6 +348,14 @@ class GeminiProtocol(JsonProtocol):
         if decision == "allow":
             return ALLOW, None
         return ABSTAIN, None
+
+
+def _may_open_an_answer(stderr):
+    """True when the start of stderr, as Gemini trims it, could begin the JSON object
+    (or the JSON string holding one) it would read: blank, `{` or `"`. Anything else
+    makes the whole text plain (JSON.parse fails on its first character)."""
+    text = stderr.decode("utf-8", "replace").lstrip(_JS_WS)
+    return not text or text[0] in "{\""
 
 
 def _gemini_stderr_answer(stderr):
