@@ -240,3 +240,34 @@ def test_gemini_plain_text_past_what_the_runner_reads_leaves_no_opinion_twin(run
     stderr = b"log line\n" * ((1 << 20) // 9 + 10)
     (out, err, code), audited = runner("gemini", b"", stderr)
     assert (out, code, audited) == (b"", 0, ("abstain", None)) and len(err) == 1 << 20 and stderr.startswith(err)
+
+
+# ---------------------------------------------------------------- Gemini parses a JSON string on stdout once more
+# HookRunner.executeCommandHook: `parsed = JSON.parse(text); if (typeof parsed ===
+# "string") parsed = JSON.parse(parsed)` -- for stdout as for stderr. The runner did it
+# on stderr only: a wrapped allow on stdout was a false deny, a wrapped deny audited
+# invalid instead of the hook's deny.
+
+
+def test_gemini_a_json_string_holding_a_deny_on_stdout_is_its_deny(runner):
+    stdout = json.dumps(json.dumps(DENY["gemini"])).encode() + b"\n"
+    assert runner("gemini", stdout) == (deny_of("gemini", "not today"), ("deny", None))
+
+
+def test_gemini_a_json_string_holding_an_allow_on_stdout_is_passed_on_twin(runner):
+    stdout = BOM + json.dumps(json.dumps(ALLOW["gemini"])).encode() + b"\n"
+    assert runner("gemini", stdout) == ((stdout, b"", 0), ("allow", None))
+
+
+@pytest.mark.parametrize("stdout", [b'"just text"\n', b'"\\"{}\\""\n', b'"{\\"decision\\": \\"Deny\\"}"\n', b'"{\\"a\\":1,\\"a\\":2}"'],
+                         ids=["text", "twice-wrapped", "unknown-decision", "twice-a-key"])
+def test_gemini_a_json_string_on_stdout_holding_no_valid_answer_is_invalid(runner, stdout):
+    wanted = deny_of("gemini", "failsecure: hook 'command:guard' failed closed (invalid)")
+    assert runner("gemini", stdout) == (wanted, ("deny", "invalid"))
+
+
+@pytest.mark.parametrize("protocol", ["claude", "codex"])
+def test_hosts_that_parse_once_find_no_answer_in_a_json_string(runner, protocol):
+    # Claude Code treats stdout not starting with `{` as plain text, Codex rejects it
+    wanted = deny_of(protocol, "failsecure: hook 'command:guard' failed closed (invalid)")
+    assert runner(protocol, json.dumps(json.dumps(ALLOW[protocol])).encode()) == (wanted, ("deny", "invalid"))
