@@ -330,7 +330,7 @@ class GeminiProtocol(JsonProtocol):
             answer = _gemini_stderr_answer(stderr)
             if answer is not None:
                 return self.judge(answer, event)
-        return self.judge(text, event)
+        return self.judge(_gemini_unwrap(text), event)
 
     def deny(self, reason, event):
         answer = _dumps({"decision": "deny", "reason": reason})
@@ -348,6 +348,19 @@ class GeminiProtocol(JsonProtocol):
         if decision == "allow":
             return ALLOW, None
         return ABSTAIN, None
+
+
+def _gemini_unwrap(text):
+    """The answer text Gemini CLI parses out of `text`: a JSON string is parsed once
+    more (`if (typeof parsed === "string") parsed = JSON.parse(parsed)`, stdout and
+    stderr alike), so its contents are the answer; anything else is as it is."""
+    if not text.lstrip(_JSON_WS).startswith('"'):
+        return text
+    try:
+        value = _loads(text)
+    except ValueError:
+        return text  # not JSON: judged (invalid) as it is
+    return value if isinstance(value, str) else text
 
 
 def _may_open_an_answer(stderr):
