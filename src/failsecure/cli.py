@@ -160,7 +160,7 @@ def _doctor(args) -> int:
         "codex_hooks_off": _codex_hooks_off(),
     }
     failed = bool(config.error) or bool(plugins.load_failures) or any(
-        h["bare"] or h.get("disable_all_hooks") or h.get("shell_prefix") or h.get("hooks_switched_off")
+        h["bare"] or h.get("disable_all_hooks") or h.get("shell_prefix") or h.get("hooks_switched_off") or h.get("loader_env")
         for h in report["hosts"]) or any(
         not t.get("trusted") for t in report["codex_hook_trust"]) or bool(report["codex_hooks_off"]) or any(
         (r.get("state") == "refused" and r.get("version") is not None)
@@ -238,6 +238,12 @@ def _doctor(args) -> int:
             lines.append(f"WARNING: host {h['host']} {h['path']}: its \"env\" sets \"CLAUDE_CODE_SHELL_PREFIX\": Claude Code "
                          "launches every shell-form hook through that program, which decides whether the wrapped guard runs "
                          "(a repository can ship this in .claude/settings.json; exec-form hooks are not launched through it)")
+        if h.get("loader_env"):
+            names = ", ".join('"%s"' % name for name in h["loader_env"])
+            lines.append(f"WARNING: host {h['host']} {h['path']}: its \"env\" sets {names}: Claude Code passes it to every "
+                         "hook, and the dynamic loader runs that library in the guard's /bin/sh before the runner starts, "
+                         "which can skip the wrapped guard, exec form included (a repository can ship this in "
+                         ".claude/settings.json)")
     lines += _codex_hook_trust_lines(report["codex_hook_trust"])
     for row in report["codex_hooks_off"]:
         lines.append(f"WARNING: codex config {row['path']}: [features] {row['key']} = false: Codex runs no hook, the wrapped "
@@ -346,6 +352,13 @@ HOST_SETTINGS = {
 }
 
 
+# environment variables through which the dynamic loader runs a settings file's code in
+# every program a hook starts, /bin/sh of the prelude first (tests/command_hooks/
+# claude_code/test_project_preload.py): `hook install` pins them empty for Gemini CLI
+# (the hook's own env); a Claude Code command hook has no such key
+_LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH")
+
+
 def _host_settings() -> list[dict]:
     """The command-hook hosts' settings files in their usual places, with how many
     PreToolUse hooks run under the runner and how many are bare."""
@@ -380,6 +393,12 @@ def _host_settings() -> list[dict]:
                 env = document.get("env") if host == "claude" else None
                 if isinstance(env, dict) and env.get("CLAUDE_CODE_SHELL_PREFIX"):
                     row["shell_prefix"] = True  # shell-form hooks launched through it (its value never printed)
+                loaders = [name for name in _LOADER_VARIABLES
+                           if isinstance(env, dict) and env.get(name) and not raw.startswith("~")]  # the user's own: trusted
+                if loaders:
+                    # Claude Code passes a settings file's env to every hook it starts, and the
+                    # dynamic loader acts on /bin/sh before the prelude runs (exec form too)
+                    row["loader_env"] = loaders  # names only, never the values
             except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
                 row["error"] = str(exc)[:200] if type(exc).__name__ == "InstallError" else type_name(exc)
             rows.append(row)

@@ -529,6 +529,11 @@ def test_doctor_flags_a_projects_loader_variable(tmp_path, variable):
     (project / ".claude" / "settings.json").write_text(json.dumps({"env": {variable: ""}}))  # twin: pinned empty
     out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
     assert variable not in out.stdout and out.returncode == 0, out.stdout
+    document = json.loads(user.read_text())
+    document["env"] = {variable: "/opt/mine"}  # twin: the user's own settings are trusted
+    user.write_text(json.dumps(document))
+    out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
+    assert variable not in out.stdout and out.returncode == 0, out.stdout
 
 
 @pytest.mark.parametrize("switch", [{"enabled": False}, {"disabled": ["guard"]}], ids=["all-off", "by-name"])
