@@ -274,6 +274,8 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
             call.call_id = value if isinstance(value, str) else None
     event = call.event
     gating = event is None or event.lower() in proto.gating_events
+    if argv and payload_ok:
+        argv = proto.hook_argv(argv, payload)  # as the host would run it (Gemini expands $GEMINI_PROJECT_DIR, ...)
 
     if config_error is not None:
         if gating:

@@ -160,6 +160,11 @@ class Protocol:
                 return trimmed
         return text
 
+    def hook_argv(self, argv, payload):
+        """The argv the hook runs as under this host (`payload`: the host's input, a dict
+        or None): as given, except where the host rewrites the command text itself."""
+        return argv
+
     def judge_exit0(self, stdout, stderr, event, stderr_cut=False):
         """judge() on what the host reads of an exit-0 hook's output (bytes).
         `stderr_cut`: stderr went past ``stderr_cap``, only its start is in `stderr`."""
@@ -315,6 +320,15 @@ class GeminiProtocol(JsonProtocol):
     # up to the size an answer on stdout may have (process.STDOUT_CAP, 1 MiB)
     stderr_cap = 1024 * 1024
 
+    def hook_argv(self, argv, payload):
+        # Gemini CLI 0.61.0 (HookRunner.expandCommand) replaces $GEMINI_PROJECT_DIR, ...
+        # in the command text by shell-quoted words before its shell runs it; the
+        # prelude keeps them out of Gemini's reach (settings.GEMINI_EXPANDED), so the
+        # original `<shell> -c <command>` gets the same replacement here
+        if len(argv) == 3 and argv[1] == "-c" and "$" in argv[2]:
+            return [argv[0], "-c", gemini_expand(argv[2], payload)]
+        return argv
+
     def judge_exit0(self, stdout, stderr, event, stderr_cut=False):
         # Gemini CLI 0.61.0 (HookRunner.executeCommandHook) parses `stdout.trim() ||
         # stderr.trim()`: with nothing on stdout, a JSON object on stderr IS the hook's
@@ -348,6 +362,40 @@ class GeminiProtocol(JsonProtocol):
         if decision == "allow":
             return ALLOW, None
         return ABSTAIN, None
+
+
+def _shell_quote(arg):
+    """Gemini CLI's escapeShellArg(arg, "bash"): "" for an empty arg, else shell-quote's
+    quote([arg]) (the bundled node_modules/shell-quote/quote.js, \\s as JavaScript's)."""
+    import re
+
+    if not arg:
+        return ""
+    space = "[%s]" % re.escape(_JS_WS + "\u2028\u2029\ufeff")
+    if re.search(r'["\\]|' + space, arg) and "'" not in arg:
+        return "'" + arg + "'"
+    if re.search("[\"']|" + space, arg):
+        return '"' + re.sub(r'(["\\$`!])', r"\\\1", arg) + '"'
+    return re.sub(r"([A-Za-z]:)?([#!\"$&'()*,:;<=>?@\[\\\]^`{|}])", lambda m: (m.group(1) or "") + "\\" + m.group(2), arg)
+
+
+def gemini_expand(command, payload):
+    """`command` as Gemini CLI 0.61.0's HookRunner.expandCommand leaves it: each
+    variable replaced, in its order, by the shell-quoted value (the cwd and session id
+    of the host's input, the plans folder Gemini puts in the hook's environment)."""
+    import os
+
+    payload = payload if isinstance(payload, dict) else {}
+
+    def value(key, env):
+        found = payload.get(key) if key else None
+        return found if isinstance(found, str) else os.environ.get(env, "")
+
+    cwd = _shell_quote(value("cwd", "GEMINI_PROJECT_DIR"))
+    for name, text in (("GEMINI_PROJECT_DIR", cwd), ("GEMINI_CWD", cwd), ("GEMINI_PLANS_DIR", _shell_quote(value(None, "GEMINI_PLANS_DIR"))),
+                       ("GEMINI_SESSION_ID", _shell_quote(value("session_id", "GEMINI_SESSION_ID"))), ("CLAUDE_PROJECT_DIR", cwd)):
+        command = command.replace("$" + name, text)
+    return command
 
 
 def _gemini_unwrap(text):
