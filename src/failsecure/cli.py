@@ -234,6 +234,11 @@ def _doctor(args) -> int:
                          "launches through the shell prefix a repository's settings `env` can set; run "
                          f"`failsecure hook install --host {h['host']} {h['path']}` again to rewrite them in exec form "
                          "(when the installed Claude Code supports it)")
+        if h.get("gemini_expanded"):
+            lines.append(f"NOTE: host {h['host']} {h['path']}: {h['gemini_expanded']} wrapped hook(s) whose launch line still "
+                         "carries $GEMINI_PROJECT_DIR (or another variable Gemini CLI replaces in the text), where a project "
+                         "folder's name can end the launch line; run "
+                         f"`failsecure hook install --host {h['host']} {h['path']}` again to rewrite them")
         if h.get("shell_prefix"):
             lines.append(f"WARNING: host {h['host']} {h['path']}: its \"env\" sets \"CLAUDE_CODE_SHELL_PREFIX\": Claude Code "
                          "launches every shell-form hook through that program, which decides whether the wrapped guard runs "
@@ -383,6 +388,10 @@ def _host_settings() -> list[dict]:
                         # launches it through a CLAUDE_CODE_SHELL_PREFIX any settings file (a
                         # repository's too) can set; a re-install writes exec form
                         row["shell_form"] = row.get("shell_form", 0) + 1
+                    if host == "gemini" and settings._is_wrapped(handler) and settings._gemini_unprotected(handler.get("command")):
+                        # written before the prelude protected what Gemini expands textually
+                        # ($GEMINI_PROJECT_DIR, ...): a project folder's name can end the prelude
+                        row["gemini_expanded"] = row.get("gemini_expanded", 0) + 1
                 if host == "claude" and document.get("disableAllHooks") is True:
                     row["disable_all_hooks"] = True  # Claude Code then runs no hook, wrapped guards included
                 switch = document.get("hooksConfig") if host == "gemini" else None

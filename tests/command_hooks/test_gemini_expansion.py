@@ -129,3 +129,17 @@ def test_the_runner_runs_the_expanded_command(tmp_path):
     guard.write_text("#!/bin/sh\ncat >/dev/null\nexit 0\n")  # twin
     proc = subprocess.run(line, input=json.dumps(payload).encode(), capture_output=True, env=clean_env(), timeout=30)
     assert (proc.returncode, proc.stdout) == (0, b"")
+
+
+def test_doctor_notes_an_earlier_install_until_a_reinstall(tmp_path):
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    path, _original = settings_file(home / ".gemini")
+    earlier_install(path)
+    env = dict(clean_env(), HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    doctor = [sys.executable, "-m", "failsecure", "doctor", "--no-self-test"]
+    out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
+    assert "1 wrapped hook(s) whose launch line still carries $GEMINI_PROJECT_DIR" in out.stdout, out.stdout
+    settings.wrap_settings(str(path), "gemini", environ=clean_env())  # twin: re-installed, no note
+    out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
+    assert "still carries" not in out.stdout, out.stdout
