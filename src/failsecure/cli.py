@@ -160,7 +160,7 @@ def _doctor(args) -> int:
         "codex_hooks_off": _codex_hooks_off(),
     }
     failed = bool(config.error) or bool(plugins.load_failures) or any(
-        h["bare"] or h.get("disable_all_hooks") or h.get("shell_prefix") or h.get("hooks_switched_off")
+        h["bare"] or h.get("disable_all_hooks") or h.get("shell_prefix") or h.get("hooks_switched_off") or h.get("loader_env")
         for h in report["hosts"]) or any(
         not t.get("trusted") for t in report["codex_hook_trust"]) or bool(report["codex_hooks_off"]) or any(
         (r.get("state") == "refused" and r.get("version") is not None)
@@ -234,10 +234,21 @@ def _doctor(args) -> int:
                          "launches through the shell prefix a repository's settings `env` can set; run "
                          f"`failsecure hook install --host {h['host']} {h['path']}` again to rewrite them in exec form "
                          "(when the installed Claude Code supports it)")
+        if h.get("gemini_expanded"):
+            lines.append(f"NOTE: host {h['host']} {h['path']}: {h['gemini_expanded']} wrapped hook(s) whose launch line still "
+                         "carries $GEMINI_PROJECT_DIR (or another variable Gemini CLI replaces in the text), where a project "
+                         "folder's name can end the launch line; run "
+                         f"`failsecure hook install --host {h['host']} {h['path']}` again to rewrite them")
         if h.get("shell_prefix"):
             lines.append(f"WARNING: host {h['host']} {h['path']}: its \"env\" sets \"CLAUDE_CODE_SHELL_PREFIX\": Claude Code "
                          "launches every shell-form hook through that program, which decides whether the wrapped guard runs "
                          "(a repository can ship this in .claude/settings.json; exec-form hooks are not launched through it)")
+        if h.get("loader_env"):
+            names = ", ".join('"%s"' % name for name in h["loader_env"])
+            lines.append(f"WARNING: host {h['host']} {h['path']}: its \"env\" sets {names}: Claude Code passes it to every "
+                         "hook, and the dynamic loader runs that library in the guard's /bin/sh before the runner starts, "
+                         "which can skip the wrapped guard, exec form included (a repository can ship this in "
+                         ".claude/settings.json)")
     lines += _codex_hook_trust_lines(report["codex_hook_trust"])
     for row in report["codex_hooks_off"]:
         lines.append(f"WARNING: codex config {row['path']}: [features] {row['key']} = false: Codex runs no hook, the wrapped "
@@ -346,6 +357,13 @@ HOST_SETTINGS = {
 }
 
 
+# environment variables through which the dynamic loader runs a settings file's code in
+# every program a hook starts, /bin/sh of the prelude first (tests/command_hooks/
+# claude_code/test_project_preload.py): `hook install` pins them empty for Gemini CLI
+# (the hook's own env); a Claude Code command hook has no such key
+_LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH")
+
+
 def _host_settings() -> list[dict]:
     """The command-hook hosts' settings files in their usual places, with how many
     PreToolUse hooks run under the runner and how many are bare."""
@@ -370,6 +388,10 @@ def _host_settings() -> list[dict]:
                         # launches it through a CLAUDE_CODE_SHELL_PREFIX any settings file (a
                         # repository's too) can set; a re-install writes exec form
                         row["shell_form"] = row.get("shell_form", 0) + 1
+                    if host == "gemini" and settings._is_wrapped(handler) and settings._gemini_unprotected(handler.get("command")):
+                        # written before the prelude protected what Gemini expands textually
+                        # ($GEMINI_PROJECT_DIR, ...): a project folder's name can end the prelude
+                        row["gemini_expanded"] = row.get("gemini_expanded", 0) + 1
                 if host == "claude" and document.get("disableAllHooks") is True:
                     row["disable_all_hooks"] = True  # Claude Code then runs no hook, wrapped guards included
                 switch = document.get("hooksConfig") if host == "gemini" else None
@@ -380,6 +402,12 @@ def _host_settings() -> list[dict]:
                 env = document.get("env") if host == "claude" else None
                 if isinstance(env, dict) and env.get("CLAUDE_CODE_SHELL_PREFIX"):
                     row["shell_prefix"] = True  # shell-form hooks launched through it (its value never printed)
+                loaders = [name for name in _LOADER_VARIABLES
+                           if isinstance(env, dict) and env.get(name) and not raw.startswith("~")]  # the user's own: trusted
+                if loaders:
+                    # Claude Code passes a settings file's env to every hook it starts, and the
+                    # dynamic loader acts on /bin/sh before the prelude runs (exec form too)
+                    row["loader_env"] = loaders  # names only, never the values
             except Exception as exc:  # noqa: BLE001 - the command's answer: the row names the type, the command goes on
                 row["error"] = str(exc)[:200] if type(exc).__name__ == "InstallError" else type_name(exc)
             rows.append(row)

@@ -155,6 +155,13 @@ def valid_answer(protocol, stdout):
         stdout = trimmed or stdout
     if not stdout.strip(_JSON_WS.encode()):
         return ABSTAIN
+    if protocol == "gemini" and stdout.lstrip(_JSON_WS.encode()).startswith(b'"'):
+        try:
+            inner = json.loads(stdout.decode("utf-8"))
+        except (ValueError, RecursionError):
+            inner = None
+        if isinstance(inner, str):  # Gemini parses a JSON string once more (0.61.0, measured)
+            stdout = inner.encode("utf-8", "surrogatepass")
     obj = strict_json(stdout)
     if obj is None:
         return None

@@ -189,3 +189,85 @@ def test_the_oracle_reads_a_bom_as_each_host_does():
     assert host_verdict("gemini", b"", answer(DENY["gemini"]), 0) == BLOCK
     assert host_verdict("gemini", b"", b"checking\n", 0) == RUN  # twin
     assert host_verdict("codex", BOM + answer(DENY["codex"]), b"", 0) == RUN
+
+
+# ---------------------------------------------------------------- Gemini's stderr answer past the runner's stderr cap
+# Gemini reads ALL of stderr (`stderr += data` until close) where the runner kept only
+# the first STDERR_CAP (64 KiB) bytes: a JSON deny on stderr past that was judged on
+# the cut text (blank, or a half object: no answer), audited abstain, and passed on cut,
+# so Gemini saw no deny and the tool ran where the bare hook is blocked.
+
+BIG = 70 * 1024
+
+
+@pytest.mark.parametrize("shape", ["padded", "long-reason"])
+def test_gemini_a_deny_on_stderr_past_the_stderr_cap_is_its_deny(runner, shape):
+    if shape == "padded":
+        stderr, reason = b" " * BIG + answer(DENY["gemini"]), "not today"
+    else:
+        stderr, reason = answer({"decision": "deny", "reason": "not today " + "x" * BIG}), None
+    (out, err, code), audited = runner("gemini", b"", stderr)
+    assert audited == ("deny", None) and code == 2
+    assert b"not today" in out and b"not today" in err
+    if reason is not None:
+        assert (out, err, code) == deny_of("gemini", reason)
+
+
+@pytest.mark.parametrize("shape", ["padded", "long-reason"])
+def test_gemini_an_allow_on_stderr_past_the_stderr_cap_is_passed_on_whole_twin(runner, shape):
+    if shape == "padded":
+        stderr = b" " * BIG + answer(ALLOW["gemini"])
+    else:
+        stderr = answer({"decision": "allow", "systemMessage": "x" * BIG})
+    assert runner("gemini", b"", stderr) == ((b"", stderr, 0), ("allow", None))
+
+
+def test_gemini_plain_text_past_the_stderr_cap_leaves_no_opinion_twin(runner):
+    stderr = b"log line\n" * (BIG // 9)
+    (out, err, code), audited = runner("gemini", b"", stderr)
+    assert (out, code, audited) == (b"", 0, ("abstain", None)) and stderr.startswith(err)
+
+
+def test_gemini_a_stderr_answer_past_what_the_runner_reads_is_invalid(runner):
+    # past the 1 MiB kept (an answer's size on stdout): what Gemini would read there is
+    # unknown to the runner, so a stderr that could open a JSON answer is invalid
+    wanted = deny_of("gemini", "failsecure: hook 'command:guard' failed closed (invalid)")
+    for stderr in (b" " * (1 << 20) + answer(DENY["gemini"]), answer({"decision": "deny", "reason": "x" * (1 << 20)})):
+        assert runner("gemini", b"", stderr) == (wanted, ("deny", "invalid"))
+
+
+def test_gemini_plain_text_past_what_the_runner_reads_leaves_no_opinion_twin(runner):
+    stderr = b"log line\n" * ((1 << 20) // 9 + 10)
+    (out, err, code), audited = runner("gemini", b"", stderr)
+    assert (out, code, audited) == (b"", 0, ("abstain", None)) and len(err) == 1 << 20 and stderr.startswith(err)
+
+
+# ---------------------------------------------------------------- Gemini parses a JSON string on stdout once more
+# HookRunner.executeCommandHook: `parsed = JSON.parse(text); if (typeof parsed ===
+# "string") parsed = JSON.parse(parsed)` -- for stdout as for stderr. The runner did it
+# on stderr only: a wrapped allow on stdout was a false deny, a wrapped deny audited
+# invalid instead of the hook's deny.
+
+
+def test_gemini_a_json_string_holding_a_deny_on_stdout_is_its_deny(runner):
+    stdout = json.dumps(json.dumps(DENY["gemini"])).encode() + b"\n"
+    assert runner("gemini", stdout) == (deny_of("gemini", "not today"), ("deny", None))
+
+
+def test_gemini_a_json_string_holding_an_allow_on_stdout_is_passed_on_twin(runner):
+    stdout = BOM + json.dumps(json.dumps(ALLOW["gemini"])).encode() + b"\n"
+    assert runner("gemini", stdout) == ((stdout, b"", 0), ("allow", None))
+
+
+@pytest.mark.parametrize("stdout", [b'"just text"\n', b'"\\"{}\\""\n', b'"{\\"decision\\": \\"Deny\\"}"\n', b'"{\\"a\\":1,\\"a\\":2}"'],
+                         ids=["text", "twice-wrapped", "unknown-decision", "twice-a-key"])
+def test_gemini_a_json_string_on_stdout_holding_no_valid_answer_is_invalid(runner, stdout):
+    wanted = deny_of("gemini", "failsecure: hook 'command:guard' failed closed (invalid)")
+    assert runner("gemini", stdout) == (wanted, ("deny", "invalid"))
+
+
+@pytest.mark.parametrize("protocol", ["claude", "codex"])
+def test_hosts_that_parse_once_find_no_answer_in_a_json_string(runner, protocol):
+    # Claude Code treats stdout not starting with `{` as plain text, Codex rejects it
+    wanted = deny_of(protocol, "failsecure: hook 'command:guard' failed closed (invalid)")
+    assert runner(protocol, json.dumps(json.dumps(ALLOW[protocol])).encode()) == (wanted, ("deny", "invalid"))

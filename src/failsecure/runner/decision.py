@@ -274,6 +274,8 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
             call.call_id = value if isinstance(value, str) else None
     event = call.event
     gating = event is None or event.lower() in proto.gating_events
+    if argv and payload_ok:
+        argv = proto.hook_argv(argv, payload)  # as the host would run it (Gemini expands $GEMINI_PROJECT_DIR, ...)
 
     if config_error is not None:
         if gating:
@@ -293,7 +295,8 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     if not argv:
         return call.failed(MISSING)
 
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment())
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment(),
+                             proto.stderr_cap or process.STDERR_CAP)
     category = _process_category(result)
     elapsed = result.elapsed_ms
     if category is not None:
@@ -302,7 +305,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
         reason = result.stderr.decode("utf-8", "replace")
         return call.decide(Outcome(hid, _own_deny(hid, reason), elapsed_ms=elapsed))
     try:
-        action, reason = proto.judge_exit0(result.stdout, result.stderr, event)
+        action, reason = proto.judge_exit0(result.stdout, result.stderr, event, result.stderr_cut)
     except (Invalid, ValueError):
         return call.failed(INVALID, elapsed)
     if action == DENY:

@@ -81,12 +81,13 @@ def read_payload(fd, deadline):
 
 
 class Result:
-    __slots__ = ("spawn_errno", "timed_out", "oversized", "status", "stdout", "stderr", "elapsed_ms")
+    __slots__ = ("spawn_errno", "timed_out", "oversized", "status", "stdout", "stderr", "stderr_cut", "elapsed_ms")
 
     def __init__(self):
         self.spawn_errno = None
         self.timed_out = False
         self.oversized = False
+        self.stderr_cut = False  # stderr went past the cap: what was kept is its start only
         self.status = None  # exit code, negative for a signal
         self.stdout = b""
         self.stderr = b""
@@ -178,13 +179,15 @@ def _unblock_signals(state):
     _signal.pthread_sigmask(_signal.SIG_UNBLOCK, state.signals)
 
 
-def execute(argv, payload, timeout, env=None):
+def execute(argv, payload, timeout, env=None, stderr_cap=STDERR_CAP):
     """Run argv with payload on stdin in a new session under a deadline -> Result.
 
     The one implementation of running a command hook: the runner's, and the command
     hooks code-puppy and hermes-agent run themselves (their adapters call this). A hook
     that answered and exited is judged by its answer even when a background process it
-    left keeps the pipes open (its group is killed, the pipes drained for DRAIN_GRACE)."""
+    left keeps the pipes open (its group is killed, the pipes drained for DRAIN_GRACE).
+    `stderr_cap`: bytes of stderr kept (the rest is drained and dropped, and
+    ``stderr_cut`` says so): more for a host that reads its answer there (Gemini CLI)."""
     import select
 
     result = Result()
@@ -298,7 +301,7 @@ def execute(argv, payload, timeout, env=None):
                         result.oversized = True
                         break
                     readers[fd].append(data)
-                elif sizes[fd] - len(data) < STDERR_CAP:
+                elif sizes[fd] - len(data) < stderr_cap:
                     readers[fd].append(data)
         if result.oversized:
             break
@@ -324,12 +327,13 @@ def execute(argv, payload, timeout, env=None):
         if fd == out_r:
             result.stdout = data
         else:
-            result.stderr = data[:STDERR_CAP]
+            result.stderr = data[:stderr_cap]
     if in_w >= 0:
         os.close(in_w)
     if pidfd >= 0:
         os.close(pidfd)
-    result.stderr = result.stderr[:STDERR_CAP]
+    result.stderr_cut = sizes[err_r] > stderr_cap
+    result.stderr = result.stderr[:stderr_cap]
     result.elapsed_ms = (time.monotonic() - start) * 1000.0
     return result
 

@@ -133,6 +133,9 @@ class Protocol:
     # test_answer_*.py): Claude Code 2.1.332 and Gemini CLI 0.61.0 read a deny after a
     # byte-order mark; Codex CLI 0.169.0 does not (the tool runs: the answer is lost).
     trims = False
+    # bytes of an exit-0 hook's stderr the runner keeps; None: the runner's default
+    # (process.STDERR_CAP, a reason only). More where the host reads an answer there.
+    stderr_cap: "int | None" = None
 
     def judge(self, stdout, event):
         """Classify an exit-0 answer of a gating hook -> (action, reason).
@@ -157,8 +160,14 @@ class Protocol:
                 return trimmed
         return text
 
-    def judge_exit0(self, stdout, stderr, event):
-        """judge() on what the host reads of an exit-0 hook's output (bytes)."""
+    def hook_argv(self, argv, payload):
+        """The argv the hook runs as under this host (`payload`: the host's input, a dict
+        or None): as given, except where the host rewrites the command text itself."""
+        return argv
+
+    def judge_exit0(self, stdout, stderr, event, stderr_cut=False):
+        """judge() on what the host reads of an exit-0 hook's output (bytes).
+        `stderr_cut`: stderr went past ``stderr_cap``, only its start is in `stderr`."""
         return self.judge(self.answer_text(stdout), event)
 
 
@@ -307,8 +316,20 @@ class GeminiProtocol(JsonProtocol):
     specific_keys = frozenset({"hookEventName", "tool_input", "additionalContext"})
     event_required = False
     trims = True  # `stdout.trim()` before JSON.parse (0.61.0, HookRunner.executeCommandHook; measured)
+    # Gemini reads ALL of stderr (`stderr += data` to the end): an answer there is kept
+    # up to the size an answer on stdout may have (process.STDOUT_CAP, 1 MiB)
+    stderr_cap = 1024 * 1024
 
-    def judge_exit0(self, stdout, stderr, event):
+    def hook_argv(self, argv, payload):
+        # Gemini CLI 0.61.0 (HookRunner.expandCommand) replaces $GEMINI_PROJECT_DIR, ...
+        # in the command text by shell-quoted words before its shell runs it; the
+        # prelude keeps them out of Gemini's reach (settings.GEMINI_EXPANDED), so the
+        # original `<shell> -c <command>` gets the same replacement here
+        if len(argv) == 3 and argv[1] == "-c" and "$" in argv[2]:
+            return [argv[0], "-c", gemini_expand(argv[2], payload)]
+        return argv
+
+    def judge_exit0(self, stdout, stderr, event, stderr_cut=False):
         # Gemini CLI 0.61.0 (HookRunner.executeCommandHook) parses `stdout.trim() ||
         # stderr.trim()`: with nothing on stdout, a JSON object on stderr IS the hook's
         # answer (a deny there blocks the tool), so it is judged as one. Plain text on
@@ -316,10 +337,14 @@ class GeminiProtocol(JsonProtocol):
         # empty answer (the default decision is allow either way).
         text = self.answer_text(stdout)
         if not text.strip(_JSON_WS):
+            if stderr_cut and _may_open_an_answer(stderr):
+                # Gemini parses the whole stderr, the runner has only its start: an
+                # answer there (a deny, say) is one the runner cannot read -> invalid
+                raise Invalid(why="stderr answer past the cap")
             answer = _gemini_stderr_answer(stderr)
             if answer is not None:
                 return self.judge(answer, event)
-        return self.judge(text, event)
+        return self.judge(_gemini_unwrap(text), event)
 
     def deny(self, reason, event):
         answer = _dumps({"decision": "deny", "reason": reason})
@@ -337,6 +362,61 @@ class GeminiProtocol(JsonProtocol):
         if decision == "allow":
             return ALLOW, None
         return ABSTAIN, None
+
+
+def _shell_quote(arg):
+    """Gemini CLI's escapeShellArg(arg, "bash"): "" for an empty arg, else shell-quote's
+    quote([arg]) (the bundled node_modules/shell-quote/quote.js, \\s as JavaScript's)."""
+    import re
+
+    if not arg:
+        return ""
+    space = "[%s]" % re.escape(_JS_WS + "\u2028\u2029\ufeff")
+    if re.search(r'["\\]|' + space, arg) and "'" not in arg:
+        return "'" + arg + "'"
+    if re.search("[\"']|" + space, arg):
+        return '"' + re.sub(r'(["\\$`!])', r"\\\1", arg) + '"'
+    return re.sub(r"([A-Za-z]:)?([#!\"$&'()*,:;<=>?@\[\\\]^`{|}])", lambda m: (m.group(1) or "") + "\\" + m.group(2), arg)
+
+
+def gemini_expand(command, payload):
+    """`command` as Gemini CLI 0.61.0's HookRunner.expandCommand leaves it: each
+    variable replaced, in its order, by the shell-quoted value (the cwd and session id
+    of the host's input, the plans folder Gemini puts in the hook's environment)."""
+    import os
+
+    payload = payload if isinstance(payload, dict) else {}
+
+    def value(key, env):
+        found = payload.get(key) if key else None
+        return found if isinstance(found, str) else os.environ.get(env, "")
+
+    cwd = _shell_quote(value("cwd", "GEMINI_PROJECT_DIR"))
+    for name, text in (("GEMINI_PROJECT_DIR", cwd), ("GEMINI_CWD", cwd), ("GEMINI_PLANS_DIR", _shell_quote(value(None, "GEMINI_PLANS_DIR"))),
+                       ("GEMINI_SESSION_ID", _shell_quote(value("session_id", "GEMINI_SESSION_ID"))), ("CLAUDE_PROJECT_DIR", cwd)):
+        command = command.replace("$" + name, text)
+    return command
+
+
+def _gemini_unwrap(text):
+    """The answer text Gemini CLI parses out of `text`: a JSON string is parsed once
+    more (`if (typeof parsed === "string") parsed = JSON.parse(parsed)`, stdout and
+    stderr alike), so its contents are the answer; anything else is as it is."""
+    if not text.lstrip(_JSON_WS).startswith('"'):
+        return text
+    try:
+        value = _loads(text)
+    except ValueError:
+        return text  # not JSON: judged (invalid) as it is
+    return value if isinstance(value, str) else text
+
+
+def _may_open_an_answer(stderr):
+    """True when the start of stderr, as Gemini trims it, could begin the JSON object
+    (or the JSON string holding one) it would read: blank, `{` or `"`. Anything else
+    makes the whole text plain (JSON.parse fails on its first character)."""
+    text = stderr.decode("utf-8", "replace").lstrip(_JS_WS)
+    return not text or text[0] in "{\""
 
 
 def _gemini_stderr_answer(stderr):

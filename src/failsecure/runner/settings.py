@@ -216,16 +216,47 @@ def _exec_quote(text):
     return shlex.quote(text).replace("${", "$''{")
 
 
+# What Gemini CLI 0.61.0 (HookRunner.expandCommand) replaces TEXTUALLY in a hook's
+# command before the shell runs it, each by a shell-quoted word: in the prelude that word
+# would land inside the single-quoted original and close its quote (a project folder
+# with a space broke the launch; one named `a); exit 0; (b` swallowed the runner's deny).
+# The prelude writes each `$` before them as `$''` (the same character to sh, inside a
+# quoted word) and the runner expands them in the original as Gemini would
+# (protocols.GeminiProtocol.hook_argv).
+GEMINI_EXPANDED = ("GEMINI_PROJECT_DIR", "GEMINI_CWD", "GEMINI_PLANS_DIR", "GEMINI_SESSION_ID", "CLAUDE_PROJECT_DIR")
+
+
+def _gemini_protect(line):
+    """`line` with every `$NAME` Gemini expands (GEMINI_EXPANDED) written `$''NAME`:
+    valid where every such `$` is inside a single-quoted word (all text the prelude
+    takes from the user is, through shlex.quote)."""
+    import re
+
+    return re.sub(r"\$(?=%s)" % "|".join(GEMINI_EXPANDED), "$''", line)
+
+
+def _gemini_unprotected(line):
+    """True when Gemini CLI would expand something in this launch line."""
+    return isinstance(line, str) and any("$" + name in line for name in GEMINI_EXPANDED)
+
+
 def prelude(python, runner, protocol, hook_id, timeout, record, command, *, shell="/bin/sh", options=(), _legacy=False,
-            exec_form=False):
+            exec_form=False, _unprotected=False):
     """The sh command that runs `command` under the runner and denies if the runner is
     missing or crashes. Every path in it is absolute and chosen now: `shell` runs the
     original command, `options` (pairs for --config, --config-home, --cache-home,
     --on-error) are the runner's trusted inputs; nothing comes from the hook's environment.
     `exec_form`: the text goes into an exec-form hook's args (Claude Code), so no quoted
-    word carries a `${` placeholder the host would substitute (``_exec_quote``)."""
+    word carries a `${` placeholder the host would substitute (``_exec_quote``).
+    Gemini: no `$NAME` Gemini CLI expands textually (GEMINI_EXPANDED) is left in it
+    (`_unprotected`: as written before that, to recognise such an install)."""
     import shlex
 
+    if protocol == "gemini" and not _unprotected:
+        return _gemini_protect(
+            prelude(python, runner, protocol, hook_id, timeout, record, command, shell=shell, options=options,
+                    _legacy=_legacy, exec_form=exec_form, _unprotected=True)
+        )
     quote = _exec_quote if exec_form else shlex.quote
     proto = PROTOCOLS[protocol]
     hid = hook_id_for(hook_id, [])
@@ -440,7 +471,9 @@ def _launch_of_line(command, exec_form=False):
         return None
     head = _prelude_head(python, runner, _exec_quote if exec_form else None)
     if not command.startswith(head):
-        return None
+        head = _gemini_protect(head)  # a Gemini launch line (paths naming $GEMINI_...)
+        if not command.startswith(head):
+            return None
     tail = re.match(
         r" (%s) --timeout ([0-9.e+-]+) --hook-id (%s)((?: --[a-z-]+ %s)*) %s ([A-Za-z0-9_-]+) -- "
         r"(\"\$\{BASH:-/bin/sh\}\"|%s) -c (%s) 2>&1 "
@@ -496,6 +529,14 @@ def _as_installed(handler, launch, record):
         wrote.update(launch.regenerate(original) if original is not None else {})
     except Exception:  # noqa: BLE001 - a launch line that cannot be regenerated: the recorded keys are restored as written
         pass
+    if launch.protocol == "gemini" and _gemini_unprotected(handler.get("command")) and not launch.exec_form:
+        try:  # written before the prelude protected what Gemini expands: as that install wrote it
+            wrote["command"] = prelude(
+                launch.python, launch.runner, launch.protocol, launch.hook_id, float(launch.timeout), launch.token,
+                original, shell=launch.shell or "/bin/sh", options=launch.options, _legacy=launch.legacy, _unprotected=True,
+            )
+        except Exception:  # noqa: BLE001 - as above
+            pass
     for key in keys:
         if key in ("command", "args"):
             same = original is not None and all(handler.get(k, _ABSENT) == wrote.get(k) for k in ("command", "args") if k in wrote)
@@ -785,6 +826,14 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
         why = _left_alone_why(event, handler, spec)
         if why is None and _launch_of(handler) is not None:  # the previous launch line
             why = _upgrade_legacy(handler)
+        elif why == _ALREADY and host == "gemini" and _gemini_unprotected(handler.get("command")):
+            # this release's prelude written before it protected what Gemini expands
+            # textually ($GEMINI_PROJECT_DIR, ...): a project folder's name could end it
+            try:
+                why = _upgrade_legacy(handler, "written before Gemini's $GEMINI_PROJECT_DIR was protected and edited since: "
+                                               "uninstall and install again, or fix it by hand")
+            except InstallError:
+                why = _ALREADY + " (its --record is damaged, so it is not rewritten)"
         elif why == _ALREADY and exec_shell and _in_shell_form(handler):
             # this release's prelude in shell form (an earlier install, or a CLI without
             # exec form then): Claude Code launches it through CLAUDE_CODE_SHELL_PREFIX

@@ -61,3 +61,65 @@ def test_the_runner_answers_and_audits_the_allow_gemini_reads(tmp_path, run_gemi
     install(run_gemini)
     assert_ran(run_gemini(), scripted_api)
     assert [(e["hook"], e["outcome"], e["failure"]) for e in audit_events(run_gemini)] == [(hook_id(script), "allow", None)]
+
+
+# Gemini reads all of an exit-0 hook's stderr; the runner kept 64 KiB of it, so a deny
+# there past that (a long reason, or padding before it) was cut, read as no answer and
+# passed on cut: the tool ran where the bare hook is blocked.
+PAD = "printf '%71680s' '' >&2; "
+HOOKS.update({
+    "big-stderr-deny": PAD + "printf '%%s\\n' '%s' >&2; exit 0" % DENY.replace("stderr", "big stderr"),
+    "big-stderr-allow": PAD + "printf '%%s\\n' '%s' >&2; exit 0" % ALLOW,
+})
+
+
+def test_premise_gemini_reads_a_deny_past_64k_of_stderr(tmp_path, run_gemini, scripted_api):
+    settings_with(run_gemini.settings, hook_script(tmp_path, "big.sh", HOOKS["big-stderr-deny"]))
+    stopped_with(run_gemini, scripted_api, "big stderr says no")
+
+
+def test_the_runner_answers_and_audits_a_deny_past_64k_of_stderr(tmp_path, run_gemini, scripted_api):
+    script = hook_script(tmp_path, "big.sh", HOOKS["big-stderr-deny"])
+    settings_with(run_gemini.settings, script)
+    install(run_gemini)
+    stopped_with(run_gemini, scripted_api, "big stderr says no")
+    assert [(e["hook"], e["outcome"], e["failure"]) for e in audit_events(run_gemini)] == [(hook_id(script), "deny", None)]
+
+
+def test_the_runner_passes_on_an_allow_past_64k_of_stderr_twin(tmp_path, run_gemini, scripted_api):
+    script = hook_script(tmp_path, "big.sh", HOOKS["big-stderr-allow"])
+    settings_with(run_gemini.settings, script)
+    install(run_gemini)
+    assert_ran(run_gemini(), scripted_api)
+    assert [(e["hook"], e["outcome"], e["failure"]) for e in audit_events(run_gemini)] == [(hook_id(script), "allow", None)]
+
+
+# Gemini parses a JSON string on stdout once more (as on stderr): the runner read it as
+# junk, a false deny of a wrapped allow and a wrapped deny audited as invalid
+HOOKS.update({
+    "wrapped-deny": "cat <<'EOF'\n%s\nEOF" % json.dumps(DENY.replace("stderr", "wrapped")),
+    "wrapped-allow": "cat <<'EOF'\n%s\nEOF" % json.dumps(ALLOW),
+})
+
+
+def test_premise_gemini_reads_a_json_string_on_stdout(tmp_path, run_gemini, scripted_api):
+    settings_with(run_gemini.settings, hook_script(tmp_path, "w.sh", HOOKS["wrapped-deny"]))
+    stopped_with(run_gemini, scripted_api, "wrapped says no")
+    settings_with(run_gemini.settings, hook_script(tmp_path, "w2.sh", HOOKS["wrapped-allow"]))
+    assert_ran(run_gemini(), scripted_api)
+
+
+def test_the_runner_answers_and_audits_a_deny_in_a_json_string(tmp_path, run_gemini, scripted_api):
+    script = hook_script(tmp_path, "w.sh", HOOKS["wrapped-deny"])
+    settings_with(run_gemini.settings, script)
+    install(run_gemini)
+    stopped_with(run_gemini, scripted_api, "wrapped says no")
+    assert [(e["hook"], e["outcome"], e["failure"]) for e in audit_events(run_gemini)] == [(hook_id(script), "deny", None)]
+
+
+def test_the_runner_passes_on_an_allow_in_a_json_string_twin(tmp_path, run_gemini, scripted_api):
+    script = hook_script(tmp_path, "w.sh", HOOKS["wrapped-allow"])
+    settings_with(run_gemini.settings, script)
+    install(run_gemini)
+    assert_ran(run_gemini(), scripted_api)
+    assert [(e["hook"], e["outcome"], e["failure"]) for e in audit_events(run_gemini)] == [(hook_id(script), "allow", None)]
