@@ -55,11 +55,19 @@ def _reject(name):
     raise ValueError(name)
 
 
+def _distinct(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):  # a key given twice: each host's parser reads another answer
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
 def strict_json(data):
-    """bytes -> one JSON object, strictly (UTF-8, no NaN, no trailing data), else None."""
+    """bytes -> one JSON object, strictly (UTF-8, no NaN, no trailing data, no key given
+    twice at any depth), else None."""
     try:
         text = data.decode("utf-8")
-        value = json.loads(text, parse_constant=_reject)
+        value = json.loads(text, parse_constant=_reject, object_pairs_hook=_distinct)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

@@ -59,3 +59,15 @@ def test_the_hooks_own_deny_reason_is_its_deny(run_hook, protocol, escape, shown
     run = run_hook(protocol, printing('{"decision":"%s","reason":"no %s"}' % (word, escape)))
     assert run.triple == expected_deny(protocol, "no " + shown)
     assert (run.event["outcome"], run.event["failure"]) == ("deny", None)
+
+
+@pytest.mark.parametrize("protocol,answer", CASES + [("claude", '{"stopReason":"allow","stopReason":"allow"}')])
+def test_the_oracle_counts_a_duplicate_key_as_an_answer_no_host_honours_alike(protocol, answer):
+    """The fuzz tests' oracle (host_rules) agrees with the runner: a key given twice, even
+    with the same value twice, is no answer every host reads alike (found by
+    test_runner_fuzz: the oracle had called it a valid abstain). Twin: without it, valid."""
+    from host_rules import valid_answer
+
+    assert valid_answer(protocol, answer.encode()) is None
+    last = json.dumps(json.loads(answer), separators=(",", ":"))
+    assert valid_answer(protocol, last.encode()) is not None
