@@ -62,12 +62,14 @@ TESTS = [
     "test_boundary_picture.py",
     "test_boundary_ledger.py",
     "test_hookid_text.py",
+    "test_trusted_environment.py",
 ]
 #: tests whose child process imports the package under test with ``-S`` from its own
 #: folder: a mutant's trampoline there records its hit in mutmut's stats, which looks for
 #: mutmut's config in the child's working directory and fails the run
 DESELECT = [
     "tests/core/test_config_trust.py::test_the_runner_pays_no_tomllib_import_for_the_usual_pyprojects",
+    "tests/core/test_trusted_environment.py::test_without_the_drop_in_the_exec_time_environment_is_read",
 ]
 #: exit status of a test run the watchdog cut (mutmut reads 36 as a timeout)
 TIMEOUT_EXIT = 36
