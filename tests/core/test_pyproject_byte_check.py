@@ -10,6 +10,8 @@ MAYBE where NO or HEADER is right costs the command-hook runner the tomllib impo
 tool call; one that says NO or HEADER where MAYBE is right would skip the parse that decides.
 """
 
+import os
+
 import pytest
 
 from failsecure import policy
@@ -148,3 +150,29 @@ def test_tool_array_finds_an_array_of_tool_or_under_failsecure(raw, found):
 ])
 def test_back_finds_the_word_before_the_blanks(raw, i, before):
     assert policy._back(raw, i, b"tool") == before, (raw, i)
+
+
+# ---------------------------------------------------------------- a passed-over pyproject: is it one of ours?
+
+
+def test_has_table_follows_a_link_and_reads_the_bytes(tmp_path):
+    plain = tmp_path / "real.toml"
+    plain.write_text('[project]\ndependencies = ["failsecure"]\n')
+    link = tmp_path / "pyproject.toml"
+    link.symlink_to(plain)
+    assert policy._has_table(str(link)) is False  # followed and read: no table
+    plain.write_text("[tool.failsecure]\ntimeout = 2\n")
+    assert policy._has_table(str(link)) is True  # the twin
+
+
+def test_has_table_of_what_cannot_be_read_or_is_no_file(tmp_path):
+    assert policy._has_table(str(tmp_path / "absent.toml")) is True  # unreadable: its load reports it
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    assert policy._has_table(str(fifo)) is False  # no regular file: nothing read, not ours
+
+
+def test_bytes_have_table_when_the_parse_fails(tmp_path):
+    assert policy._bytes_have_table(b"failsecure = [\n", "p.toml") is True  # invalid: its load reports it
+    assert policy._bytes_have_table(b"failsecure = 1\n", "p.toml") is False  # the twin: parsed, no table
+    assert policy._bytes_have_table(b"[tool.failsecure]\n", "p.toml") is True
