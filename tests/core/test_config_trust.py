@@ -694,3 +694,18 @@ def test_a_foreign_project_file_is_named_once_with_the_reason(tmp_path, monkeypa
     policy._report_foreign(path)
     assert capsys.readouterr().err == (f"failsecure: ignoring the project config {path}: another user can write it "
                                        "(it is not owned by you or root, or it is writable by everyone)\n")
+
+
+def test_a_project_file_may_put_ungoverned_back_to_deny():
+    config = policy.Config(ungoverned="audit")
+    policy._apply(config, {"ungoverned": "deny", "hooks": {}}, "p.toml", trusted=False)
+    assert config.ungoverned == "deny" and config.origins == {"ungoverned": "p.toml"} and config.ignored == []
+    config = policy.Config()  # the twin: it may not loosen it
+    policy._apply(config, {"ungoverned": "audit", "hooks": {}}, "p.toml", trusted=False)
+    assert config.ungoverned == "deny" and config.ignored == [("p.toml", 'ungoverned = "audit"')]
+
+
+def test_apply_takes_a_layer_without_hooks():
+    config = policy.Config()
+    policy._apply(config, {"timeout": 2.0}, "t.toml", trusted=True)
+    assert config.timeout == 2.0 and config.hooks == {}
