@@ -66,6 +66,7 @@ TESTS = [
     "test_pyproject_byte_check.py",
     "test_start_environment.py",
     "test_project_file_open.py",
+    "test_guard_late_and_counts.py",
 ]
 #: tests whose child process imports the package under test with ``-S`` from its own
 #: folder: a mutant's trampoline there records its hit in mutmut's stats, which looks for
