@@ -84,3 +84,68 @@ def test_many_abandoned_calls_of_one_hook_count_down_to_absent():
     with pool.lock:
         pool._uncount(jobs[0])
     assert pool.by_hook == {} and pool.advisory == 0 and pool.abandoned == 0
+
+
+def test_a_failure_produced_after_the_deadline_is_a_timeout():
+    start = perf_counter()
+    for elapsed, late in ((999.0, False), (1000.0, False), (1000.5, True), (2500.0, True)):
+        raised = Outcome(hook="fw:h", failure=Failure.RAISED, exception_type="ValueError", elapsed_ms=elapsed)
+        got = guard._in_time(raised, 1.0, start)
+        if late:
+            assert got.failure is Failure.TIMEOUT and got.hook == "fw:h", elapsed
+        else:
+            assert got is raised, elapsed
+    assert guard._in_time(raised, None, start) is raised  # no deadline: never late
+
+
+def test_advisory_is_a_gate_when_the_config_cannot_be_read(monkeypatch):
+    from failsecure import policy
+
+    with policy.using(policy.validate({"hooks": {"fw:w": {"role": "observer"}}})):
+        assert guard._advisory("fw:w") is True and guard._advisory("fw:g") is False
+
+    def broken():
+        raise RuntimeError("no config")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(policy, "current", broken)
+        assert guard._advisory("fw:w") is False
+
+
+def deadlined(hook_id, timeout=1.0):
+    return (hook_id, lambda: "allow", (), None, None, timeout)
+
+
+def test_admitted_passes_over_hooks_without_a_deadline(monkeypatch):
+    monkeypatch.setattr(guard._pool, "by_hook", {"fw:b": guard.MAX_ABANDONED_PER_HOOK})
+    assert guard._admitted([deadlined("fw:a", None), deadlined("fw:b"), deadlined("fw:c")]) == 1
+    assert guard._admitted([deadlined("fw:a", None), deadlined("fw:c")]) == 2  # the twin
+
+
+def test_admitted_counts_a_hook_with_no_abandoned_call_as_none(monkeypatch):
+    monkeypatch.setattr(guard, "MAX_ABANDONED_PER_HOOK", 1)
+    monkeypatch.setattr(guard._pool, "by_hook", {"fw:other": 1})
+    assert guard._admitted([deadlined("fw:a")]) == 1
+    assert guard._admitted([deadlined("fw:other")]) == 0  # the twin: that hook is at its bound
+
+
+def test_an_async_callers_sync_hook_refused_by_the_bounds_is_a_timeout_at_once(monkeypatch):
+    import asyncio
+
+    from failsecure.verdict import Action, Verdict
+
+    monkeypatch.setattr(guard._pool, "abandoned", guard.MAX_ABANDONED_PER_HOOK)
+    monkeypatch.setattr(guard._pool, "by_hook", {"fw:a": guard.MAX_ABANDONED_PER_HOOK})
+    ran = []
+
+    def hook():
+        ran.append(1)
+        return "allow"
+
+    def validate(result):
+        return Verdict(Action.ALLOW)
+
+    got = asyncio.run(guard.acall("fw:a", hook, validate=validate, timeout=5.0))
+    assert got.hook == "fw:a" and got.failure is Failure.TIMEOUT and 0 <= got.elapsed_ms < 5000 and ran == []
+    got = asyncio.run(guard.acall("fw:b", hook, validate=validate, timeout=5.0))  # the twin: another hook runs
+    assert got.failure is None and got.verdict.action is Action.ALLOW and ran == [1]
