@@ -113,7 +113,7 @@ def test_home_from_the_password_database_is_this_users(monkeypatch):
     assert policy._home() == "/from-pwd" and uids == [os.getuid()]
 
 
-@pytest.mark.parametrize("pw_dir", ["", "relative/home"])
+@pytest.mark.parametrize("pw_dir", ["", "relative/home"], ids=["empty", "relative"])
 def test_a_password_database_home_that_is_not_absolute_is_none(monkeypatch, pw_dir):
     monkeypatch.setattr(pwd, "getpwuid", entry(pw_dir))
     policy.set_trusted_environment({})
