@@ -97,8 +97,10 @@ def test_home_is_the_trusted_home_when_absolute(monkeypatch):
 
 def test_home_on_windows_is_userprofile(monkeypatch):
     policy.set_trusted_environment({"HOME": "/h", "USERPROFILE": "/u"})
-    monkeypatch.setattr(os, "name", "nt")
-    assert policy._home() == "/u"
+    with monkeypatch.context() as patch:  # only around the call: pathlib and pytest read os.name too
+        patch.setattr(os, "name", "nt")
+        home = policy._home()
+    assert home == "/u"
 
 
 def test_home_from_the_password_database_is_this_users(monkeypatch):
