@@ -42,6 +42,7 @@ CASES = [
     (b"x.failsecure ", MAYBE),
     (b".failsecure]\n", MAYBE),
     (b'x = "failsecure"\nfailsecure = 1\nfailsecure-y = 2\n', MAYBE),
+    (b"failsecure-x = 1\nfailsecure = 1\nfailsecure-y = 2\n", MAYBE),
     # a header on a line of its own in a plain file: settled without parsing
     (b"[tool.failsecure]", HEADER),
     (b"[tool.failsecure]\n", HEADER),
@@ -156,6 +157,7 @@ BACKS = [
     (b"   ", 2, -2),
     (b"", -1, -2),
     (b"took", 3, -2),
+    (b"XtoolX", 5, -2),  # only a quote quotes
 ]
 
 
