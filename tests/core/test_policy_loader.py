@@ -822,3 +822,9 @@ def test_a_stale_config_record_is_refused_by_name():
     with pytest.raises(ValueError) as info:
         Config.from_dict(record)
     assert str(info.value) == "not a failsecure config record"
+
+
+def test_an_invalid_ungoverned_is_named_with_its_file():
+    with pytest.raises(ConfigError) as info:
+        policy.layer({"ungoverned": "maybe"}, "f.toml")
+    assert str(info.value) == "f.toml: 'ungoverned' must be 'deny' or 'audit', got 'maybe'"

@@ -66,6 +66,7 @@ CASES = [
     (b"[[a]]\n[tool.failsecure]\n", HEADER),
     # a header-like spelling that is not one: parse it
     (b"tool.failsecure]\n", MAYBE),
+    (b"=tool.failsecure]\n", MAYBE),
     (b"x[tool.failsecure]\n", MAYBE),
     (b"a = 1 [tool.failsecure]\n", MAYBE),
     (b"[x.failsecure]\n", MAYBE),
@@ -124,6 +125,12 @@ TOOL_ARRAYS = [
     (b'[["tools"]]', False),
     (b"[[a]]", False),
     (b"[[tool", False),
+    (b"[[", False),
+    (b"x = 1\n[[ ", False),
+    (b'[["tool".failsecure]]', True),
+    (b"[a]\n[[tool.failsecure]]", True),  # the closing bracket is looked for after the name
+    (b"[[a]]\n[[tool]]\n[[b]]\n", True),
+    (b"[[[[tool]]", True),
 ]
 
 
