@@ -122,3 +122,9 @@ def test_a_password_database_home_that_is_not_absolute_is_none(monkeypatch, pw_d
     assert policy._home() is None
     monkeypatch.setattr(pwd, "getpwuid", entry("/abs"))  # the twin
     assert policy._home() == "/abs"
+
+
+def test_choosing_os_environ_when_nothing_was_handed_down(monkeypatch):
+    monkeypatch.delenv(policy.TRUSTED_ENV, raising=False)
+    policy.set_trusted_environment(os.environ)
+    assert policy.TRUSTED_ENV not in os.environ and policy.trusted_environment_origin() == "os.environ (set in-process)"
