@@ -709,3 +709,14 @@ def test_apply_takes_a_layer_without_hooks():
     config = policy.Config()
     policy._apply(config, {"timeout": 2.0}, "t.toml", trusted=True)
     assert config.timeout == 2.0 and config.hooks == {}
+
+
+@needs_chown
+def test_a_foreign_project_file_does_not_hide_the_pyproject_beside_it(tmp_path, monkeypatch, capsys):
+    path = shared(tmp_path, monkeypatch, INVALID)
+    os.chown(path, FOREIGN, FOREIGN)
+    mine = path.parent / "pyproject.toml"
+    mine.write_text("[tool.failsecure]\ntimeout = 2\n")
+    assert policy.project_path() == (str(mine), True)
+    os.remove(mine)  # the twin: without it, nothing
+    assert policy.project_path() == (None, False)
