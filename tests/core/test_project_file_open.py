@@ -92,3 +92,15 @@ def test_read_regular_of_a_fifo_reads_nothing_and_does_not_wait(tmp_path):
     (tmp_path / "dir.toml").mkdir()
     with pytest.raises(OSError):
         policy._read_regular(str(tmp_path / "dir.toml"), follow=True)  # a directory cannot be opened "rb"
+
+
+def test_without_ownership_every_project_file_counts_as_it_reads(tmp_path, monkeypatch):
+    # a platform without os.getuid (Windows): no owner to check; a link is followed
+    (tmp_path / "real.toml").write_bytes(b"x = 1\n")
+    (tmp_path / "link.toml").symlink_to(tmp_path / "real.toml")
+    os.mkfifo(tmp_path / "fifo.toml")
+    with monkeypatch.context() as patch:
+        patch.delattr(os, "getuid")
+        got = [policy._candidate(str(tmp_path / name)) for name in ("real.toml", "link.toml", "fifo.toml", "absent.toml")]
+    assert got == [(policy._OURS, b"x = 1\n"), (policy._OURS, b"x = 1\n"), (policy._ABSENT, None), (policy._ABSENT, None)]
+    assert policy._candidate(str(tmp_path / "link.toml")) == (policy._OURS, b"x = 1\n")  # the twin: with owners
