@@ -62,6 +62,11 @@ TESTS = [
     "test_boundary_picture.py",
     "test_boundary_ledger.py",
     "test_hookid_text.py",
+    "test_trusted_environment.py",
+    "test_pyproject_byte_check.py",
+    "test_start_environment.py",
+    "test_project_file_open.py",
+    "test_guard_late_and_counts.py",
 ]
 #: tests whose child process imports the package under test with ``-S`` from its own
 #: folder: a mutant's trampoline there records its hit in mutmut's stats, which looks for
@@ -69,6 +74,21 @@ TESTS = [
 DESELECT = [
     "tests/core/test_config_trust.py::test_the_runner_pays_no_tomllib_import_for_the_usual_pyprojects",
 ]
+#: files whose tests that start a child process are left out: the child imports the
+#: unmutated copy (so such a test cannot kill a mutant), some put the mutants' folder
+#: (``policy.__file__``'s) on the child's path (mutmut's stats then fail), and in mutmut's
+#: stats run one of them outlives the watchdog
+IN_PROCESS_ONLY = ["test_trusted_environment.py"]
+
+
+def child_process_tests(path: Path) -> list[str]:
+    """The tests of ``path`` whose body starts a child process."""
+    import ast
+
+    text = path.read_text()
+    return [f"tests/core/{path.name}::{node.name}" for node in ast.parse(text).body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+            and any(w in (ast.get_source_segment(text, node) or "") for w in ("child(", "parent(", "subprocess."))]
 #: exit status of a test run the watchdog cut (mutmut reads 36 as a timeout)
 TIMEOUT_EXIT = 36
 # A test running longer than ``limit`` seconds ends the run at once: the hooks a mutant makes
@@ -126,6 +146,8 @@ def lay_out(work: Path, modules: list[str], test_timeout: float = 5.0) -> None:
     build_spin(pkg)
     (work / "conftest.py").write_text(WATCHDOG.format(limit=float(test_timeout), code=TIMEOUT_EXIT))
     tests = [f"tests/core/{t}" for t in TESTS if (ROOT / "tests" / "core" / t).exists()]
+    deselect = DESELECT + [t for f in IN_PROCESS_ONLY if (ROOT / "tests" / "core" / f).exists()
+                           for t in child_process_tests(ROOT / "tests" / "core" / f)]
     (work / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
         'source_paths = ["src"]\n'
@@ -138,7 +160,7 @@ def lay_out(work: Path, modules: list[str], test_timeout: float = 5.0) -> None:
         'process_isolation = "forkserver"\n'
         f"only_mutate = {json.dumps([f'src/failsecure/{m}.py' for m in modules])}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
-        f"pytest_add_cli_args = {json.dumps([a for t in DESELECT for a in ('--deselect', t)])}\n"
+        f"pytest_add_cli_args = {json.dumps([a for t in deselect for a in ('--deselect', t)])}\n"
         "\n[tool.pytest.ini_options]\n"
         'addopts = "-p no:cacheprovider --import-mode=importlib"\n'
     )

@@ -658,3 +658,65 @@ def test_a_file_swapped_in_after_the_check_is_not_read(tmp_path, swap):
         assert "secret-content" not in done.stderr
     else:  # the twin: the user's own file in that directory is read
         assert not got["swapped"] and str(mine) in got["sources"], got
+
+
+def test_trust_refuses_a_path_with_a_line_break_by_name(tmp_path):
+    odd = tmp_path / "a\nb"
+    odd.mkdir()
+    (odd / "failsecure.toml").write_text("timeout = 5\n")
+    with pytest.raises(ValueError) as info:
+        policy.trust(str(odd / "failsecure.toml"))
+    assert str(info.value) == "a path with a line break in it cannot be trusted"
+
+
+def test_trust_without_a_home_is_a_missing_file_error(tmp_path, monkeypatch):
+    import errno
+
+    monkeypatch.setattr(policy, "trust_store", lambda: None)
+    project = tmp_path / "failsecure.toml"
+    project.write_text("timeout = 5\n")
+    with pytest.raises(OSError) as info:
+        policy.trust(str(project))
+    assert info.value.errno == errno.ENOENT and info.value.strerror == "no home directory for the trust store"
+
+
+def test_a_project_file_that_repeats_what_is_in_force_does_not_loosen():
+    # nothing of it would be ignored, so the trust store is not even asked
+    config = policy.Config(ungoverned="audit", on_error="allow")
+    assert policy._loosens(config, {"ungoverned": "audit", "on_error": "allow"}, "p.toml") is False
+    assert policy._loosens(policy.Config(), {"ungoverned": "audit"}, "p.toml") is True  # the twin
+
+
+def test_a_foreign_project_file_is_named_once_with_the_reason(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(policy, "_foreign_reported", set())
+    path = str(tmp_path / "failsecure.toml")
+    policy._report_foreign(path)
+    policy._report_foreign(path)
+    assert capsys.readouterr().err == (f"failsecure: ignoring the project config {path}: another user can write it "
+                                       "(it is not owned by you or root, or it is writable by everyone)\n")
+
+
+def test_a_project_file_may_put_ungoverned_back_to_deny():
+    config = policy.Config(ungoverned="audit")
+    policy._apply(config, {"ungoverned": "deny", "hooks": {}}, "p.toml", trusted=False)
+    assert config.ungoverned == "deny" and config.origins == {"ungoverned": "p.toml"} and config.ignored == []
+    config = policy.Config()  # the twin: it may not loosen it
+    policy._apply(config, {"ungoverned": "audit", "hooks": {}}, "p.toml", trusted=False)
+    assert config.ungoverned == "deny" and config.ignored == [("p.toml", 'ungoverned = "audit"')]
+
+
+def test_apply_takes_a_layer_without_hooks():
+    config = policy.Config()
+    policy._apply(config, {"timeout": 2.0}, "t.toml", trusted=True)
+    assert config.timeout == 2.0 and config.hooks == {}
+
+
+@needs_chown
+def test_a_foreign_project_file_does_not_hide_the_pyproject_beside_it(tmp_path, monkeypatch, capsys):
+    path = shared(tmp_path, monkeypatch, INVALID)
+    os.chown(path, FOREIGN, FOREIGN)
+    mine = path.parent / "pyproject.toml"
+    mine.write_text("[tool.failsecure]\ntimeout = 2\n")
+    assert policy.project_path() == (str(mine), True)
+    os.remove(mine)  # the twin: without it, nothing
+    assert policy.project_path() == (None, False)

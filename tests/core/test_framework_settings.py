@@ -114,3 +114,17 @@ def test_the_setting_survives_the_one_schema():
     again = Config.from_dict(c.to_dict())
     assert again.frameworks == {"openai-agents": {"failure_behavior": "raise_exception"}}
     assert again.setting("openai-agents", "failure_behavior") == "raise_exception"
+
+
+def test_an_unknown_framework_lists_every_framework_with_settings(monkeypatch):
+    data = {"frameworks": {"no-such-framework": {}}}
+    assert config_error(data) == ("f.toml: unknown key 'frameworks.\"no-such-framework\"' "
+                                  "(frameworks with settings: openai-agents)")
+    monkeypatch.setitem(ADAPTERS, "zz-second", ADAPTERS["openai-agents"])
+    assert config_error(data).endswith("(frameworks with settings: openai-agents, zz-second)")
+
+
+def test_the_unknown_framework_message_is_cut_at_300_characters():
+    with pytest.raises(ConfigError) as info:
+        policy.layer({"frameworks": {"no-such-framework": {}}}, "f" * 400)
+    assert str(info.value) == ("f" * 400)[:300]

@@ -800,3 +800,31 @@ def test_using_restores_after_an_exception():
         with policy.using(mine):
             raise RuntimeError("x")
     assert policy.current() is before
+
+
+def test_a_hook_policy_record_has_every_field():
+    own = HookPolicy(on_error="allow", timeout=2.0, role="observer", interactive_timeout=30.0)
+    assert own.to_dict() == {"on_error": "allow", "timeout": 2.0, "role": "observer", "interactive_timeout": 30.0}
+    again = HookPolicy.from_dict(own.to_dict())
+    assert repr(again) == repr(own)
+
+
+def test_a_config_record_round_trips_its_hooks():
+    config = policy.validate({"hooks": {"fw:x": {"timeout": 2, "role": "observer"}}})
+    again = Config.from_dict(config.to_dict())
+    assert again.hook("fw:x").timeout == 2 and again.hook("fw:x").role == "observer"
+    assert again.to_dict() == config.to_dict()
+
+
+def test_a_stale_config_record_is_refused_by_name():
+    record = Config().to_dict()
+    del record["frameworks"]
+    with pytest.raises(ValueError) as info:
+        Config.from_dict(record)
+    assert str(info.value) == "not a failsecure config record"
+
+
+def test_an_invalid_ungoverned_is_named_with_its_file():
+    with pytest.raises(ConfigError) as info:
+        policy.layer({"ungoverned": "maybe"}, "f.toml")
+    assert str(info.value) == "f.toml: 'ungoverned' must be 'deny' or 'audit', got 'maybe'"

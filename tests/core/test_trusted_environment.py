@@ -160,6 +160,7 @@ def test_a_dotenv_with_override_cannot_replace_the_users_config(tmp_path, repo):
     assert_widened_by(got, user)
 
 
+@needs_pth  # only the drop-in sees the start directory; without it the first import resolves it
 def test_a_relative_failsecure_config_is_relative_to_the_start_directory(tmp_path, repo):
     # the user started in their own directory with FAILSECURE_CONFIG=mine.toml; the app
     # then moves into the repository, which ships a mine.toml of its own
@@ -662,6 +663,9 @@ def fake_proc(monkeypatch, block):
         return real(file, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", opener)
+    # a runner that loaded setproctitle (mutmut names its workers with it) would make the
+    # policy pass the block over: these cases are about the block itself
+    monkeypatch.delitem(sys.modules, "setproctitle", raising=False)
 
 
 def test_proc_environ_first_entry_wins_and_only_trust_variables(monkeypatch):
