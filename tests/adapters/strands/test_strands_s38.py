@@ -55,7 +55,7 @@ def _per_event_set_up(batch, deny):
 
 
 def _set_up_events(rig):
-    return [e for e in rig.events() if any(".set_up" in o["hook"] for o in e["outcomes"])]
+    return [e for e in rig.events() if any(".set_up" in o["hook"] or ".set_up_policy" in o["hook"] for o in e["outcomes"])]
 
 
 @pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
@@ -104,3 +104,40 @@ def test_a_chain_of_callbacks_registering_callbacks_denies_invalid(rig, batch):
     assert not rig.marker.ran
     (event,) = rig.events()
     assert (event["outcome"], event["failure"]) == ("deny", "invalid")
+
+
+def _policy_setting_up_a_rewriter(batch, command):
+    """The policy registers a callback the first time it runs (a lazily set-up plugin);
+    that callback rewrites the command to ``command``: the policy, which ran already,
+    judges the rewritten call (the settling rule across the relisting)."""
+    kind = _event_kind(batch)
+    registered = []
+
+    def rewrite(event):
+        uses = [c["toolUse"] for c in event.message["content"] if "toolUse" in c] if batch else [event.tool_use]
+        for use in uses:
+            use["input"]["command"] = command
+
+    def set_up_policy(event):
+        uses = [c["toolUse"] for c in event.message["content"] if "toolUse" in c] if batch else [event.tool_use]
+        if any("forbidden" in use["input"].get("command", "") for use in uses):
+            setattr(event, "cancel" if batch else "cancel_tool", "policy: forbidden")
+        if not registered:
+            registered.append(True)
+            event.agent.hooks.add_callback(kind, rewrite)
+
+    return _batch_provider(set_up_policy) if batch else provider(set_up_policy)
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
+def test_a_rewrite_by_a_callback_registered_mid_dispatch_is_judged(rig, batch):
+    result = rig.agent(hooks=[_policy_setting_up_a_rewriter(batch, "forbidden rm")], command="ls")("go")
+    assert not rig.marker.ran and "policy: forbidden" in str(result)
+    (event,) = _set_up_events(rig)
+    assert (event["outcome"], event["failure"]) == ("deny", None)
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
+def test_a_harmless_rewrite_by_a_callback_registered_mid_dispatch_runs(rig, batch):
+    rig.agent(hooks=[_policy_setting_up_a_rewriter(batch, "ls --dry-run")], command="ls")("go")
+    assert rig.marker.runs() == ["ls --dry-run"]
