@@ -141,3 +141,86 @@ def test_a_rewrite_by_a_callback_registered_mid_dispatch_is_judged(rig, batch):
 def test_a_harmless_rewrite_by_a_callback_registered_mid_dispatch_runs(rig, batch):
     rig.agent(hooks=[_policy_setting_up_a_rewriter(batch, "ls --dry-run")], command="ls")("go")
     assert rig.marker.runs() == ["ls --dry-run"]
+
+
+# ---------------------------------------------------------------- the boundary: a gate registered during the run
+
+
+def _lazy_gate_provider(batch, allow=False):
+    """A hook provider that registers its policy the first time the run starts (a lazily
+    set-up plugin): at the run's entry the agent has no gate yet."""
+    import strands.hooks as hooks
+
+    def batch_policy(event):
+        if not allow and any("toolUse" in c and c["toolUse"]["name"] == "run_command" for c in event.message["content"]):
+            event.cancel = "batch policy: no run_command"
+
+    def call_policy(event):
+        if not allow and event.tool_use["name"] == "run_command":
+            event.cancel_tool = "policy: no run_command"
+
+    done = []
+
+    def lazy(event):
+        if not done:
+            done.append(True)
+            if batch:
+                event.agent.hooks.add_callback(hooks.BeforeToolsEvent, batch_policy)
+            else:
+                event.agent.hooks.add_callback(hooks.BeforeToolCallEvent, call_policy)
+
+    class Lazy(hooks.HookProvider):
+        def register_hooks(self, registry, **kwargs):
+            registry.add_callback(hooks.BeforeInvocationEvent, lazy)
+
+    return Lazy()
+
+
+def _stream_wrapper(marker_tool):
+    from strands import tool
+
+    @tool
+    async def stream_wrapper(command: str) -> str:
+        """Runs a command through the marker tool's own stream.
+
+        Args:
+            command: the command line
+        """
+        last = None
+        async for last in marker_tool.stream({"toolUseId": "inner", "name": "run_command", "input": {"command": command}}, {}):
+            pass
+        return str(last)
+
+    return stream_wrapper
+
+
+def _ungoverned(rig):
+    return [(e["tool"], e["outcome"]) for e in rig.events() if e["failure"] == "ungoverned"]
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
+def test_a_bypass_of_a_gate_registered_during_the_run_is_denied_as_ungoverned(rig, batch):
+    """The gate registered at BeforeInvocationEvent is in force once it gates a call: a
+    wrapper tool running another tool's stream bypasses it and is denied as ungoverned
+    (it was allowed: the run's entry had seen no gate)."""
+    marker_tool = rig.marker.tool()
+    rig.agent(calls=[("stream_wrapper", {"command": "smuggled"})], tools=[marker_tool, _stream_wrapper(marker_tool)],
+              hooks=[_lazy_gate_provider(batch)])("go")
+    assert not rig.marker.ran
+    assert _ungoverned(rig) == [("run_command", "deny")]
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
+def test_a_call_a_gate_registered_during_the_run_passes_runs(rig, batch):
+    """The twin: the lazily registered gate has no objection; the tool the model called
+    runs through the executor (no ungoverned call)."""
+    rig.agent(hooks=[_lazy_gate_provider(batch, allow=True)])("go")
+    assert rig.marker.runs() == ["echo hi"]
+    assert _ungoverned(rig) == []
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
+def test_a_gate_registered_during_the_run_denies_the_executor_s_call(rig, batch):
+    """The gate registered during the run judges the model's own call."""
+    result = rig.agent(hooks=[_lazy_gate_provider(batch)])("go")
+    assert not rig.marker.ran and "no run_command" in str(result)
