@@ -293,6 +293,8 @@ class StrandsAdapter(Adapter):
                 return event, []
             if any(inspect.iscoroutinefunction(cb) for cb in callbacks):
                 return wrapped(*args, **kwargs)  # upstream raises RuntimeError: use the async path
+            if callbacks:
+                adapter.mark_gated()
             return adapter._gate(callbacks, event)
 
         self.wrap(hooks, "invoke_callbacks_async", invoke_callbacks_async)
@@ -521,6 +523,7 @@ class StrandsAdapter(Adapter):
             callbacks = list(registry.get_callbacks_for(event))
             if not any(not _strands_own(cb) for cb in callbacks):
                 return await wrapped(*args, **kwargs)
+            self.mark_gated()  # a batch gate registered since the run began is in force for it too
             start = event.cancel
             loop = asyncio.get_running_loop()
             outcomes = await self._abatch_settle(callbacks, event, start, loop)
@@ -781,6 +784,8 @@ class StrandsAdapter(Adapter):
         dispatch; not for the re-judged call of the middleware terminal)."""
         try:
             callbacks = list(registry.get_callbacks_for(event))
+            if callbacks:  # a gate registered since the run began (a lazily set-up policy) is in force for it too
+                self.mark_gated()
             listed = self._listing(callbacks)
             start = event.cancel_tool
             loop = asyncio.get_running_loop()
