@@ -224,3 +224,42 @@ def test_a_gate_registered_during_the_run_denies_the_executor_s_call(rig, batch)
     """The gate registered during the run judges the model's own call."""
     result = rig.agent(hooks=[_lazy_gate_provider(batch)])("go")
     assert not rig.marker.ran and "no run_command" in str(result)
+
+
+def _asking_gate_setting_up_a_rewriter(batch):
+    """A gate that asks a human and, the first time, registers a callback that rewrites
+    the command (harmless): the gate asks again on the rewritten call, one interrupt."""
+    kind = _event_kind(batch)
+    registered = []
+
+    def rewrite(event):
+        uses = [c["toolUse"] for c in event.message["content"] if "toolUse" in c] if batch else [event.tool_use]
+        for use in uses:
+            use["input"]["command"] = "ls --dry-run"
+
+    def set_up_ask(event):
+        if not registered:
+            registered.append(True)
+            event.agent.hooks.add_callback(kind, rewrite)
+        if event.interrupt("approve", reason="run it?") != "yes":
+            setattr(event, "cancel" if batch else "cancel_tool", "refused")
+
+    return _batch_provider(set_up_ask) if batch else provider(set_up_ask)
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
+def test_an_asking_gate_that_judges_a_rewrite_again_asks_once(rig, batch):
+    agent = rig.agent(hooks=[_asking_gate_setting_up_a_rewriter(batch)], command="ls")
+    first = agent("go")
+    assert first.stop_reason == "interrupt" and not rig.marker.ran
+    (interrupt,) = first.interrupts
+    agent([{"interruptResponse": {"interruptId": interrupt.id, "response": "yes"}}])
+    assert rig.marker.runs() == ["ls --dry-run"]
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
+def test_an_asking_gate_that_judges_a_rewrite_again_refused_denies(rig, batch):
+    agent = rig.agent(hooks=[_asking_gate_setting_up_a_rewriter(batch)], command="ls")
+    (interrupt,) = agent("go").interrupts
+    result = agent([{"interruptResponse": {"interruptId": interrupt.id, "response": "no"}}])
+    assert not rig.marker.ran and "refused" in str(result)
