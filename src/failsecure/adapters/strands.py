@@ -538,7 +538,7 @@ class StrandsAdapter(Adapter):
                 callbacks = now
                 # the callbacks that ran already keep their outcomes (upstream runs each once:
                 # one registering a callback every time it runs is no list that never settles)
-                outcomes = _one_interrupt_per_name(outcomes + await self._abatch_settle(callbacks, event, start, loop, _judged(callbacks, ran)))
+                outcomes = _merged(outcomes, await self._abatch_settle(callbacks, event, start, loop, _judged(callbacks, ran)))
                 ran = list(callbacks)
             tool, call_id = self._batch_call(event)
             decision = self.decide_stage(tool, outcomes, call_id=call_id)
@@ -808,7 +808,7 @@ class StrandsAdapter(Adapter):
                     break
                 callbacks = now
                 keys = self._gate_keys(callbacks)
-                outcomes = _one_interrupt_per_name(outcomes + await self._asettle(callbacks, event, start, loop, origin, _judged(keys, ran)))
+                outcomes = _merged(outcomes, await self._asettle(callbacks, event, start, loop, origin, _judged(keys, ran)))
                 ran = keys
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
                                           later=self._middleware_ids(getattr(event, 'agent', None)))
@@ -1496,6 +1496,22 @@ def _strands_own(fn: Any) -> bool:
     except Exception:  # noqa: BLE001 - a hostile handler's attribute: not strands' own
         return False
     return module is not None and (module == "strands" or module.startswith("strands."))
+
+
+def _asked_name(outcome: Outcome) -> Any:
+    verdict = outcome.verdict
+    if verdict is None or verdict.action is not Action.ASK or verdict.data is None:
+        return None
+    name = getattr(verdict.data, "name", None)
+    return (outcome.hook, name) if type(name) is str else None
+
+
+def _merged(earlier: list, later: list) -> list:
+    """The outcomes of a listing and of the relisting after it: a gate that asked in both
+    (it judged a call a new gate rewrote again, and asked again) asks once, its later
+    interrupt standing; any other interrupt of one name twice is invalid."""
+    again = {key for key in map(_asked_name, later) if key is not None}
+    return _one_interrupt_per_name([o for o in earlier if _asked_name(o) not in again] + later)
 
 
 def _one_interrupt_per_name(outcomes: list) -> list:
