@@ -263,3 +263,52 @@ def test_an_asking_gate_that_judges_a_rewrite_again_refused_denies(rig, batch):
     (interrupt,) = agent("go").interrupts
     result = agent([{"interruptResponse": {"interruptId": interrupt.id, "response": "no"}}])
     assert not rig.marker.ran and "refused" in str(result)
+
+
+def _stage():
+    try:
+        from strands.middleware import ExecuteToolStage
+    except ImportError:  # 1.52: the private module
+        from strands._middleware.stages import ExecuteToolStage
+    return ExecuteToolStage
+
+
+def _lazy_middleware_provider(allow=False):
+    """A hook provider that adds its ExecuteToolStage Wrap policy the first time the run
+    starts: at the run's entry the agent has no gate yet."""
+    import strands.hooks as hooks
+    from strands.types._events import ToolResultEvent
+
+    async def policy(ctx, next_fn):
+        if not allow and ctx.tool_use["name"] == "run_command":
+            yield ToolResultEvent({"toolUseId": ctx.tool_use["toolUseId"], "status": "error", "content": [{"text": "policy: no"}]})
+            return
+        async for event in next_fn(ctx):
+            yield event
+
+    done = []
+
+    def lazy(event):
+        if not done:
+            done.append(True)
+            event.agent._middleware_registry.add_middleware(_stage().Wrap, policy)
+
+    class Lazy(hooks.HookProvider):
+        def register_hooks(self, registry, **kwargs):
+            registry.add_callback(hooks.BeforeInvocationEvent, lazy)
+
+    return Lazy()
+
+
+def test_a_bypass_of_a_middleware_gate_added_during_the_run_is_denied_as_ungoverned(rig):
+    marker_tool = rig.marker.tool()
+    rig.agent(calls=[("stream_wrapper", {"command": "smuggled"})], tools=[marker_tool, _stream_wrapper(marker_tool)],
+              hooks=[_lazy_middleware_provider()])("go")
+    assert not rig.marker.ran
+    assert _ungoverned(rig) == [("run_command", "deny")]
+
+
+def test_a_call_a_middleware_gate_added_during_the_run_passes_runs(rig):
+    rig.agent(hooks=[_lazy_middleware_provider(allow=True)])("go")
+    assert rig.marker.runs() == ["echo hi"]
+    assert _ungoverned(rig) == []
