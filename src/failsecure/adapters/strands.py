@@ -441,6 +441,8 @@ class StrandsAdapter(Adapter):
                 tagged = instance._handlers.get(asked) if asked is stage else None
                 if not tagged:
                     return wrapped(*args, **kwargs)
+                if any(getattr(t, "phase", None) != "output" and not _strands_own(_user_handler(t.handler)) for t in list(tagged)):
+                    adapter.mark_gated()  # a user's Input or Wrap handler added since the run began is a gate of it too
                 chain: list = []  # one _Box per layer entered, outermost first
                 view = _View({asked: [dataclasses.replace(t, handler=adapter._layer(t, chain, context)) for t in tagged]})
                 return original(view, *args, **kwargs)
