@@ -312,3 +312,39 @@ def test_a_call_a_middleware_gate_added_during_the_run_passes_runs(rig):
     rig.agent(hooks=[_lazy_middleware_provider(allow=True)])("go")
     assert rig.marker.runs() == ["echo hi"]
     assert _ungoverned(rig) == []
+
+
+def _swapping_set_up(batch, deny):
+    """A callback that replaces its helper each time it runs (removes the one it added
+    before, adds a fresh one): the list's length stays, its content changes."""
+    kind = _event_kind(batch)
+    field = "cancel" if batch else "cancel_tool"
+    added: list = []
+
+    def set_up(event):
+        entries = event.agent.hooks._registered_callbacks.get(kind, [])
+        entries[:] = [e for e in entries if not any(e.callback is a for a in added)]
+
+        def one_shot(ev):
+            if deny:
+                setattr(ev, field, "swapped helper: no")
+
+        added.append(one_shot)
+        event.agent.hooks.add_callback(kind, one_shot)
+
+    return _batch_provider(set_up) if batch else provider(set_up)
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
+def test_a_callback_swapping_its_helper_each_run_runs(rig, batch):
+    agent = rig.agent(hooks=[_swapping_set_up(batch, deny=False)], calls=[("run_command", {"command": "a"})])
+    agent("go")
+    assert rig.marker.runs() == ["a"]
+    (event,) = _set_up_events(rig)
+    assert (event["outcome"], event["failure"]) == ("abstain", None)
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
+def test_a_callback_swapping_in_a_denying_helper_denies(rig, batch):
+    result = rig.agent(hooks=[_swapping_set_up(batch, deny=True)])("go")
+    assert not rig.marker.ran and "swapped helper: no" in str(result)
