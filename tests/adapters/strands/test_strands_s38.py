@@ -348,3 +348,105 @@ def test_a_callback_swapping_its_helper_each_run_runs(rig, batch):
 def test_a_callback_swapping_in_a_denying_helper_denies(rig, batch):
     result = rig.agent(hooks=[_swapping_set_up(batch, deny=True)])("go")
     assert not rig.marker.ran and "swapped helper: no" in str(result)
+
+
+# ---------------------------------------------------------------- held attacks, kept as regressions
+
+import asyncio  # noqa: E402
+
+
+def _batch_events(rig):
+    return [e for e in rig.events() if ".batch_" in (e["hook"] or "") or any(".batch_" in o["hook"] for o in e["outcomes"])]
+
+
+class _StrSub(str):
+    pass
+
+
+class _Truthy:
+    def __bool__(self):
+        return True
+
+
+@pytest.mark.parametrize("junk", [_StrSub("x"), b"no", _Truthy(), 1, ["x"]], ids=["str-subclass", "bytes", "truthy", "one", "list"])
+def test_a_batch_gate_writing_truthy_junk_denies_invalid(rig, junk):
+    """Upstream cancels on any truthy ``cancel`` (a ``str`` subclass's text reaching the
+    model): junk, denied invalid, with failsecure's text."""
+
+    def batch_junk(event):
+        event.cancel = junk
+
+    rig.agent(hooks=[_batch_provider(batch_junk)])("go")
+    assert not rig.marker.ran
+    (event,) = _batch_events(rig)
+    assert (event["outcome"], event["failure"]) == ("deny", "invalid")
+
+
+@pytest.mark.parametrize("junk", [None, "s3cr3t-s38"], ids=["none", "text"])
+def test_a_batch_gate_raising_a_junk_interrupt_denies_invalid(rig, junk):
+    from strands.interrupt import InterruptException
+
+    def batch_junk(event):
+        raise InterruptException(junk)
+
+    result = rig.agent(hooks=[_batch_provider(batch_junk)])("go")
+    assert not rig.marker.ran and "s3cr3t-s38" not in str(result)
+    (event,) = _batch_events(rig)
+    assert (event["outcome"], event["failure"]) == ("deny", "invalid")
+
+
+class _Awaitable:
+    """An awaitable that is no coroutine (``__await__`` only)."""
+
+    def __init__(self, value, hang=False):
+        self.value, self.hang = value, hang
+
+    def __await__(self):
+        if self.hang:
+            yield from asyncio.sleep(30).__await__()
+        yield from asyncio.sleep(0).__await__()
+        return self.value
+
+
+def _answering(make):
+    from strands.interventions import InterventionHandler
+
+    class Answering(InterventionHandler):
+        name = "answering"
+
+        def before_tool_call(self, event, **kwargs):
+            return make()
+
+    return Answering()
+
+
+def _future(value):
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(value)
+    return future
+
+
+@pytest.mark.parametrize("kind", ["await-object", "future"])
+def test_a_sync_handler_answering_a_non_coroutine_awaitable_proceeds_and_runs(rig, kind):
+    from strands.interventions import Proceed
+
+    rig.agent(interventions=[_answering(lambda: _Awaitable(Proceed()) if kind == "await-object" else _future(Proceed()))])("go")
+    assert rig.marker.ran
+    assert rig.last()["outcome"] == "allow"
+
+
+@pytest.mark.parametrize("kind", ["await-object", "future"])
+def test_a_sync_handler_answering_a_non_coroutine_awaitable_deny_stands(rig, kind):
+    from strands.interventions import Deny
+
+    rig.agent(interventions=[_answering(lambda: _Awaitable(Deny(reason="no")) if kind == "await-object" else _future(Deny(reason="no")))])("go")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", None)
+
+
+@pytest.mark.parametrize("kind", ["await-object", "pending-future"])
+def test_a_sync_handler_answering_a_hanging_non_coroutine_awaitable_denies_timeout(rig, kind):
+    rig.agent(interventions=[_answering(lambda: _Awaitable(None, hang=True) if kind == "await-object"
+                                        else asyncio.get_running_loop().create_future())])("go")
+    assert not rig.marker.ran
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "timeout")
