@@ -293,6 +293,8 @@ class StrandsAdapter(Adapter):
                 return event, []
             if any(inspect.iscoroutinefunction(cb) for cb in callbacks):
                 return wrapped(*args, **kwargs)  # upstream raises RuntimeError: use the async path
+            if callbacks:
+                adapter.mark_gated()
             return adapter._gate(callbacks, event)
 
         self.wrap(hooks, "invoke_callbacks_async", invoke_callbacks_async)
@@ -439,6 +441,8 @@ class StrandsAdapter(Adapter):
                 tagged = instance._handlers.get(asked) if asked is stage else None
                 if not tagged:
                     return wrapped(*args, **kwargs)
+                if any(getattr(t, "phase", None) != "output" and not _strands_own(_user_handler(t.handler)) for t in list(tagged)):
+                    adapter.mark_gated()  # a user's Input or Wrap handler added since the run began is a gate of it too
                 chain: list = []  # one _Box per layer entered, outermost first
                 view = _View({asked: [dataclasses.replace(t, handler=adapter._layer(t, chain, context)) for t in tagged]})
                 return original(view, *args, **kwargs)
@@ -521,9 +525,11 @@ class StrandsAdapter(Adapter):
             callbacks = list(registry.get_callbacks_for(event))
             if not any(not _strands_own(cb) for cb in callbacks):
                 return await wrapped(*args, **kwargs)
+            self.mark_gated()  # a batch gate registered since the run began is in force for it too
             start = event.cancel
             loop = asyncio.get_running_loop()
             outcomes = await self._abatch_settle(callbacks, event, start, loop)
+            ran = list(callbacks)
             for relist in range(_RELISTS + 1):  # a batch gate registered now judges this batch (live list upstream)
                 now = list(registry.get_callbacks_for(event))
                 if len(now) == len(callbacks) and all(x is y for x, y in zip(now, callbacks)):
@@ -532,8 +538,10 @@ class StrandsAdapter(Adapter):
                     outcomes.append(Outcome(hook=self.hook_id(BATCH_EVENT), failure=Failure.INVALID))
                     break
                 callbacks = now
-                kept = [o for o in outcomes if o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY)]
-                outcomes = kept + await self._abatch_settle(callbacks, event, start, loop)
+                # the callbacks that ran already keep their outcomes (upstream runs each once:
+                # one registering a callback every time it runs is no list that never settles)
+                outcomes = _merged(outcomes, await self._abatch_settle(callbacks, event, start, loop, _judged(callbacks, ran)))
+                ran = list(callbacks)
             tool, call_id = self._batch_call(event)
             decision = self.decide_stage(tool, outcomes, call_id=call_id)
             if decision.action is Action.DENY:
@@ -547,8 +555,9 @@ class StrandsAdapter(Adapter):
             self._write(event, "cancel", self.failed(exc).deny_text)
             return event, []
 
-    async def _abatch_settle(self, callbacks: list, event: Any, start: Any, loop: Any) -> list:
-        """The ``BeforeToolsEvent`` gates of ``callbacks`` under the settling rule."""
+    async def _abatch_settle(self, callbacks: list, event: Any, start: Any, loop: Any, judged: Optional[list] = None) -> list:
+        """The ``BeforeToolsEvent`` gates of ``callbacks`` under the settling rule; those
+        ``judged`` (by an earlier listing) run again only on a later pass."""
         entries: list[Any] = []
         for cb in callbacks:
             if inspect.iscoroutinefunction(cb):
@@ -570,12 +579,14 @@ class StrandsAdapter(Adapter):
 
         # a callback that rewrites a tool use of the message after a batch gate judged it:
         # the gates before it judge the batch again (the settling rule, no stamps)
+        calls, steps, held = _relisted(entries, judged or [False] * len(entries),
+                                       [step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)])
         outcomes = await self.asettle_calls(
-            [entry for entry, _ in entries], lambda: event, self.hook_id(BATCH_EVENT),
-            steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
+            calls, lambda: event, self.hook_id(BATCH_EVENT),
+            steps=steps, hold_loop=True,
             picture=_batch_picture, finish_pass=True, save=lambda _event: None,
         )
-        return _one_interrupt_per_name(outcomes)
+        return _one_interrupt_per_name([o for o in outcomes if not _among(o, held)])
 
     def _batch_call(self, event: Any) -> tuple:
         """The audit's tool and call id for a batch: those of its one tool use, else none."""
@@ -775,14 +786,19 @@ class StrandsAdapter(Adapter):
         dispatch; not for the re-judged call of the middleware terminal)."""
         try:
             callbacks = list(registry.get_callbacks_for(event))
+            if callbacks:  # a gate registered since the run began (a lazily set-up policy) is in force for it too
+                self.mark_gated()
             listed = self._listing(callbacks)
             start = event.cancel_tool
             loop = asyncio.get_running_loop()
             origin = self._origin(event) if follow and self._lookup is not None else None
+            ran = self._gate_keys(callbacks)  # before they run: a handler one appends is new
             outcomes = await self._asettle(callbacks, event, start, loop, origin)
             # upstream iterates the live list: a gate a callback registers now (a lazily set-up
-            # policy) runs for this very call. A changed list is judged again as a whole, on
-            # the call as it is now; a deny or failure of the earlier pass stands
+            # policy) runs for this very call. The gates new to the changed list judge the call
+            # as it is now; those that ran keep their outcomes (upstream runs each once, so one
+            # registering a callback every time it runs is no list that never settles) and
+            # judge again only if a new one changes the call (the settling rule)
             for relist in range(_RELISTS + 1):
                 now = list(registry.get_callbacks_for(event))
                 relisted = self._listing(now)
@@ -793,8 +809,9 @@ class StrandsAdapter(Adapter):
                     outcomes.append(Outcome(hook=self.hook_id("BeforeToolCallEvent"), failure=Failure.INVALID))
                     break
                 callbacks = now
-                kept = [o for o in outcomes if o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY)]
-                outcomes = kept + await self._asettle(callbacks, event, start, loop, origin)
+                keys = self._gate_keys(callbacks)
+                outcomes = _merged(outcomes, await self._asettle(callbacks, event, start, loop, origin, _judged(keys, ran)))
+                ran = keys
             decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
                                           later=self._middleware_ids(getattr(event, 'agent', None)))
             return self._render(event, start, decision)
@@ -813,9 +830,20 @@ class StrandsAdapter(Adapter):
                 out += [handler for handler, _ in handlers]
         return out
 
-    async def _asettle(self, callbacks: list, event: Any, start: Any, loop: Any, origin: Optional[list]) -> list:
+    def _gate_keys(self, callbacks: list) -> list:
+        """One key per gate of ``callbacks``, aligned with ``_entries``: the callback, or
+        (the callback, the handler) for each handler of an interventions registry's."""
+        keys: list = []
+        for cb in callbacks:
+            handlers = self._interventions(cb)
+            keys += [cb] if handlers is None else [_Key(cb, handler) for handler, _ in handlers]
+        return keys
+
+    async def _asettle(self, callbacks: list, event: Any, start: Any, loop: Any, origin: Optional[list],
+                       judged: Optional[list] = None) -> list:
         """The gates of ``callbacks`` (each intervention handler one) under the settling
-        rule, in upstream's order: the outcomes, one interrupt per name."""
+        rule, in upstream's order: the outcomes, one interrupt per name. The gates
+        ``judged`` (by an earlier listing) run again only on a later pass."""
         entries = self._entries(callbacks, event, loop, origin)
         last = [len(entries)]  # the index of the step run last: a lower one starts a pass
 
@@ -831,12 +859,14 @@ class StrandsAdapter(Adapter):
             return run
 
         # pass 1: each run of sync callbacks one hand-off, the loop held as upstream holds it
+        calls, steps, held = _relisted(entries, judged or [False] * len(entries),
+                                       [step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)])
         outcomes = await self.asettle_calls(
-            [entry for entry, _ in entries], lambda: event, self.hook_id("BeforeToolCallEvent"),
-            steps=[step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)], hold_loop=True,
+            calls, lambda: event, self.hook_id("BeforeToolCallEvent"),
+            steps=steps, hold_loop=True,
             picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
         )
-        return _one_interrupt_per_name(outcomes)
+        return _one_interrupt_per_name([o for o in outcomes if not _among(o, held)])
 
     def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[list]) -> list:
         """``(guarded call, is_async)`` per gate: a callback, or each ``before_tool_call``
@@ -1470,6 +1500,22 @@ def _strands_own(fn: Any) -> bool:
     return module is not None and (module == "strands" or module.startswith("strands."))
 
 
+def _asked_name(outcome: Outcome) -> Any:
+    verdict = outcome.verdict
+    if verdict is None or verdict.action is not Action.ASK or verdict.data is None:
+        return None
+    name = getattr(verdict.data, "name", None)
+    return (outcome.hook, name) if type(name) is str else None
+
+
+def _merged(earlier: list, later: list) -> list:
+    """The outcomes of a listing and of the relisting after it: a gate that asked in both
+    (it judged a call a new gate rewrote again, and asked again) asks once, its later
+    interrupt standing; any other interrupt of one name twice is invalid."""
+    again = {key for key in map(_asked_name, later) if key is not None}
+    return _one_interrupt_per_name([o for o in earlier if _asked_name(o) not in again] + later)
+
+
 def _one_interrupt_per_name(outcomes: list) -> list:
     """Upstream raises ``ValueError`` when two callbacks raise an interrupt of one name;
     failsecure judges the later one INVALID instead (a deny, audited)."""
@@ -1487,3 +1533,51 @@ def _one_interrupt_per_name(outcomes: list) -> list:
     return out
 
 
+
+
+class _Key:
+    """A gate of an interventions registry's callback: the callback and the handler."""
+
+    __slots__ = ("callback", "handler")
+
+    def __init__(self, callback: Any, handler: Any):
+        self.callback, self.handler = callback, handler
+
+
+def _among(item: Any, items: list) -> bool:
+    """``item`` is one of ``items`` by identity (a ``_Key`` by both of its parts)."""
+    return _count(item, items) > 0
+
+
+def _count(item: Any, items: list) -> int:
+    if type(item) is _Key:
+        return sum(1 for k in items if type(k) is _Key and k.callback is item.callback and k.handler is item.handler)
+    return sum(1 for k in items if k is item)
+
+
+def _judged(keys: list, ran: list) -> list:
+    """Per gate of ``keys``: it ran in the listing before (``ran``). A callback registered
+    once more is one gate more: its n-th entry ran only if it was listed n times."""
+    return [_count(k, keys[:i]) < _count(k, ran) for i, k in enumerate(keys)]
+
+
+def _relisted(entries: list, judged: list, steps: list) -> tuple:
+    """The settling calls and steps of a listing whose gates ``judged`` ran in an earlier
+    one: such a gate is a placeholder (no opinion, dropped from the outcomes after) on
+    pass 1 and runs again on a later pass (a new gate changed the call) -> (calls, steps,
+    the placeholders)."""
+    held: list = []
+    calls: list = []
+    for (entry, _), old in zip(entries, judged):
+        if old:
+            held.append(Outcome(hook=entry[0], verdict=ABSTAIN))
+            calls.append(held[-1])
+        else:
+            calls.append(entry)
+    if held and len(entries) < 2:  # settled one by one: the steps are pass 1 too
+        steps = [(lambda c=c: _given(c)) if isinstance(c, Outcome) else s for c, s in zip(calls, steps)]
+    return calls, steps, held
+
+
+async def _given(outcome: Outcome) -> list:
+    return [outcome]
