@@ -203,6 +203,7 @@ class PydanticAIAdapter(Adapter):
         self._runs_watch = False
         self._iters: set = set()
         self._holders: set = set()  # the user's WrapperToolset classes whose call_tool hands on under a deadline
+        self._held_ctx: dict = {}  # id(run context) -> (it, the dispatch) while a user's wrapper holds the call
         self._wrap_ids: dict = {}  # capability class -> the hook id of its own wrap_tool_execute, or ""
 
     # ------------------------------------------------------------ patching
@@ -858,6 +859,11 @@ class PydanticAIAdapter(Adapter):
         else:
             name, tool_args, ctx, _tool = bound
             call_id = getattr(ctx, "tool_call_id", None)
+            holder = self._held_ctx.get(id(ctx)) if self._held_ctx else None
+            if holder is not None and holder[0] is ctx:  # a user's wrapper holding this call handed it on from elsewhere
+                held = holder[1].held
+                if held is not None:
+                    await self._on_time(held[0], held[1], holder[1].call)
         denied, entered = self.at_boundary(name if isinstance(name, str) else None, call_id if isinstance(call_id, str) and call_id else None,
                                            tool_args, where=f"{type(instance).__qualname__}.call_tool")
         if denied is not None:
@@ -990,10 +996,18 @@ class PydanticAIAdapter(Adapter):
         if outer is not None:  # the wrapper outside this one handed the call on: in time?
             await self._on_time(outer[0], outer[1], dispatch.call)
         dispatch.held = (hook, perf_counter())
+        bound = _call_tool_args(args, kwargs)
+        ctx = bound[2] if bound is not None else None
+        # a hand-on from a context of its own (a thread) is known by the run context it carries
+        added = ctx is not None and id(ctx) not in self._held_ctx
+        if added:
+            self._held_ctx[id(ctx)] = (ctx, dispatch)
         try:
             return await wrapped(*args, **kwargs)
         finally:  # the call is back with the wrapper outside: its clock starts again
             dispatch.held = None if outer is None else (outer[0], perf_counter())
+            if added:
+                self._held_ctx.pop(id(ctx), None)
 
     # ------------------------------------------------------------ ApprovalRequiredToolset
 
@@ -1021,7 +1035,10 @@ class PydanticAIAdapter(Adapter):
             return await wrapped(*args, **kwargs)
         dispatch = _DISPATCH.get()
         predicate = instance.approval_required_func
+        held, asked = (dispatch.held if dispatch is not None else None), perf_counter()
         await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
+        if held is not None and dispatch.held is held:  # the predicate's time (its own deadline) is not the wrapper's
+            dispatch.held = (held[0], held[1] + (perf_counter() - asked))
         if dispatch is not None:
             dispatch.approvals = dispatch.approvals + ((predicate, snapshot(tool_args)),)
         return await self._wrapper_toolset.call_tool(instance, name, tool_args, ctx, tool)
