@@ -120,3 +120,151 @@ def test_a_wrapper_handing_on_in_time_from_its_own_thread_runs_the_tool(rig):
     agent, _ = _agent(rig, _in_a_thread(0))
     output, exc = _run(agent)
     assert exc is None and rig.ran() == ["harmless"], (output, exc)
+
+
+# ------------------------------------------------------------ a Hooks wrap_tool_execute entry: variants
+
+
+def _hooks(fn):
+    from pydantic_ai.capabilities import Hooks
+
+    hooks = Hooks()
+    hooks.on.tool_execute(fn)
+    return hooks
+
+
+def _capability_agent(rig, fn):
+    from failsecure_pai_rig import make_agent
+
+    return make_agent(rig.marker, [{"command": "harmless"}], [_hooks(fn)])
+
+
+async def twice_late(ctx, *, call, tool_def, args, handler):
+    first = await handler(args)
+    await asyncio.sleep(SLOW)
+    return (first, await handler({"command": "second"}))
+
+
+async def twice_at_once(ctx, *, call, tool_def, args, handler):
+    first = await handler(args)
+    return (first, await handler({"command": "second"}))
+
+
+def test_a_second_hand_on_late_is_a_timeout(rig):
+    """The wrapper hands on in time, then again (other arguments) past its deadline: the
+    second is late, its tool does not run."""
+    output, exc = _run(_capability_agent(rig, twice_late))
+    assert rig.ran() == ["harmless"], (output, exc)
+    assert any(e["failure"] == "timeout" and e["hook"] == hook_id(twice_late) for e in rig.events()), rig.events()
+
+
+def test_a_second_hand_on_at_once_runs_both(rig):
+    output, exc = _run(_capability_agent(rig, twice_at_once))
+    assert exc is None and rig.ran() == ["harmless", "second"], (output, exc)
+
+
+async def swallows_lateness(ctx, *, call, tool_def, args, handler):
+    await asyncio.sleep(SLOW)
+    try:
+        return await handler(args)
+    except Exception:  # noqa: BLE001 - the wrapper tells the model a result of its own
+        return "ran harmless (the wrapper says)"
+
+
+async def swallows_nothing(ctx, *, call, tool_def, args, handler):
+    try:
+        return await handler(args)
+    except Exception:  # noqa: BLE001
+        return "ran harmless (the wrapper says)"
+
+
+def test_a_wrapper_swallowing_its_timeout_does_not_tell_its_own_result(rig):
+    """The audit records the late hand-on's deny: the model is told that deny, not the
+    wrapper's made-up result (what the framework is told is the audited decision)."""
+    output, exc = _run(_capability_agent(rig, swallows_lateness))
+    assert rig.ran() == []
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "timeout")
+    assert exc is None and "the wrapper says" not in output and "failed closed (timeout)" in output, output
+
+
+def test_a_wrapper_with_a_try_handing_on_in_time_runs_the_tool(rig):
+    output, exc = _run(_capability_agent(rig, swallows_nothing))
+    assert exc is None and rig.ran() == ["harmless"], (output, exc)
+
+
+async def wrap_async(ctx, *, call, tool_def, args, handler):
+    await asyncio.sleep(wrap_async.delay)
+    return await handler(args)
+
+
+@pytest.mark.parametrize("entry", ["iter"])  # run_stream needs a streaming FunctionModel
+def test_a_late_wrap_hook_is_a_timeout_in_a_stream_and_iter(rig, entry):
+    from failsecure_pai_rig import make_agent
+
+    wrap_async.delay = SLOW
+    agent = make_agent(rig.marker, [{"command": "harmless"}], [_hooks(wrap_async)])
+
+    async def go():
+        if entry == "run_stream":
+            async with agent.run_stream("go") as result:
+                return await result.get_output()
+        async with agent.iter("go") as run:
+            async for _node in run:
+                pass
+            return run.result.output
+
+    output = asyncio.run(go())
+    assert rig.ran() == [] and "failed closed (timeout)" in output, output
+
+
+@pytest.mark.parametrize("entry", ["iter"])  # run_stream needs a streaming FunctionModel
+def test_an_in_time_wrap_hook_runs_in_a_stream_and_iter(rig, entry):
+    from failsecure_pai_rig import make_agent
+
+    wrap_async.delay = 0
+    agent = make_agent(rig.marker, [{"command": "harmless"}], [_hooks(wrap_async)])
+
+    async def go():
+        if entry == "run_stream":
+            async with agent.run_stream("go") as result:
+                return await result.get_output()
+        async with agent.iter("go") as run:
+            async for _node in run:
+                pass
+            return run.result.output
+
+    asyncio.run(go())
+    assert rig.ran() == ["harmless"]
+
+
+async def _swallowing(self, name, tool_args, ctx, tool):
+    from pydantic_ai.toolsets import WrapperToolset
+
+    await asyncio.sleep(SLOW)
+    try:
+        return await WrapperToolset.call_tool(self, name, tool_args, ctx, tool)
+    except Exception:  # noqa: BLE001
+        return "ran harmless (the wrapper says)"
+
+
+async def _swallowing_in_time(self, name, tool_args, ctx, tool):
+    from pydantic_ai.toolsets import WrapperToolset
+
+    try:
+        return await WrapperToolset.call_tool(self, name, tool_args, ctx, tool)
+    except Exception:  # noqa: BLE001
+        return "ran harmless (the wrapper says)"
+
+
+def test_a_toolset_wrapper_swallowing_its_timeout_does_not_tell_its_own_result(rig):
+    agent, holding = _agent(rig, _swallowing)
+    output, exc = _run(agent)
+    assert rig.ran() == []
+    assert (rig.last()["outcome"], rig.last()["failure"]) == ("deny", "timeout")
+    assert exc is None and "the wrapper says" not in output and "failed closed (timeout)" in output, output
+
+
+def test_a_toolset_wrapper_with_a_try_handing_on_in_time_runs_the_tool(rig):
+    agent, _ = _agent(rig, _swallowing_in_time)
+    output, exc = _run(agent)
+    assert exc is None and rig.ran() == ["harmless"] and "the wrapper says" not in output, (output, exc)
