@@ -130,12 +130,13 @@ class _Judged:
 class _Dispatch:
     """A tool call on its way from the tool manager to the toolset that runs it."""
 
-    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held")
+    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held", "late")
 
     def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any):
         self.call, self.ctx, self.judged, self.listed = call, ctx, judged, listed
         self.approvals: tuple = ()  # (approval predicate, the arguments it let run unasked)
         self.held: Any = None  # (hook id, since when) of the user's toolset wrapper holding the call
+        self.late: Any = None  # (hook id, the deny raised) of a late hand-on by such a wrapper
 
 
 _CALL_TOOL_PARAMS = ("name", "tool_args", "ctx", "tool")
@@ -805,7 +806,7 @@ class PydanticAIAdapter(Adapter):
             return await self._unseen(wrapped, instance, args, kwargs)
         held = dispatch.held
         if held is not None:  # the user's toolset wrapper handed the call on: in time?
-            await self._on_time(held[0], held[1], dispatch.call)
+            await self._late(dispatch, held)
         bound = _call_tool_args(args, kwargs)
         if bound is None:  # a call shape that cannot be judged
             raise self._failed_type(failure_reason(self.hook_id(EVENT), Failure.INVALID))
@@ -863,7 +864,7 @@ class PydanticAIAdapter(Adapter):
             if holder is not None and holder[0] is ctx:  # a user's wrapper holding this call handed it on from elsewhere
                 held = holder[1].held
                 if held is not None:
-                    await self._on_time(held[0], held[1], holder[1].call)
+                    await self._late(holder[1], held)
         denied, entered = self.at_boundary(name if isinstance(name, str) else None, call_id if isinstance(call_id, str) and call_id else None,
                                            tool_args, where=f"{type(instance).__qualname__}.call_tool")
         if denied is not None:
@@ -877,6 +878,15 @@ class PydanticAIAdapter(Adapter):
             self.leave(entered, failed)
 
     # ------------------------------------------------------------ handing the call on
+
+    async def _late(self, dispatch: Any, held: tuple) -> None:
+        """``_on_time`` for the user's toolset wrapper holding ``dispatch``'s call; its deny
+        is noted on the dispatch (the wrapper may catch it: the deny still stands)."""
+        try:
+            await self._on_time(held[0], held[1], dispatch.call)
+        except Exception as exc:  # its deny (ToolFailed); a cancellation is not noted
+            dispatch.late = (held[0], exc)
+            raise
 
     async def _on_time(self, hook: str, since: float, call: Any) -> None:
         """A wrapper handed on the call it was handed at ``since``: later than ``hook``'s
@@ -900,11 +910,16 @@ class PydanticAIAdapter(Adapter):
         inner handler that checks the link handed the call on in time; the link's clock
         starts when it is called (and again after each hand-on returned)."""
         held = [0.0]
+        late: list = []  # the deny of a late hand-on: it stands even if the link catches it
         inner = bound[handler]
         adapter = self
 
         async def handed_on(*args: Any, **kwargs: Any) -> Any:
-            await adapter._on_time(hook, held[0], call)
+            try:
+                await adapter._on_time(hook, held[0], call)
+            except Exception as exc:  # its deny (ToolFailed); a cancellation is not noted
+                late.append(exc)
+                raise
             try:
                 return await inner(*args, **kwargs)
             finally:
@@ -914,7 +929,10 @@ class PydanticAIAdapter(Adapter):
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
             held[0] = perf_counter()
-            return await link(*args, **kwargs)
+            result = await link(*args, **kwargs)
+            if late:  # the link caught its own late hand-on's deny: the model is told the audited deny
+                raise late[-1]
+            return result
 
         return timed
 
@@ -994,7 +1012,7 @@ class PydanticAIAdapter(Adapter):
             return await wrapped(*args, **kwargs)
         outer = dispatch.held
         if outer is not None:  # the wrapper outside this one handed the call on: in time?
-            await self._on_time(outer[0], outer[1], dispatch.call)
+            await self._late(dispatch, outer)
         dispatch.held = (hook, perf_counter())
         bound = _call_tool_args(args, kwargs)
         ctx = bound[2] if bound is not None else None
@@ -1003,7 +1021,11 @@ class PydanticAIAdapter(Adapter):
         if added:
             self._held_ctx[id(ctx)] = (ctx, dispatch)
         try:
-            return await wrapped(*args, **kwargs)
+            result = await wrapped(*args, **kwargs)
+            late = dispatch.late
+            if late is not None and late[0] == hook:  # it caught its own late hand-on's deny: that deny stands
+                raise late[1]
+            return result
         finally:  # the call is back with the wrapper outside: its clock starts again
             dispatch.held = None if outer is None else (outer[0], perf_counter())
             if added:
