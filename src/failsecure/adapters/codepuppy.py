@@ -775,7 +775,10 @@ class CodePuppyAdapter(Adapter):
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
             loop = _running_loop()
-            calls, opted, asking, plain = [], set(), set(), set()
+            calls: list = []
+            opted: set = set()
+            asking: set = set()
+            plain: set = set()
             for callback in self._callbacks.get_callbacks(phase):
                 hook_id = self.callable_id(callback)
                 if self._opted_in(phase, callback):
