@@ -524,11 +524,12 @@ def _batch(pending: list, outcomes: list) -> list:
     return pending
 
 
-def _next(pending: list, outcomes: list) -> tuple:
+def _next(pending: list, outcomes: list, inline: bool = True) -> tuple:
     """The next batch of ``pending`` for a worker -> (batch, the calls left from it on).
     Calls the bounds on abandoned calls refuse become TIMEOUT outcomes at once, in their
-    place; a batch with no deadline runs inline here. ``batch`` None: nothing to hand
-    over this time (the calls left go on in the next turn)."""
+    place; a batch with no deadline runs inline here (``inline``; else it is handed back
+    for the async caller to run inline). ``batch`` None: nothing to hand over this time
+    (the calls left go on in the next turn)."""
     batch = pending
     if _pool.abandoned or MAX_ABANDONED <= 0:  # a hung call still runs: the bounds apply
         done = len(outcomes)
@@ -536,7 +537,7 @@ def _next(pending: list, outcomes: list) -> tuple:
         pending = pending[len(outcomes) - done :]
         if not batch:
             return None, []
-    if _inline(batch):
+    if inline and _inline(batch):
         outcomes.extend([call(h, fn, a, k, validate=v) for h, fn, a, k, v, _ in batch])
         return None, pending[len(batch) :]
     return batch, pending
@@ -807,8 +808,13 @@ async def acall_each(calls: list) -> list[Outcome]:
     awaitables: list = []
     pending = calls
     while pending:
-        batch, pending = _next(pending, outcomes)
+        batch, pending = _next(pending, outcomes, inline=False)
         if batch is None:
+            continue
+        if _inline(batch):  # no deadline: run here, an awaitable answer awaited as with one
+            for h, fn, a, k, v, _ in batch:
+                outcomes.append(await acall(h, fn, a or (), k, validate=v))
+            pending = pending[len(batch) :]
             continue
         worker = _pool.take()
         job = _Job(batch, awaitables=True)

@@ -231,14 +231,30 @@ def _asks_person(callback: Any) -> bool:
     return _asking.put(callback, answer)
 
 
+def _closed_over(fn: Any) -> list:
+    """The functions ``fn`` closes over (a factory's or a decorator's argument): their
+    code is the callback's too (a cell naming the prompt itself asks)."""
+    found = []
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, types.FunctionType):
+            found.append(value)
+    return found
+
+
 def _scan_asks(callback: Any) -> bool:
     fn, owner = callback, None
+    wrappers: list = []  # a functools.wraps wrapper's own code is read too: it may be the one that asks
     for _ in range(8):  # a bound method, functools.partial, functools.wraps wrappers
         if isinstance(fn, types.MethodType):
             owner, fn = type(fn.__self__), fn.__func__
         elif isinstance(fn, functools.partial):
             fn = fn.func
         elif isinstance(fn, types.FunctionType) and isinstance(vars(fn).get("__wrapped__"), types.FunctionType):
+            wrappers.append(fn)
             fn = vars(fn)["__wrapped__"]
         else:
             break
@@ -248,7 +264,12 @@ def _scan_asks(callback: Any) -> bool:
         if not isinstance(fn, types.FunctionType):
             return False
     module = fn.__module__
-    pending = [(fn.__code__, fn.__globals__)]
+    pending = [(f.__code__, f.__globals__) for f in (*wrappers, fn)]
+    for f in (*wrappers, fn):
+        for value in _closed_over(f):
+            if value.__name__ in _ASKING:
+                return True
+            pending.append((value.__code__, value.__globals__))
     seen: set = set()
     while pending and len(seen) < _SCAN_LIMIT:
         code, namespace = pending.pop()
@@ -670,6 +691,7 @@ class CodePuppyAdapter(Adapter):
 
             opted: set = set()
             asking: set = set()
+            plain: set = set()  # a hook id one callback that asks nobody has too keeps its deadline
             calls: list = []
             for callback in self._callbacks.get_callbacks(phase):
                 hook_id = self.callable_id(callback)
@@ -677,12 +699,15 @@ class CodePuppyAdapter(Adapter):
                     opted.add(hook_id)
                 if _asks_person(callback):
                     asking.add(hook_id)
+                else:
+                    plain.add(hook_id)
                 if is_async(callback):
                     calls.append((hook_id, callback, args, kwargs, validate))
                 else:  # upstream calls it on the loop: on the worker it is lent the loop
                     calls.append((hook_id, on_loop, (loop, callback, *args), kwargs, validate))
             # only a callback that asks a person waits for one without the default
             # deadline, and only when someone can answer (a terminal, an approval backend)
+            asking -= plain
             interactive = frozenset(asking) if asking and _interactive() else False
 
             def step(call: tuple) -> Any:
@@ -750,14 +775,17 @@ class CodePuppyAdapter(Adapter):
         try:
             validate = _file_verdict if phase == FILE else _block_verdict
             loop = _running_loop()
-            calls, opted, asking = [], set(), set()
+            calls: list = []
+            opted: set = set()
+            asking: set = set()
+            plain: set = set()
             for callback in self._callbacks.get_callbacks(phase):
                 hook_id = self.callable_id(callback)
                 if self._opted_in(phase, callback):
                     opted.add(hook_id)
-                if _asks_person(callback):
-                    asking.add(hook_id)
+                (asking if _asks_person(callback) else plain).add(hook_id)
                 calls.append((hook_id, _run_sync_callback, (callback, loop, args, kwargs), None, validate))
+            asking -= plain  # a hook id one callback that asks nobody has too keeps its deadline
             interactive = frozenset(asking) if asking and _interactive() else False
             outcomes = self.hook_calls(calls, interactive)  # one thread hand-off for all of them
             return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes, frozenset(opted)), outcomes)

@@ -130,12 +130,13 @@ class _Judged:
 class _Dispatch:
     """A tool call on its way from the tool manager to the toolset that runs it."""
 
-    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held")
+    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held", "late")
 
     def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any):
         self.call, self.ctx, self.judged, self.listed = call, ctx, judged, listed
         self.approvals: tuple = ()  # (approval predicate, the arguments it let run unasked)
         self.held: Any = None  # (hook id, since when) of the user's toolset wrapper holding the call
+        self.late: Any = None  # (hook id, the deny raised) of a late hand-on by such a wrapper
 
 
 _CALL_TOOL_PARAMS = ("name", "tool_args", "ctx", "tool")
@@ -203,6 +204,7 @@ class PydanticAIAdapter(Adapter):
         self._runs_watch = False
         self._iters: set = set()
         self._holders: set = set()  # the user's WrapperToolset classes whose call_tool hands on under a deadline
+        self._held_ctx: dict = {}  # id(run context) -> (it, the dispatch) while a user's wrapper holds the call
         self._wrap_ids: dict = {}  # capability class -> the hook id of its own wrap_tool_execute, or ""
 
     # ------------------------------------------------------------ patching
@@ -804,7 +806,7 @@ class PydanticAIAdapter(Adapter):
             return await self._unseen(wrapped, instance, args, kwargs)
         held = dispatch.held
         if held is not None:  # the user's toolset wrapper handed the call on: in time?
-            await self._on_time(held[0], held[1], dispatch.call)
+            await self._late(dispatch, held)
         bound = _call_tool_args(args, kwargs)
         if bound is None:  # a call shape that cannot be judged
             raise self._failed_type(failure_reason(self.hook_id(EVENT), Failure.INVALID))
@@ -858,6 +860,11 @@ class PydanticAIAdapter(Adapter):
         else:
             name, tool_args, ctx, _tool = bound
             call_id = getattr(ctx, "tool_call_id", None)
+            holder = self._held_ctx.get(id(ctx)) if self._held_ctx else None
+            if holder is not None and holder[0] is ctx:  # a user's wrapper holding this call handed it on from elsewhere
+                held = holder[1].held
+                if held is not None:
+                    await self._late(holder[1], held)
         denied, entered = self.at_boundary(name if isinstance(name, str) else None, call_id if isinstance(call_id, str) and call_id else None,
                                            tool_args, where=f"{type(instance).__qualname__}.call_tool")
         if denied is not None:
@@ -871,6 +878,15 @@ class PydanticAIAdapter(Adapter):
             self.leave(entered, failed)
 
     # ------------------------------------------------------------ handing the call on
+
+    async def _late(self, dispatch: Any, held: tuple) -> None:
+        """``_on_time`` for the user's toolset wrapper holding ``dispatch``'s call; its deny
+        is noted on the dispatch (the wrapper may catch it: the deny still stands)."""
+        try:
+            await self._on_time(held[0], held[1], dispatch.call)
+        except Exception as exc:  # its deny (ToolFailed); a cancellation is not noted
+            dispatch.late = (held[0], exc)
+            raise
 
     async def _on_time(self, hook: str, since: float, call: Any) -> None:
         """A wrapper handed on the call it was handed at ``since``: later than ``hook``'s
@@ -894,11 +910,16 @@ class PydanticAIAdapter(Adapter):
         inner handler that checks the link handed the call on in time; the link's clock
         starts when it is called (and again after each hand-on returned)."""
         held = [0.0]
+        late: list = []  # the deny of a late hand-on: it stands even if the link catches it
         inner = bound[handler]
         adapter = self
 
         async def handed_on(*args: Any, **kwargs: Any) -> Any:
-            await adapter._on_time(hook, held[0], call)
+            try:
+                await adapter._on_time(hook, held[0], call)
+            except Exception as exc:  # its deny (ToolFailed); a cancellation is not noted
+                late.append(exc)
+                raise
             try:
                 return await inner(*args, **kwargs)
             finally:
@@ -908,7 +929,10 @@ class PydanticAIAdapter(Adapter):
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
             held[0] = perf_counter()
-            return await link(*args, **kwargs)
+            result = await link(*args, **kwargs)
+            if late:  # the link caught its own late hand-on's deny: the model is told the audited deny
+                raise late[-1]
+            return result
 
         return timed
 
@@ -988,12 +1012,24 @@ class PydanticAIAdapter(Adapter):
             return await wrapped(*args, **kwargs)
         outer = dispatch.held
         if outer is not None:  # the wrapper outside this one handed the call on: in time?
-            await self._on_time(outer[0], outer[1], dispatch.call)
+            await self._late(dispatch, outer)
         dispatch.held = (hook, perf_counter())
+        bound = _call_tool_args(args, kwargs)
+        ctx = bound[2] if bound is not None else None
+        # a hand-on from a context of its own (a thread) is known by the run context it carries
+        added = ctx is not None and id(ctx) not in self._held_ctx
+        if added:
+            self._held_ctx[id(ctx)] = (ctx, dispatch)
         try:
-            return await wrapped(*args, **kwargs)
+            result = await wrapped(*args, **kwargs)
+            late = dispatch.late
+            if late is not None and late[0] == hook:  # it caught its own late hand-on's deny: that deny stands
+                raise late[1]
+            return result
         finally:  # the call is back with the wrapper outside: its clock starts again
             dispatch.held = None if outer is None else (outer[0], perf_counter())
+            if added:
+                self._held_ctx.pop(id(ctx), None)
 
     # ------------------------------------------------------------ ApprovalRequiredToolset
 
@@ -1021,7 +1057,10 @@ class PydanticAIAdapter(Adapter):
             return await wrapped(*args, **kwargs)
         dispatch = _DISPATCH.get()
         predicate = instance.approval_required_func
+        held, asked = (dispatch.held if dispatch is not None else None), perf_counter()
         await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
+        if held is not None and dispatch.held is held:  # the predicate's time (its own deadline) is not the wrapper's
+            dispatch.held = (held[0], held[1] + (perf_counter() - asked))
         if dispatch is not None:
             dispatch.approvals = dispatch.approvals + ((predicate, snapshot(tool_args)),)
         return await self._wrapper_toolset.call_tool(instance, name, tool_args, ctx, tool)
