@@ -1,4 +1,4 @@
-"""Red-team round s38 on the hand-on deadline of a user's ``WrapperToolset.call_tool``.
+"""The hand-on deadline of a user's ``WrapperToolset.call_tool``: its edges.
 
 - An ``ApprovalRequiredToolset`` inside the user's wrapper: its approval predicate runs
   (under its own deadline) between the wrapper's hand-on and the toolset that runs the

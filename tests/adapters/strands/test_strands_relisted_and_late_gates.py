@@ -1,4 +1,4 @@
-"""Session 38 red team of the Strands batch gate and the gates registered mid-dispatch.
+"""The Strands batch gate and the gates registered during the dispatch or the run.
 Each deny asserts its failure category and has an allow twin; the upstream twins show
 what Strands itself does."""
 

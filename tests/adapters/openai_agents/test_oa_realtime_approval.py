@@ -1,4 +1,4 @@
-"""Red-team round s38 on the realtime ``needs_approval`` (RealtimeSession): a human's
+"""The realtime ``needs_approval`` (RealtimeSession): a human's
 approval resumes the call (no false deny), a rejection does not run it, and two calls in
 one session at once (one ``needs_approval`` hanging, one letting through) are each judged
 by themselves. The real ``RealtimeSession``; the model is the stand-in transport."""

@@ -1,4 +1,4 @@
-"""Session 37 red team (issue 26 variants on Strands): an ``InterruptException`` that
+"""Variants of the Strands gate kinds (issue 26): an ``InterruptException`` that
 carries no ``Interrupt`` is junk, not "no opinion"; an intervention handler's own
 ``before_tool_call`` (an instance attribute too) decides how it is awaited; a tool run
 that raised does not give its call id back for another tool to run on. Each deny asserts

@@ -1,4 +1,4 @@
-"""Red-team round s38 on the terminal deadline (adapters/codepuppy.py ``_asks_person``).
+"""Which code-puppy callbacks wait for a person on a terminal (``_asks_person``).
 
 - Hook ids collide: two lambdas of one module are both ``<module>.<lambda>``; when one
   asks a person, the other (a plain policy that hangs) lost its deadline with it.
