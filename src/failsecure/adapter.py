@@ -1302,7 +1302,7 @@ __all__ = (
     "Adapter", "Check", "IdCache", "Later", "PatchError", "Ungoverned",
     "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "awaitable",
     "callable_name", "close_awaitable",
-    "command_name", "current_config", "fingerprint", "internal", "internal_error", "is_async", "nonempty_str", "on_loop", "plain_str", "plugin_gates", "problem", "process_failure", "run_command", "same",
+    "command_name", "current_config", "fingerprint", "internal", "internal_error", "is_async", "names_in_code", "nonempty_str", "on_loop", "plain_str", "plugin_gates", "problem", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )
 
@@ -1376,6 +1376,87 @@ def _ran(calls: list, outcomes: list, seen: list, start: Any, caused: Optional[C
         ran.append(([*caused(i), outcomes[at]] if caused else [outcomes[at]], last))
         at += 1
     return ran
+
+
+#: how many code objects one ``names_in_code`` scan reads at most (its helpers included)
+_SCAN_LIMIT = 64
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+
+
+def _closed_over(fn: Any) -> list:
+    """The functions ``fn`` closes over (a factory's or a decorator's argument): their
+    code is ``fn``'s too."""
+    found = []
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, types.FunctionType):
+            found.append(value)
+    return found
+
+
+def names_in_code(callback: Any, names: frozenset, builtin: tuple = ()) -> bool:
+    """``callback``'s code names one of ``names`` (an attribute or a global it loads, or a
+    function it closes over by that name), or loads one of the ``builtin`` functions by
+    its builtin name: read in its own code, its nested functions', a ``functools.wraps``
+    wrapper's and what it wraps, the functions it closes over, and the functions (and
+    methods of its own class) of its own module it names. From the code objects only: none
+    of its code runs. What a hook asks a person through, for an adapter whose framework
+    waits for a person only there. May raise (a callable's own attributes)."""
+    import builtins as _builtins
+    import dis
+    import functools
+
+    fn, owner = callback, None
+    wrappers: list = []  # a functools.wraps wrapper's own code is read too
+    for _ in range(8):  # a bound method, functools.partial, functools.wraps wrappers
+        if isinstance(fn, types.MethodType):
+            owner, fn = type(fn.__self__), fn.__func__
+        elif isinstance(fn, functools.partial):
+            fn = fn.func
+        elif isinstance(fn, types.FunctionType) and isinstance(vars(fn).get("__wrapped__"), types.FunctionType):
+            wrappers.append(fn)
+            fn = vars(fn)["__wrapped__"]
+        else:
+            break
+    if not isinstance(fn, types.FunctionType):  # a callable object: its class's __call__
+        owner = type(fn)
+        fn = next((vars(k)["__call__"] for k in owner.__mro__ if "__call__" in vars(k)), None)
+        if not isinstance(fn, types.FunctionType):
+            return False
+    module = fn.__module__
+    pending = [(f.__code__, f.__globals__) for f in (*wrappers, fn)]
+    for f in (*wrappers, fn):
+        for value in _closed_over(f):
+            if value.__name__ in names:
+                return True
+            pending.append((value.__code__, value.__globals__))
+    seen: set = set()
+    while pending and len(seen) < _SCAN_LIMIT:
+        code, namespace = pending.pop()
+        if id(code) in seen:
+            continue
+        seen.add(id(code))
+        loaded = code.co_names
+        if not names.isdisjoint(loaded):
+            return True
+        for name in builtin:
+            if name in loaded and namespace.get(name, getattr(_builtins, name)) is getattr(_builtins, name) and any(
+                ins.opname in _GLOBAL_LOADS and ins.argval == name for ins in dis.get_instructions(code)
+            ):
+                return True
+        pending += [(c, namespace) for c in code.co_consts if isinstance(c, types.CodeType)]
+        for name in loaded:  # the functions of its own module (and class) it may call
+            helper = namespace.get(name)
+            if helper is None and owner is not None:
+                helper = next((vars(k)[name] for k in owner.__mro__ if name in vars(k)), None)
+                if isinstance(helper, (staticmethod, classmethod)):
+                    helper = helper.__func__
+            if isinstance(helper, types.FunctionType) and helper.__module__ == module:
+                pending.append((helper.__code__, helper.__globals__))
+    return False
 
 
 def when_imported(module: str, callback) -> None:

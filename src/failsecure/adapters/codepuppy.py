@@ -48,14 +48,10 @@ Hook ids: ``code-puppy:<module>.<qualname>`` of the callback.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextvars
-import dis
-import functools
 import importlib
 import sys
 import threading
-import types
 from typing import Any, Optional
 
 from failsecure.adapter import (
@@ -69,6 +65,7 @@ from failsecure.adapter import (
     command_name,
     internal,
     is_async,
+    names_in_code,
     on_loop,
     plain_str,
     problem,
@@ -207,10 +204,6 @@ _ASKING = frozenset({
     "get_user_approval", "get_user_approval_async", "arrow_select", "arrow_select_async",
     "request_permission", "PromptSession", "prompt_async",
 })
-#: ... and the builtin ``input`` (loaded as a global, not an attribute called ``input``)
-_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
-#: how many code objects one callback's scan reads at most (its helpers included)
-_SCAN_LIMIT = 64
 _asking = IdCache()  # callback -> it asks a person
 
 
@@ -225,74 +218,10 @@ def _asks_person(callback: Any) -> bool:
     if known is not None:
         return known
     try:
-        answer = _scan_asks(callback)
+        answer = names_in_code(callback, _ASKING, builtin=("input",))
     except Exception:  # noqa: BLE001 - a callback's own attributes can raise anything: not known to ask, the default deadline holds
         answer = False
     return _asking.put(callback, answer)
-
-
-def _closed_over(fn: Any) -> list:
-    """The functions ``fn`` closes over (a factory's or a decorator's argument): their
-    code is the callback's too (a cell naming the prompt itself asks)."""
-    found = []
-    for cell in fn.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        if isinstance(value, types.FunctionType):
-            found.append(value)
-    return found
-
-
-def _scan_asks(callback: Any) -> bool:
-    fn, owner = callback, None
-    wrappers: list = []  # a functools.wraps wrapper's own code is read too: it may be the one that asks
-    for _ in range(8):  # a bound method, functools.partial, functools.wraps wrappers
-        if isinstance(fn, types.MethodType):
-            owner, fn = type(fn.__self__), fn.__func__
-        elif isinstance(fn, functools.partial):
-            fn = fn.func
-        elif isinstance(fn, types.FunctionType) and isinstance(vars(fn).get("__wrapped__"), types.FunctionType):
-            wrappers.append(fn)
-            fn = vars(fn)["__wrapped__"]
-        else:
-            break
-    if not isinstance(fn, types.FunctionType):  # a callable object: its class's __call__
-        owner = type(fn)
-        fn = next((vars(k)["__call__"] for k in owner.__mro__ if "__call__" in vars(k)), None)
-        if not isinstance(fn, types.FunctionType):
-            return False
-    module = fn.__module__
-    pending = [(f.__code__, f.__globals__) for f in (*wrappers, fn)]
-    for f in (*wrappers, fn):
-        for value in _closed_over(f):
-            if value.__name__ in _ASKING:
-                return True
-            pending.append((value.__code__, value.__globals__))
-    seen: set = set()
-    while pending and len(seen) < _SCAN_LIMIT:
-        code, namespace = pending.pop()
-        if id(code) in seen:
-            continue
-        seen.add(id(code))
-        names = code.co_names
-        if not _ASKING.isdisjoint(names):
-            return True
-        if "input" in names and namespace.get("input", builtins.input) is builtins.input and any(
-            ins.opname in _GLOBAL_LOADS and ins.argval == "input" for ins in dis.get_instructions(code)
-        ):
-            return True
-        pending += [(c, namespace) for c in code.co_consts if isinstance(c, types.CodeType)]
-        for name in names:  # the functions of its own module (and class) it may call
-            helper = namespace.get(name)
-            if helper is None and owner is not None:
-                helper = next((vars(k)[name] for k in owner.__mro__ if name in vars(k)), None)
-                if isinstance(helper, (staticmethod, classmethod)):
-                    helper = helper.__func__
-            if isinstance(helper, types.FunctionType) and helper.__module__ == module:
-                pending.append((helper.__code__, helper.__globals__))
-    return False
 
 
 def _running_loop() -> Any:

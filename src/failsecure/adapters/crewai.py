@@ -44,7 +44,7 @@ import sys
 from time import perf_counter
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, IdCache, PatchError, internal, settle, when_imported
+from failsecure.adapter import Adapter, IdCache, PatchError, internal, names_in_code, settle, when_imported
 from failsecure.verdict import ABSTAIN, Action, Invalid, Verdict
 
 TOOL_HOOKS = "crewai.hooks.tool_hooks"
@@ -125,23 +125,23 @@ def _interactive() -> bool:
 _asking = IdCache()  # user function -> it calls request_human_input
 
 
+_ASKING = frozenset({"request_human_input"})
+
+
 def _asks_human(hook: Any) -> bool:
-    """The hook's own code asks a person (``context.request_human_input``): read from
-    its code's names (and its nested functions'), once per hook. A hook that asks only
-    through a helper keeps the default deadline (a slow answer then denies, never runs)."""
+    """The hook asks a person (``context.request_human_input``): named in its code, its
+    nested functions', or a function of its own module it names (``names_in_code``),
+    read once per hook. A hook that asks only through another module's helper keeps the
+    default deadline (a slow answer then denies, never runs); so does one whose code
+    cannot be read."""
     fn = _user_function(hook)
     known = _asking.get(fn)
     if known is not None:
         return known
-    answer = False
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    if code is None:
-        code = getattr(vars(type(fn)).get("__call__"), "__code__", None)
-    pending = [code] if code is not None else []
-    while pending and not answer:
-        current = pending.pop()
-        answer = "request_human_input" in getattr(current, "co_names", ())
-        pending += [c for c in getattr(current, "co_consts", ()) if hasattr(c, "co_names")]
+    try:
+        answer = names_in_code(fn, _ASKING)
+    except Exception:  # noqa: BLE001 - a hook's own attributes can raise anything: not known to ask, the default deadline holds
+        answer = False
     return _asking.put(fn, answer)
 
 
