@@ -196,3 +196,37 @@ def wrapper_tool(inner, name: str = TOOL, caught: Optional[list] = None):
     wrapper.__annotations__ = {"ctx": RunContextWrapper, "command": str, "return": str}
     named(wrapper, name)
     return function_tool(wrapper)
+
+
+# ---------------------------------------------------------------- realtime
+
+def hook_of(fn):
+    return f"openai-agents:{fn.__module__}.{fn.__qualname__}"
+
+
+class Transport:
+    """A realtime model with no connection: what the session sends is recorded."""
+
+    def __new__(cls):
+        from agents.realtime.model import RealtimeModel
+
+        class _Model(RealtimeModel):
+            def __init__(self):
+                self.sent = []
+
+            async def connect(self, options):
+                pass
+
+            def add_listener(self, listener):
+                pass
+
+            def remove_listener(self, listener):
+                pass
+
+            async def send_event(self, event):
+                self.sent.append(event)
+
+            async def close(self):
+                pass
+
+        return _Model()

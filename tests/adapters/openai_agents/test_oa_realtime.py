@@ -14,40 +14,9 @@ import json
 import pytest
 
 import failsecure
+from failsecure_oa_rig import Transport, hook_of
 
 SECRET = "SECRET-realtime-4711"
-
-
-def hook_of(fn):
-    return f"openai-agents:{fn.__module__}.{fn.__qualname__}"
-
-
-class Transport:
-    """A realtime model with no connection: what the session sends is recorded."""
-
-    def __new__(cls):
-        from agents.realtime.model import RealtimeModel
-
-        class _Model(RealtimeModel):
-            def __init__(self):
-                self.sent = []
-
-            async def connect(self, options):
-                pass
-
-            def add_listener(self, listener):
-                pass
-
-            def remove_listener(self, listener):
-                pass
-
-            async def send_event(self, event):
-                self.sent.append(event)
-
-            async def close(self):
-                pass
-
-        return _Model()
 
 
 def realtime_call(rig, *guardrails, command="harmless", needs_approval=False, run_config=None):

@@ -8,38 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-
-
-def hook_of(fn):
-    return f"openai-agents:{fn.__module__}.{fn.__qualname__}"
-
-
-class Transport:
-    """A realtime model with no connection: what the session sends is recorded."""
-
-    def __new__(cls):
-        from agents.realtime.model import RealtimeModel
-
-        class _Model(RealtimeModel):
-            def __init__(self):
-                self.sent = []
-
-            async def connect(self, options):
-                pass
-
-            def add_listener(self, listener):
-                pass
-
-            def remove_listener(self, listener):
-                pass
-
-            async def send_event(self, event):
-                self.sent.append(event)
-
-            async def close(self):
-                pass
-
-        return _Model()
+from failsecure_oa_rig import Transport, hook_of
 
 
 def _session(rig, needs_approval):
