@@ -564,29 +564,12 @@ class StrandsAdapter(Adapter):
                 entries.append(((self.callable_id(cb), self._batch_async, (cb, event), None, _batch_verdict), True))
             else:
                 entries.append(((self.callable_id(cb), self._in_loop, (loop, self._batch_sync, cb, event), None, _batch_verdict), False))
-        last = [len(entries)]  # the index of the step run last: a lower one starts a pass
-
-        def step(i: int, entry: Any, is_async: bool) -> Any:
-            async def run() -> list[Outcome]:
-                if i <= last[0]:
-                    self._write(event, "cancel", start)  # each pass starts from the call site's state
-                last[0] = i
-                if is_async:
-                    return await self.ahook_calls([entry])
-                return self.hook_calls([entry])
-
-            return run
-
         # a callback that rewrites a tool use of the message after a batch gate judged it:
         # the gates before it judge the batch again (the settling rule, no stamps)
-        calls, steps, held = _relisted(entries, judged or [False] * len(entries),
-                                       [step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)])
-        outcomes = await self.asettle_calls(
-            calls, lambda: event, self.hook_id(BATCH_EVENT),
-            steps=steps, hold_loop=True,
-            picture=_batch_picture, finish_pass=True, save=lambda _event: None,
+        return await self._settle_entries(
+            entries, lambda: self._write(event, "cancel", start), judged, lambda: event, self.hook_id(BATCH_EVENT),
+            picture=_batch_picture, save=lambda _event: None,
         )
-        return _one_interrupt_per_name([o for o in outcomes if not _among(o, held)])
 
     def _batch_call(self, event: Any) -> tuple:
         """The audit's tool and call id for a batch: those of its one tool use, else none."""
@@ -845,12 +828,28 @@ class StrandsAdapter(Adapter):
         rule, in upstream's order: the outcomes, one interrupt per name. The gates
         ``judged`` (by an earlier listing) run again only on a later pass."""
         entries = self._entries(callbacks, event, loop, origin)
+
+        def reset() -> None:
+            event.cancel_tool = start
+
+        return await self._settle_entries(
+            entries, reset, judged, lambda: event, self.hook_id("BeforeToolCallEvent"),
+            picture=self._current, stamp_root=_STAMPABLE, save=self._put_back,
+        )
+
+    async def _settle_entries(self, entries: list, reset: Any, judged: Optional[list], current: Any, hook: str,
+                              **rule: Any) -> list:
+        """``entries`` (a ``hook_calls`` entry and whether it is async, per gate) under the
+        settling rule, each pass starting from the call site's state (``reset()``); pass 1
+        runs each run of sync gates in one hand-off, the loop held as upstream holds it. The
+        gates ``judged`` by an earlier listing run again only on a later pass. The outcomes,
+        one interrupt per name."""
         last = [len(entries)]  # the index of the step run last: a lower one starts a pass
 
         def step(i: int, entry: Any, is_async: bool) -> Any:
             async def run() -> list[Outcome]:
                 if i <= last[0]:
-                    event.cancel_tool = start  # each pass starts from the call site's state
+                    reset()  # each pass starts from the call site's state
                 last[0] = i
                 if is_async:
                     return await self.ahook_calls([entry])
@@ -858,15 +857,16 @@ class StrandsAdapter(Adapter):
 
             return run
 
-        # pass 1: each run of sync callbacks one hand-off, the loop held as upstream holds it
-        calls, steps, held = _relisted(entries, judged or [False] * len(entries),
-                                       [step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)])
-        outcomes = await self.asettle_calls(
-            calls, lambda: event, self.hook_id("BeforeToolCallEvent"),
-            steps=steps, hold_loop=True,
-            picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
-        )
-        return _one_interrupt_per_name([o for o in outcomes if not _among(o, held)])
+        steps = [step(i, entry, is_async) for i, (entry, is_async) in enumerate(entries)]
+        held: list = []
+        if judged:
+            calls, steps, held = _relisted(entries, judged, steps)
+        else:
+            calls = [entry for entry, _ in entries]
+        outcomes = await self.asettle_calls(calls, current, hook, steps=steps, hold_loop=True, finish_pass=True, **rule)
+        if held:
+            outcomes = [o for o in outcomes if not _among(o, held)]
+        return _one_interrupt_per_name(outcomes)
 
     def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[list]) -> list:
         """``(guarded call, is_async)`` per gate: a callback, or each ``before_tool_call``
