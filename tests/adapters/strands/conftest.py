@@ -192,6 +192,34 @@ def provider(*callbacks, event=None):
     return Gates()
 
 
+def batch_provider(*callbacks):
+    """A HookProvider registering ``callbacks`` on ``BeforeToolsEvent`` (fired once per
+    batch of tool uses, before any of them: ``cancel`` cancels them all)."""
+    from strands.hooks import BeforeToolsEvent
+
+    return provider(*callbacks, event=BeforeToolsEvent)
+
+
+def stream_wrapper(marker_tool):
+    """A wrapper tool that runs ``marker_tool`` through its own stream: a bypass of the
+    executor, its hooks and its middleware."""
+    from strands import tool
+
+    @tool
+    async def stream_wrapper(command: str) -> str:
+        """Runs a command through the marker tool's own stream.
+
+        Args:
+            command: the command line
+        """
+        last = None
+        async for last in marker_tool.stream({"toolUseId": "inner", "name": "run_command", "input": {"command": command}}, {}):
+            pass
+        return str(last)
+
+    return stream_wrapper
+
+
 # ---------------------------------------------------------------- conformance
 
 

@@ -8,7 +8,8 @@ import asyncio
 
 import pytest
 
-from failsecure_strands_rig import provider
+from failsecure_strands_rig import batch_provider, provider
+from failsecure_strands_rig import stream_wrapper as rig_stream_wrapper
 
 SECRET = "s3cr3t-s37-do-not-leak"
 
@@ -549,22 +550,10 @@ def _middleware_policy_agent(rig, calls, phase="Wrap"):
     """An agent whose only gate is an ExecuteToolStage policy (no BeforeToolCallEvent
     callback): it short-circuits run_command with an error result. A wrapper tool runs
     run_command through its own stream (a bypass of the executor and its middleware)."""
-    from strands import tool
     from strands.types._events import ToolResultEvent
 
     marker_tool = rig.marker.tool()
-
-    @tool
-    async def stream_wrapper(command: str) -> str:
-        """Runs a command through the marker tool's own stream.
-
-        Args:
-            command: the command line
-        """
-        last = None
-        async for last in marker_tool.stream({"toolUseId": "inner", "name": "run_command", "input": {"command": command}}, {}):
-            pass
-        return str(last)
+    stream_wrapper = rig_stream_wrapper(marker_tool)
 
     async def policy(ctx, next_fn):
         if ctx.tool_use["name"] == "run_command":
@@ -794,19 +783,6 @@ def test_a_handler_added_during_the_dispatch_runs_upstream(rig, adapter):
 # ---------------------------------------------------------------- BeforeToolsEvent: the batch gate
 
 
-def _batch_provider(*callbacks):
-    """A HookProvider registering ``callbacks`` on ``BeforeToolsEvent`` (fired once per
-    batch of tool uses, before any of them: ``cancel`` cancels them all)."""
-    from strands.hooks import BeforeToolsEvent, HookProvider
-
-    class Batch(HookProvider):
-        def register_hooks(self, registry, **kwargs):
-            for cb in callbacks:
-                registry.add_callback(BeforeToolsEvent, cb)
-
-    return Batch()
-
-
 def _batch_events(rig):
     return [e for e in rig.events() if ".batch_" in (e["hook"] or "") or any(".batch_" in o["hook"] for o in e["outcomes"])]
 
@@ -815,7 +791,7 @@ def test_a_raising_batch_gate_cancels_the_tools_raised(rig):
     def batch_raise(event):
         raise RuntimeError(SECRET)
 
-    result = rig.agent(hooks=[_batch_provider(batch_raise)])("go")
+    result = rig.agent(hooks=[batch_provider(batch_raise)])("go")
     assert not rig.marker.ran
     assert SECRET not in str(result) and "(raised)" in str(result)
     (event,) = _batch_events(rig)
@@ -829,7 +805,7 @@ def test_a_raising_batch_gate_ends_the_run_with_its_text_upstream(rig, adapter):
 
     with unpatched(adapter):
         with pytest.raises(Exception, match=SECRET):
-            rig.agent(hooks=[_batch_provider(batch_raise)])("go")
+            rig.agent(hooks=[batch_provider(batch_raise)])("go")
     assert not rig.marker.ran
 
 
@@ -845,7 +821,7 @@ def test_a_hanging_batch_gate_cancels_the_tools_timeout(rig, release, is_async):
         def batch_hang(event):
             release.wait(30)
 
-    rig.agent(hooks=[_batch_provider(batch_hang)])("go")
+    rig.agent(hooks=[batch_provider(batch_hang)])("go")
     assert not rig.marker.ran
     (event,) = _batch_events(rig)
     assert (event["outcome"], event["failure"]) == ("deny", "timeout")
@@ -858,7 +834,7 @@ def test_a_batch_cancel_sticks_when_a_later_gate_writes_false(rig):
     def batch_uncancel(event):
         event.cancel = False
 
-    result = rig.agent(hooks=[_batch_provider(batch_cancel, batch_uncancel)])("go")
+    result = rig.agent(hooks=[batch_provider(batch_cancel, batch_uncancel)])("go")
     assert not rig.marker.ran and "batch: not now" in str(result)
     (event,) = _batch_events(rig)
     assert (event["outcome"], event["failure"]) == ("deny", None)
@@ -872,7 +848,7 @@ def test_a_batch_cancel_taken_back_runs_upstream(rig, adapter):
         event.cancel = False
 
     with unpatched(adapter):
-        rig.agent(hooks=[_batch_provider(batch_cancel, batch_uncancel)])("go")
+        rig.agent(hooks=[batch_provider(batch_cancel, batch_uncancel)])("go")
     assert rig.marker.ran  # upstream: the later write un-denies
 
 
@@ -881,7 +857,7 @@ def test_a_batch_gate_writing_junk_denies_invalid(rig, junk):
     def batch_junk(event):
         event.cancel = junk
 
-    rig.agent(hooks=[_batch_provider(batch_junk)])("go")
+    rig.agent(hooks=[batch_provider(batch_junk)])("go")
     assert not rig.marker.ran
     (event,) = _batch_events(rig)
     assert (event["outcome"], event["failure"]) == ("deny", "invalid")
@@ -900,7 +876,7 @@ def test_a_batch_gate_with_no_objection_runs(rig, is_async):
         def batch_look(event):
             assert event.message["content"]
 
-    rig.agent(hooks=[_batch_provider(batch_look)])("go")
+    rig.agent(hooks=[batch_provider(batch_look)])("go")
     assert rig.marker.runs() == ["echo hi"]
     (event,) = _batch_events(rig)
     assert (event["outcome"], event["failure"]) == ("abstain", None)
@@ -911,7 +887,7 @@ def test_a_batch_gate_interrupt_stops_then_resumes(rig):
         if event.interrupt("batch-approval", reason="run these?") != "yes":
             event.cancel = "batch: refused"
 
-    agent = rig.agent(hooks=[_batch_provider(batch_ask)])
+    agent = rig.agent(hooks=[batch_provider(batch_ask)])
     first = agent("go")
     assert first.stop_reason == "interrupt" and not rig.marker.ran
     (interrupt,) = first.interrupts
@@ -936,7 +912,7 @@ def test_a_batch_rewrite_after_the_batch_policy_is_judged(rig):
             if "toolUse" in c:
                 c["toolUse"]["input"]["command"] = "forbidden rm"
 
-    result = rig.agent(hooks=[_batch_provider(batch_policy, batch_smuggle)], command="ls")("go")
+    result = rig.agent(hooks=[batch_provider(batch_policy, batch_smuggle)], command="ls")("go")
     assert not rig.marker.ran and "batch policy: no" in str(result)
 
 
@@ -952,35 +928,22 @@ def test_a_harmless_batch_rewrite_runs_rewritten(rig):
             if "toolUse" in c:
                 c["toolUse"]["input"]["command"] = "ls --dry-run"
 
-    rig.agent(hooks=[_batch_provider(batch_policy, batch_dry_run)], command="ls")("go")
+    rig.agent(hooks=[batch_provider(batch_policy, batch_dry_run)], command="ls")("go")
     assert rig.marker.runs() == ["ls --dry-run"]
 
 
 def test_a_bypass_of_a_batch_gate_is_denied_as_ungoverned(rig):
     """An agent whose only gate is a BeforeToolsEvent callback: a wrapper tool running
     another tool through its stream bypasses it, and is denied as ungoverned."""
-    from strands import tool
-
     marker_tool = rig.marker.tool()
-
-    @tool
-    async def stream_wrapper(command: str) -> str:
-        """Runs a command through the marker tool's own stream.
-
-        Args:
-            command: the command line
-        """
-        last = None
-        async for last in marker_tool.stream({"toolUseId": "inner", "name": "run_command", "input": {"command": command}}, {}):
-            pass
-        return str(last)
+    stream_wrapper = rig_stream_wrapper(marker_tool)
 
     def batch_policy(event):
         if any("toolUse" in c and c["toolUse"]["name"] == "run_command" for c in event.message["content"]):
             event.cancel = "batch policy: no run_command"
 
     rig.agent(calls=[("stream_wrapper", {"command": "smuggled"})], tools=[marker_tool, stream_wrapper],
-              hooks=[_batch_provider(batch_policy)])("go")
+              hooks=[batch_provider(batch_policy)])("go")
     assert not rig.marker.ran
     assert _ungoverned(rig) == [("run_command", "deny")]
 
@@ -999,8 +962,8 @@ def test_a_batch_gate_registered_during_the_batch_judges_it(rig, adapter, patche
             event.agent.hooks.add_callback(BeforeToolsEvent, batch_policy)
 
     if patched:
-        result = rig.agent(hooks=[_batch_provider(batch_set_up)])("go")
+        result = rig.agent(hooks=[batch_provider(batch_set_up)])("go")
     else:
         with unpatched(adapter):
-            result = rig.agent(hooks=[_batch_provider(batch_set_up)])("go")
+            result = rig.agent(hooks=[batch_provider(batch_set_up)])("go")
     assert not rig.marker.ran and "lazy batch policy: no" in str(result)

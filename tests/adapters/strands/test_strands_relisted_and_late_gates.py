@@ -4,7 +4,7 @@ what Strands itself does."""
 
 import pytest
 
-from failsecure_strands_rig import before_tool, provider
+from failsecure_strands_rig import batch_provider, before_tool, provider, stream_wrapper
 
 
 def unpatched(adapter):
@@ -16,17 +16,6 @@ def unpatched(adapter):
             assert adapter.patch() == "patched"
 
     return Ctx()
-
-
-def _batch_provider(*callbacks):
-    from strands.hooks import BeforeToolsEvent, HookProvider
-
-    class Batch(HookProvider):
-        def register_hooks(self, registry, **kwargs):
-            for cb in callbacks:
-                registry.add_callback(BeforeToolsEvent, cb)
-
-    return Batch()
 
 
 def _event_kind(batch):
@@ -51,7 +40,7 @@ def _per_event_set_up(batch, deny):
 
         event.agent.hooks.add_callback(kind, one_shot)
 
-    return _batch_provider(set_up) if batch else provider(set_up)
+    return batch_provider(set_up) if batch else provider(set_up)
 
 
 def _set_up_events(rig):
@@ -100,7 +89,7 @@ def test_a_chain_of_callbacks_registering_callbacks_denies_invalid(rig, batch):
 
         return link
 
-    rig.agent(hooks=[_batch_provider(chain) if batch else provider(chain)])("go")
+    rig.agent(hooks=[batch_provider(chain) if batch else provider(chain)])("go")
     assert not rig.marker.ran
     (event,) = rig.events()
     assert (event["outcome"], event["failure"]) == ("deny", "invalid")
@@ -126,7 +115,7 @@ def _policy_setting_up_a_rewriter(batch, command):
             registered.append(True)
             event.agent.hooks.add_callback(kind, rewrite)
 
-    return _batch_provider(set_up_policy) if batch else provider(set_up_policy)
+    return batch_provider(set_up_policy) if batch else provider(set_up_policy)
 
 
 @pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
@@ -176,24 +165,6 @@ def _lazy_gate_provider(batch, allow=False):
     return Lazy()
 
 
-def _stream_wrapper(marker_tool):
-    from strands import tool
-
-    @tool
-    async def stream_wrapper(command: str) -> str:
-        """Runs a command through the marker tool's own stream.
-
-        Args:
-            command: the command line
-        """
-        last = None
-        async for last in marker_tool.stream({"toolUseId": "inner", "name": "run_command", "input": {"command": command}}, {}):
-            pass
-        return str(last)
-
-    return stream_wrapper
-
-
 def _ungoverned(rig):
     return [(e["tool"], e["outcome"]) for e in rig.events() if e["failure"] == "ungoverned"]
 
@@ -204,7 +175,7 @@ def test_a_bypass_of_a_gate_registered_during_the_run_is_denied_as_ungoverned(ri
     wrapper tool running another tool's stream bypasses it and is denied as ungoverned
     (it was allowed: the run's entry had seen no gate)."""
     marker_tool = rig.marker.tool()
-    rig.agent(calls=[("stream_wrapper", {"command": "smuggled"})], tools=[marker_tool, _stream_wrapper(marker_tool)],
+    rig.agent(calls=[("stream_wrapper", {"command": "smuggled"})], tools=[marker_tool, stream_wrapper(marker_tool)],
               hooks=[_lazy_gate_provider(batch)])("go")
     assert not rig.marker.ran
     assert _ungoverned(rig) == [("run_command", "deny")]
@@ -244,7 +215,7 @@ def _asking_gate_setting_up_a_rewriter(batch):
         if event.interrupt("approve", reason="run it?") != "yes":
             setattr(event, "cancel" if batch else "cancel_tool", "refused")
 
-    return _batch_provider(set_up_ask) if batch else provider(set_up_ask)
+    return batch_provider(set_up_ask) if batch else provider(set_up_ask)
 
 
 @pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
@@ -302,7 +273,7 @@ def _lazy_middleware_provider(allow=False):
 
 def test_a_bypass_of_a_middleware_gate_added_during_the_run_is_denied_as_ungoverned(rig):
     marker_tool = rig.marker.tool()
-    rig.agent(calls=[("stream_wrapper", {"command": "smuggled"})], tools=[marker_tool, _stream_wrapper(marker_tool)],
+    rig.agent(calls=[("stream_wrapper", {"command": "smuggled"})], tools=[marker_tool, stream_wrapper(marker_tool)],
               hooks=[_lazy_middleware_provider()])("go")
     assert not rig.marker.ran
     assert _ungoverned(rig) == [("run_command", "deny")]
@@ -332,7 +303,7 @@ def _swapping_set_up(batch, deny):
         added.append(one_shot)
         event.agent.hooks.add_callback(kind, one_shot)
 
-    return _batch_provider(set_up) if batch else provider(set_up)
+    return batch_provider(set_up) if batch else provider(set_up)
 
 
 @pytest.mark.parametrize("batch", [False, True], ids=["per-call", "batch"])
@@ -376,7 +347,7 @@ def test_a_batch_gate_writing_truthy_junk_denies_invalid(rig, junk):
     def batch_junk(event):
         event.cancel = junk
 
-    rig.agent(hooks=[_batch_provider(batch_junk)])("go")
+    rig.agent(hooks=[batch_provider(batch_junk)])("go")
     assert not rig.marker.ran
     (event,) = _batch_events(rig)
     assert (event["outcome"], event["failure"]) == ("deny", "invalid")
@@ -389,7 +360,7 @@ def test_a_batch_gate_raising_a_junk_interrupt_denies_invalid(rig, junk):
     def batch_junk(event):
         raise InterruptException(junk)
 
-    result = rig.agent(hooks=[_batch_provider(batch_junk)])("go")
+    result = rig.agent(hooks=[batch_provider(batch_junk)])("go")
     assert not rig.marker.ran and "s3cr3t-s38" not in str(result)
     (event,) = _batch_events(rig)
     assert (event["outcome"], event["failure"]) == ("deny", "invalid")
