@@ -1302,7 +1302,7 @@ __all__ = (
     "Adapter", "Check", "IdCache", "Later", "PatchError", "Ungoverned",
     "CHANGED", "INVALID", "RANK", "activate", "adapter", "ask_unsupported", "asettle", "auntil_stable", "awaitable",
     "callable_name", "close_awaitable",
-    "command_name", "current_config", "fingerprint", "internal", "internal_error", "is_async", "names_in_code", "nonempty_str", "on_loop", "plain_str", "plugin_gates", "problem", "process_failure", "run_command", "same",
+    "command_name", "current_config", "fingerprint", "internal", "internal_error", "is_async", "names_in_code", "nonempty_str", "on_loop", "past_deadline", "plain_str", "plugin_gates", "problem", "process_failure", "run_command", "same",
     "settle", "snapshot", "type_name", "unsettled", "until_stable", "when_imported",
 )
 
@@ -1466,6 +1466,16 @@ def when_imported(module: str, callback) -> None:
     from . import _bootstrap
 
     _bootstrap.when_imported(module, callback)
+
+
+def past_deadline(hook_id: str, since: float, until: Optional[float] = None) -> bool:
+    """A hook handed the call at ``since`` passed it on (at ``until``, default now) later
+    than its deadline in the config in force (none set: never late): its hand-on is a
+    late answer, a timeout, whatever the tool did meanwhile."""
+    limit = policy.current().timeout_for(hook_id)
+    if not limit:
+        return False
+    return (perf_counter() if until is None else until) - since > limit
 
 
 def current_config():

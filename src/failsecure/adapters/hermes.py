@@ -54,6 +54,7 @@ from failsecure.adapter import (
     current_config,
     fingerprint,
     nonempty_str,
+    past_deadline,
     process_failure,
     run_command,
     same,
@@ -482,12 +483,8 @@ class _ChainState:
         """The hook id of the first middleware that held the call past its deadline before
         handing it on (the next one, or the tool, was reached after it), else None."""
         now, held = perf_counter(), self.held
-        if not held:
-            return None
-        config = current_config()
         for i, (hook, since) in enumerate(held):
-            limit = config.timeout_for(hook)
-            if limit and (held[i + 1][1] if i + 1 < len(held) else now) - since > limit:
+            if past_deadline(hook, since, held[i + 1][1] if i + 1 < len(held) else now):
                 return hook
         return None
 

@@ -81,9 +81,9 @@ from failsecure.adapter import (
     PatchError,
     Ungoverned,
     asettle,
-    current_config,
     is_async,
     on_loop,
+    past_deadline,
     same,
     snapshot,
     when_imported,
@@ -892,10 +892,10 @@ class PydanticAIAdapter(Adapter):
         """A wrapper handed on the call it was handed at ``since``: later than ``hook``'s
         deadline is a late answer, a ``timeout`` (audited), and the call is denied here
         (``ToolFailed``, the tool does not run). A tolerated failure hands it on."""
-        limit = current_config().timeout_for(hook)
-        held = perf_counter() - since
-        if not limit or held <= limit:
+        now = perf_counter()
+        if not past_deadline(hook, since, now):
             return
+        held = now - since
         tool, call_id = getattr(call, "tool_name", None), getattr(call, "tool_call_id", None)
         tool = tool if isinstance(tool, str) else None
         call_id = call_id if isinstance(call_id, str) and call_id else None
@@ -903,7 +903,7 @@ class PydanticAIAdapter(Adapter):
         decision = await self.adecide_stage(tool, [outcome], call_id=call_id)
         if decision.denied:
             self.granted(decision, tool, call_id, None)  # a grant of the call goes
-            raise self._failed_type(decision.reason or failure_reason(hook, Failure.TIMEOUT))
+            raise self._failed_type(decision.deny_text)
 
     def _watched(self, build: Any, bound: dict, handler: str, hook: str, call: Any) -> Any:
         """One link of a ``wrap_tool_execute`` chain, built by upstream's ``build`` with an
@@ -1090,7 +1090,7 @@ class PydanticAIAdapter(Adapter):
         if decision.action is Action.ASK:
             raise self._ask_type()
         if decision.action is Action.DENY:
-            raise self._failed_type(decision.reason or failure_reason(self.hook_id("approval_required_func"), Failure.RAISED))
+            raise self._failed_type(decision.deny_text)
 
     # ------------------------------------------------------------ approval handlers
 
@@ -1210,7 +1210,7 @@ class PydanticAIAdapter(Adapter):
             tool = tool if isinstance(tool, str) else None
             decision = await self.adecide_stage(tool, [outcome], call_id=call_id if isinstance(call_id, str) and call_id else None)
             if decision.action is Action.DENY and isinstance(call_id, str):
-                approvals[call_id] = denied(message=decision.reason or failure_reason(outcome.hook, outcome.failure))
+                approvals[call_id] = denied(message=decision.deny_text)
         return self._results_type(approvals=approvals) if approvals else None
 
     # ------------------------------------------------------------ doctor
