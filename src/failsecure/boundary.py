@@ -161,13 +161,29 @@ class run_scope:
 
 class Later:
     """A form of the judged arguments (the framework's own normalisation of them) that is
-    made only when an execution matches none of its grant's other forms: ``make()``
-    returns it (on a copy of what the gates judged). Made once; a raise matches nothing."""
+    made only when an execution matches none of its grant's other forms. Made once; a
+    raise matches nothing.
 
-    __slots__ = ("_make", "_seen")
+    ``Later(make)``: ``make()`` returns the form (the caller keeps the copy it works on).
+    ``Later(make, *bound, judged=True)``: ``make(*bound, judged)`` returns it, ``judged``
+    a copy of the arguments the grant judged that the core makes: rebuilt from the
+    grant's own picture when they are plain values (nothing copied at the grant, the
+    common case), else a snapshot taken at the grant. A Later is one grant's."""
 
-    def __init__(self, make: Any) -> None:
+    __slots__ = ("_make", "_seen", "_bound", "_source")
+
+    def __init__(self, make: Any, *bound: Any, judged: bool = False) -> None:
         self._make, self._seen = make, _NOT_YET
+        self._bound = bound if judged else None
+        self._source: Any = _NOT_YET
+
+    def _bind(self, first: Any, arguments: Any) -> None:
+        """At the grant (``judged=True`` only): where the copy of the judged arguments
+        will come from."""
+        if type(first) is tuple and len(first) == 2 and first[0] == "p":
+            self._source = first  # the fast picture holds all of them: rebuilt on a miss
+        else:
+            self._source = ("s", integrity.snapshot(arguments))
 
     def picture(self) -> Any:
         seen = self._seen
@@ -176,12 +192,44 @@ class Later:
             if make is None:  # being made in another thread right now: no match from it here
                 return _CHANGED
             try:
-                made = make()
+                if self._bound is None:
+                    made = make()
+                else:
+                    source = self._source
+                    if source is _NOT_YET:  # never granted: nothing it could be a form of
+                        made = _CHANGED
+                    elif source[0] == "p":
+                        made = make(*self._bound, _plain(source[1]))
+                    elif source[1] is _CHANGED:  # the judged arguments could not be copied
+                        made = _CHANGED
+                    else:
+                        made = make(*self._bound, source[1])
                 seen = _CHANGED if made is _CHANGED else picture(made)
             except Exception:  # noqa: BLE001 - the framework's own helper failed: no second form, the judged one stands
                 seen = _CHANGED
             self._seen = seen
+            self._source = None
         return seen
+
+
+def _plain(fast: Any) -> Any:
+    """The plain values a fast picture (``_fast``) was made of, as new objects (equal in
+    content, type and order)."""
+    if type(fast) is not tuple:
+        return fast  # str, int, None
+    tag = fast[0]
+    if tag == "d":
+        items = iter(fast[1:])
+        return {k: _plain(v) for k, v in zip(items, items)}
+    if tag == "l":
+        return [_plain(v) for v in fast[1:]]
+    if tag == "t":
+        return tuple(_plain(v) for v in fast[1:])
+    if tag == "b":
+        return fast[1]
+    if tag == "f":
+        return float.fromhex(fast[1])
+    raise ValueError("not a fast picture")
 
 
 _NOT_YET = object()
@@ -207,6 +255,8 @@ def _fingerprints(arguments: Any, also: tuple) -> tuple:
     pictures = [first] if first is not _CHANGED else []
     for other in also:
         if type(other) is Later:
+            if other._bound is not None:
+                other._bind(first, arguments)
             pictures.append(other)
         else:
             p = picture(other)

@@ -80,6 +80,53 @@ def test_a_later_form_is_made_once_and_remembered(gated):
         assert made == [1]
 
 
+def test_a_judged_later_form_works_on_a_copy_of_what_was_judged(gated):
+    """``Later(make, *bound, judged=True)``: the core hands ``make`` a copy of the judged
+    arguments; plain ones are rebuilt from the grant's picture (equal in content, type
+    and order), so a change to the caller's object after the grant is not in it."""
+    seen = []
+
+    def coerce(kind, judged):
+        seen.append((kind, judged))
+        return {**judged, "n": int(judged["n"])}
+
+    judged = {"n": "5", "f": 1.5, "b": True, "nested": {"l": [1, None, ("t", -0.0)]}}
+    expected = {"n": "5", "f": 1.5, "b": True, "nested": {"l": [1, None, ("t", -0.0)]}}
+    with boundary.run_scope():
+        boundary.grant("shell", None, judged, also=(boundary.Later(coerce, "schema", judged=True),))
+        judged["n"] = "6"  # after the grant: not what was judged
+        assert execute(gated, "shell", {**expected, "n": 6}) == "denied"  # made now, from the judged copy
+        assert execute(gated, "shell", {**expected, "n": 5}) == "ran"
+    assert len(seen) == 1 and seen[0][0] == "schema"
+    copy = seen[0][1]
+    assert copy == {**expected, "n": "5"} and list(copy) == list(expected)
+    assert type(copy["b"]) is bool and type(copy["f"]) is float and type(copy["nested"]["l"][2]) is tuple
+    assert copy is not judged and copy["nested"] is not judged["nested"]
+
+
+def test_a_judged_later_form_of_arguments_no_picture_holds_uses_a_snapshot(gated):
+    """Arguments that are not plain values (an object among them) are copied at the grant
+    (``integrity.snapshot``): the form is made from that copy, not the live object."""
+
+    class Opaque:
+        pass
+
+    marker = Opaque()
+    seen = []
+
+    def coerce(judged):
+        seen.append(judged)
+        return {"o": judged["o"], "n": int(judged["n"])}
+
+    judged = {"o": marker, "n": "5"}
+    with boundary.run_scope():
+        boundary.grant("shell", None, judged, also=(boundary.Later(coerce, judged=True),))
+        judged["n"] = "7"
+        assert execute(gated, "shell", {"o": marker, "n": 7}) == "denied"
+        assert execute(gated, "shell", {"o": marker, "n": 5}) == "ran"
+    assert seen[0] == {"o": marker, "n": "5"} and seen[0] is not judged
+
+
 def test_a_later_form_that_raised_matches_no_call(gated):
     def failing():
         raise RuntimeError(CANARY)

@@ -497,17 +497,20 @@ _asking: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_herm
 def _coerced(tool: Any, arguments: Any) -> tuple:
     """The judged arguments as ``handle_function_call`` passes them to the registry when
     the agent loop judged them first: ``coerce_tool_args`` by the tool's schema ("42" ->
-    42), on a copy."""
+    42), on a copy of the judged arguments the core makes."""
     coerce = getattr(sys.modules.get("model_tools"), "coerce_tool_args", None)
     if not callable(coerce) or not isinstance(tool, str) or type(arguments) is not dict:
-        return ()
-    copied = snapshot(arguments)
-    if type(copied) is not dict:
         return ()
     # made only when the execution's arguments are not the judged ones as they are (a
     # call through handle_function_call was judged already coerced); a raise, or an
     # answer that is no dict, is no second form
-    return (Later(lambda: _dict_or_changed(coerce(tool, copied))),)
+    return (Later(_coerce_form, coerce, tool, judged=True),)
+
+
+def _coerce_form(coerce: Any, tool: str, judged: Any) -> Any:
+    if type(judged) is not dict:
+        return CHANGED
+    return _dict_or_changed(coerce(tool, judged))
 
 
 def _dict_or_changed(value: Any) -> Any:
