@@ -74,7 +74,7 @@ import sys
 import warnings
 from typing import Any, Optional
 
-from failsecure.adapter import Adapter, PatchError, asettle, plain_str, plugin_gates, when_imported
+from failsecure.adapter import Adapter, PatchError, asettle, fingerprint, plain_str, plugin_gates, when_imported
 from failsecure.adapters import ADAPTERS
 from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
 
@@ -263,12 +263,39 @@ def _view(arguments: Any) -> Any:
     return got
 
 
+#: (JSON text, whether the context still holds the call) -> the settling picture of that
+#: state: the arguments a JSON object is parsed to are plain data, so the picture of a
+#: text is the same every time; the guardrail path pictures the call once per guardrail
+#: and once before them, mostly with the same text
+_PICTURES: dict = {}
+
+
+def _picture(state: tuple) -> Any:
+    """``fingerprint`` of (the arguments, parsed where they are a JSON object; whether the
+    context still holds the call): what the settling rule compares (``_current``)."""
+    arguments = state[0]
+    if type(arguments) is str and len(arguments) <= _VIEW_TEXT_MAX:
+        got = _PICTURES.get(state, _MISS)
+        if got is _MISS:
+            parsed = _view(arguments)
+            got = fingerprint((arguments if parsed is None else parsed, state[1]))
+            if len(_PICTURES) >= _VIEWS_MAX:
+                _PICTURES.clear()
+            _PICTURES[state] = got
+        return got
+    parsed = _parsed(arguments)
+    return fingerprint((arguments if parsed is None else parsed, state[1]))
+
+
 class OpenAIAgentsAdapter(Adapter):
     name = "openai-agents"
     fail_closed_upstream = ""
     modules = (TOOL_EXECUTION, APPROVALS)
     supports_ask = True
     self_test_junk = "deny"  # not even an output object; see _probe
+
+    #: the hook the guardrail path's unsettled outcome names (rewriting that never stops)
+    _unsettled_hook = "openai-agents:tool_input_guardrails"
 
     #: what the deprecated ``failure_behavior`` attribute was set to (None: never)
     _failure_behavior: Optional[str] = None
@@ -291,6 +318,8 @@ class OpenAIAgentsAdapter(Adapter):
         #: call id -> deny reason: shell / apply-patch / custom tool calls whose
         #: ``needs_approval`` failed or was denied; ``resolve_approval_status`` rejects them
         self._refused: dict = {}
+        #: hook id -> the ABSTAIN Outcome of a callable ``needs_approval`` (``_approval_present``)
+        self._present: dict = {}
 
     @property
     def failure_behavior(self) -> str:
@@ -849,12 +878,12 @@ class OpenAIAgentsAdapter(Adapter):
 
     @staticmethod
     def _current(tool_context: Any, call: Any) -> tuple:
-        """(the arguments the tool runs with, parsed where they are a JSON object, so a
-        stamped key is told apart from a rewrite; whether the context still holds the
-        call). Read after ``_show_final``: what guardrails read is what runs."""
+        """(the arguments the tool runs with; whether the context still holds the call),
+        pictured by ``_picture`` (the arguments parsed where they are a JSON object, so a
+        stamped key is told apart from a rewrite). Read after ``_show_final``: what
+        guardrails read is what runs."""
         arguments = getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None)
-        parsed = _view(arguments)
-        return (arguments if parsed is None else parsed, getattr(tool_context, "tool_call", None) is call)
+        return (arguments, getattr(tool_context, "tool_call", None) is call)
 
     async def _input_guardrails(self, wrapped, args, kwargs):
         kwargs = dict(zip(_LOOP_PARAMS, args), **kwargs)
@@ -898,12 +927,12 @@ class OpenAIAgentsAdapter(Adapter):
                 # rewrite runs once, a deny in any pass stands
                 outcomes = await asettle(
                     [step(i, g) for i, g in enumerate(guardrails)], lambda: self._current(tool_context, call),
-                    self.hook_id("tool_input_guardrails"), stamp_root=(0,), finish_pass=True,
+                    self._unsettled_hook, _picture, stamp_root=(0,), finish_pass=True,
                 )
                 ran.extend((guardrails[i], latest[i]) for i in sorted(latest))
                 self._show_final(tool_context, call)
             arguments = self._arguments(getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None))
-            decision = await self.adecide(tool, self._approval_present(func_tool) + list(outcomes), call_id=call_id, arguments=arguments)
+            decision = await self.adecide(tool, self._approval_present(func_tool) + outcomes, call_id=call_id, arguments=arguments)
             self._record(results, ran)
             rendered = self._render(decision, ran, tool_context, func_tool, pre)
             final = getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None)
@@ -927,7 +956,13 @@ class OpenAIAgentsAdapter(Adapter):
         setting = getattr(func_tool, "needs_approval", None)
         if isinstance(setting, bool) or not callable(setting):
             return []
-        return [Outcome(hook=self.callable_id(getattr(setting, "_failsecure_policy", setting)), verdict=ABSTAIN)]
+        hook_id = self.callable_id(getattr(setting, "_failsecure_policy", setting))
+        present = self._present.get(hook_id)  # an Outcome is immutable: one per hook id
+        if present is None:
+            if len(self._present) >= 4096:
+                self._present.clear()
+            present = self._present[hook_id] = Outcome(hook=hook_id, verdict=ABSTAIN)
+        return [present]
 
     def _record(self, results: Any, ran: list) -> None:
         """Each guardrail's valid output goes to the run's results, as upstream."""
