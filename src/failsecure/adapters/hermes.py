@@ -507,9 +507,8 @@ def _coerced(tool: Any, arguments: Any) -> tuple:
     return (Later(_coerce_form, coerce, tool, judged=True),)
 
 
-def _coerce_form(coerce: Any, tool: str, judged: Any) -> Any:
-    if type(judged) is not dict:
-        return CHANGED
+def _coerce_form(coerce: Any, tool: str, judged: dict) -> Any:
+    # ``judged``: the core's copy of the judged dict (a dict: a CHANGED copy never gets here)
     return _dict_or_changed(coerce(tool, judged))
 
 
