@@ -50,6 +50,17 @@ class Invalid(Exception):
         self.failure = failure if failure is not None else Failure.INVALID
 
 
+def exactly(native: object, answers: tuple) -> "Verdict":
+    """The verdict of an answer that IS one of ``answers``' keys, pairs ``(key, verdict)``
+    compared by identity: ``True``, ``False``, ``None`` or a framework's own sentinel
+    (``1``, ``0``, ``""``, an equal object are none of them). Anything else is INVALID:
+    a validator of a framework whose contract is a closed set of values."""
+    for key, verdict in answers:
+        if native is key:
+            return verdict
+    raise Invalid(why="not one of the answers")
+
+
 
 
 class _Frozen:

@@ -138,3 +138,26 @@ def test_a_deny_without_a_reason_is_worded_by_the_core_naming_the_hook():
     assert Decision(said.verdict, (said,), (said,), (Action.DENY,)).reason == "no: policy 7"
     allow = Outcome(hook="fw:ok", verdict=Verdict(Action.ALLOW))
     assert Decision(allow.verdict, (allow,), (allow,), (Action.ALLOW,)).reason is None
+
+
+def test_exactly_takes_only_an_answer_that_is_one_of_its_keys():
+    from failsecure.verdict import Invalid, exactly
+
+    deny = Verdict(Action.DENY)
+    marker = object()
+    answers = ((True, ALLOW), (False, deny), (None, ABSTAIN), (marker, deny))
+    assert exactly(True, answers) is ALLOW  # the allow twin
+    assert exactly(False, answers) is deny and exactly(marker, answers) is deny
+    assert exactly(None, answers) is ABSTAIN
+
+    class Equal:
+        def __eq__(self, other):
+            return True
+
+        __hash__ = object.__hash__
+
+    # compared by identity: equal or truthy values are not the answers
+    for junk in (1, 0, 1.0, "", "true", [], {}, Equal(), object()):
+        with pytest.raises(Invalid) as raised:
+            exactly(junk, answers)
+        assert raised.value.failure is Failure.INVALID

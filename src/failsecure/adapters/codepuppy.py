@@ -73,7 +73,7 @@ from failsecure.adapter import (
     run_command,
     when_imported,
 )
-from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, failure_reason
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, exactly, failure_reason
 
 CALLBACKS = "code_puppy.callbacks"
 EXECUTOR = "code_puppy.hook_engine.executor"
@@ -112,6 +112,7 @@ _KNOWN_KEYS = frozenset(("blocked",) + _TEXT_KEYS + _REASON_KEYS)
 _GENERIC_BLOCK = "Tool execution blocked by hook"  # upstream's own default text
 _ALLOW = Verdict(action=Action.ALLOW)
 _DENY = Verdict(action=Action.DENY)
+_FILE_ANSWERS = ((None, ABSTAIN), (True, _ALLOW), (False, _DENY))
 
 
 def _reason_text(value: Any) -> Optional[str]:
@@ -163,13 +164,7 @@ def _block_verdict(native: Any) -> Verdict:
 
 def _file_verdict(native: Any) -> Verdict:
     """Validator for ``file_permission``: True approves, False denies, None abstains."""
-    if native is None:
-        return ABSTAIN
-    if native is True:
-        return _ALLOW
-    if native is False:
-        return _DENY
-    raise Invalid()
+    return exactly(native, _FILE_ANSWERS)
 
 
 def _blocked(text: str) -> dict:

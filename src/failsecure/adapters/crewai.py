@@ -45,7 +45,7 @@ from time import perf_counter
 from typing import Any, Optional
 
 from failsecure.adapter import Adapter, IdCache, PatchError, internal, names_in_code, settle, when_imported
-from failsecure.verdict import ABSTAIN, Action, Invalid, Verdict
+from failsecure.verdict import ABSTAIN, Action, Verdict, exactly
 
 TOOL_HOOKS = "crewai.hooks.tool_hooks"
 #: a flow's declarative tool actions run their tool without the before-tool-call hooks
@@ -89,6 +89,7 @@ class _Marker:
 _ABORTED: Any = _Marker("HookAborted")
 #: a hook not run because an earlier hook of the same round denied
 _SKIPPED: Any = _Marker("skipped")
+_ANSWERS = ((None, ABSTAIN), (_SKIPPED, ABSTAIN), (True, _ALLOW), (False, _DENY), (_ABORTED, _DENY))
 
 
 class _Round:
@@ -566,13 +567,7 @@ class CrewAIAdapter(Adapter):
         """A before-tool-call hook's answer: ``None`` abstains, ``True`` allows, ``False``
         and ``HookAborted`` deny; anything else (``0``, ``"DENY"``, a dict, a coroutine,
         a hostile object) is INVALID."""
-        if native is None or native is _SKIPPED:
-            return ABSTAIN
-        if native is True:
-            return _ALLOW
-        if native is False or native is _ABORTED:
-            return _DENY
-        raise Invalid()
+        return exactly(native, _ANSWERS)
 
     # ------------------------------------------------------------ doctor
 

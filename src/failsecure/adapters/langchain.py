@@ -96,7 +96,7 @@ from failsecure.adapter import (
     unsettled,
     when_imported,
 )
-from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
+from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, exactly
 
 MANAGER = "langchain_core.callbacks.manager"
 FACTORY = "langchain.agents.factory"
@@ -118,6 +118,7 @@ _DISPATCH: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("fail
 _TOOK_PART: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed_on", default=())
 _REVIEW = Verdict(action=Action.ASK)
 _DENY = Verdict(action=Action.DENY)
+_WHEN_ANSWERS = ((True, _REVIEW), (False, ABSTAIN))
 #: the ``wrap_tool_call`` middleware that handed this call on, outermost first: (hook id,
 #: the middleware's wrapper, async or not, the picture of the call it handed on, that
 #: request): at the tool, a middleware that handed on another call than the one that
@@ -1179,11 +1180,7 @@ def _remember(table: dict, key: Any, value: Any) -> None:
 
 def _when_verdict(native: Any) -> Verdict:
     """``True``: review; ``False``: no review; anything else is INVALID."""
-    if native is True:
-        return _REVIEW
-    if native is False:
-        return ABSTAIN
-    raise Invalid()
+    return exactly(native, _WHEN_ANSWERS)
 
 
 def _drive(method: Any, *args: Any, **kwargs: Any) -> Any:

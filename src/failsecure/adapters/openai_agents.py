@@ -76,7 +76,7 @@ from typing import Any, Optional
 
 from failsecure.adapter import Adapter, PatchError, asettle, fingerprint, plain_str, plugin_gates, when_imported
 from failsecure.adapters import ADAPTERS
-from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
+from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, exactly, failure_reason
 
 PACKAGE = "agents"
 TOOL_EXECUTION = "agents.run_internal.tool_execution"
@@ -114,6 +114,8 @@ FAILURE_BEHAVIORS = ADAPTERS["openai-agents"].settings["failure_behavior"]
 
 _ALLOW = Verdict(action=Action.ALLOW)
 _ASK = Verdict(action=Action.ASK)
+_APPROVAL_ANSWERS = ((True, _ASK), (False, _ALLOW))
+_SAFETY_ANSWERS = ((True, Verdict(action=Action.ALLOW, data=True)), (False, Verdict(action=Action.DENY, data=False)))
 #: the grant of a call the guardrail path lets run (an ASK a human approved included)
 _RUNS = Decision(_ALLOW)
 
@@ -140,20 +142,12 @@ NESTED_INTERRUPTIONS = "_get_nested_tool_interruptions"
 
 def _approval_verdict(native: Any) -> Verdict:
     """``needs_approval`` answers: exactly ``True`` (ask a human) or ``False``."""
-    if native is True:
-        return _ASK
-    if native is False:
-        return _ALLOW
-    raise Invalid()
+    return exactly(native, _APPROVAL_ANSWERS)
 
 
 def _safety_verdict(native: Any) -> Verdict:
     """``on_safety_check``: exactly ``True`` (acknowledge) or ``False`` (do not)."""
-    if native is True:
-        return Verdict(action=Action.ALLOW, data=True)
-    if native is False:
-        return Verdict(action=Action.DENY, data=False)
-    raise Invalid()
+    return exactly(native, _SAFETY_ANSWERS)
 
 
 def _approval_result_verdict(native: Any) -> Verdict:

@@ -88,7 +88,7 @@ from failsecure.adapter import (
     snapshot,
     when_imported,
 )
-from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, failure_reason
+from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict, exactly, failure_reason
 
 HOOKS = "pydantic_ai.capabilities.hooks"
 EXCEPTIONS = "pydantic_ai.exceptions"
@@ -160,6 +160,7 @@ _CALLING: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_a
 _DISPATCH: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_dispatch", default=None)
 #: a call with no gate at all (upstream's): what the boundary is told the dispatcher let run
 _UNGATED = Decision(Verdict(action=Action.ALLOW))
+_PREDICATE_ANSWERS = ((True, Verdict(action=Action.ASK)), (False, Verdict(action=Action.ALLOW)))
 #: call id -> the hook ids of the approval handlers that approved it in this run (a
 #: ``required`` handler is met by the decision on the call it approved)
 _APPROVED_BY: contextvars.ContextVar = contextvars.ContextVar("failsecure_pydantic_ai_approved_by", default=None)
@@ -1036,11 +1037,7 @@ class PydanticAIAdapter(Adapter):
     def _predicate_verdict(self, native: Any) -> Verdict:
         """An approval predicate answers a bool: ``True`` asks a person, ``False`` lets the
         call run without asking. Anything else is invalid."""
-        if native is True:
-            return Verdict(action=Action.ASK)
-        if native is False:
-            return Verdict(action=Action.ALLOW)
-        raise Invalid()
+        return exactly(native, _PREDICATE_ANSWERS)
 
     async def _approval(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         """``ApprovalRequiredToolset.call_tool``: its ``approval_required_func`` decides
