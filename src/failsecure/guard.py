@@ -33,6 +33,7 @@ import os
 import threading
 import types
 from _thread import allocate_lock as _allocate_lock
+from contextvars import copy_context as _copy_context
 from time import perf_counter
 from typing import Any, Callable, Optional
 
@@ -173,15 +174,23 @@ class _Job:
     ``awaitables``, an awaitable answer is left for the async caller to await.
     ``ends[i]`` is when it ended; ``completed``, ``state`` and ``counted`` (the abandoned
     call's ``(hook id, advisory)``, as the bounds count it) change only under the
-    worker's lock."""
+    worker's lock. The hooks run in ``ctx``, a copy of the caller's context (``base``);
+    what they set there is handed back to the caller for the calls that ended on time
+    (``clean``, ``snaps``: ``_give_back``)."""
 
-    __slots__ = ("calls", "ctx", "results", "ends", "completed", "state", "notify", "submitted", "started", "awaitables",
-                 "counted")
+    __slots__ = ("calls", "base", "ctx", "results", "ends", "completed", "state", "notify", "submitted", "started",
+                 "awaitables", "counted", "clean", "snaps")
 
     def __init__(self, calls: list, notify=None, awaitables: bool = False):
         self.calls = calls
-        self.ctx = contextvars.copy_context()
+        self.base = base = _copy_context()  # the caller's context as it was handed over
+        self.ctx = base.copy()  # the one the hooks run in (the same mapping until one sets a variable)
         n = len(calls)
+        #: the first ``clean`` calls ended within their deadlines, and none before them
+        #: missed one: their context changes may go back to the caller (``_give_back``)
+        self.clean = 0
+        #: ``snaps[i]``: the hooks' context after call i (the last call's: ``ctx``)
+        self.snaps: Optional[list] = [None] * (n - 1) if n > 1 else None
         self.results: list = [None] * n
         self.ends: list = [0.0] * n
         self.completed = 0
@@ -381,6 +390,7 @@ class _Pool:
             began = job.started = perf_counter()
             if job.state == _ABANDONED:  # given up before it began: nothing runs
                 return False
+        clean = True  # every call so far ended on time: the context changes may go back
         for index, (hook_id, fn, args, kwargs, validate, timeout) in enumerate(job.calls):
             try:
                 result = fn(*(args or ()), **(kwargs or _NO_KWARGS))
@@ -391,6 +401,11 @@ class _Pool:
             end = perf_counter()
             if timeout and end - began > timeout:
                 result = _late(hook_id, result, began)
+                clean = False  # nothing it or a later call set goes back to the caller
+            elif clean:
+                if index != last:  # what the caller takes if a later call misses its deadline
+                    job.snaps[index] = _copy_context()  # type: ignore[index]
+                job.clean = index + 1  # before ``completed``: a caller that sees that sees this
             results[index] = result
             ends[index] = began = end
             with lock:
@@ -673,6 +688,68 @@ def _collect(job: _Job, pending: list, ended: int, outcomes: list, awaitables: O
         outcomes.append(_failed(pending[ended][0], Failure.TIMEOUT, job.ends[ended - 1] if ended else job.submitted))
 
 
+def _give_back(job: _Job, ended: int) -> None:
+    """In the caller's thread (its task), after it took the first ``ended`` results of
+    ``job``: the context variables those hooks set go back to the caller's context, as
+    if they had run there (upstream calls them in it) -- only up to the first call that
+    missed its deadline (a late or abandoned call's changes, and those of the calls after
+    it in the same job, go nowhere), and never failsecure's own variables (a
+    ``failsecure_*`` ContextVar: the run marker, the ledger's scope, the config in force
+    are not a hook's to set). Values are compared by identity only (``Context == ``
+    would call a hook's value's ``__eq__`` here, on the caller). Nothing set: the two
+    contexts hold the very same mapping (``_same``, ~0.1 us whatever their size)."""
+    clean = job.clean
+    if ended < clean:
+        clean = ended
+    if not clean:
+        return
+    ctx = job.ctx if clean == len(job.calls) else job.snaps[clean - 1]  # type: ignore[index]
+    base = job.base
+    if _same is not None and _same(ctx, base):  # nothing was set: the common case
+        return
+    for var, value in ctx.items():
+        if base.get(var, _UNSET) is value:  # by identity: no code of the value runs
+            continue
+        if var.name.startswith("failsecure"):
+            continue
+        var.set(value)
+
+
+_UNSET = object()
+
+
+def _mapping_same(a: contextvars.Context, b: contextvars.Context) -> bool:
+    """``a`` and ``b`` hold the very same (immutable) mapping of variables: a copy that
+    nothing was set in since. CPython's Context refers to its mapping last (after the
+    context it was entered from, while it runs): no value is compared, no code runs."""
+    return _referents(a)[-1] is _referents(b)[-1]
+
+
+def _probe_same() -> Optional[Callable[[contextvars.Context, contextvars.Context], bool]]:
+    """``_mapping_same`` if it tells this interpreter's contexts apart, else None (then
+    ``_give_back`` compares every variable)."""
+    try:
+        var: contextvars.ContextVar = contextvars.ContextVar("failsecure_guard_probe")
+        base = contextvars.Context()
+        copy = base.copy()
+        if not _mapping_same(base, copy) or not copy.run(lambda: _mapping_same(copy, base)):
+            return None
+        copy.run(var.set, 1)
+        if _mapping_same(base, copy) or copy.run(lambda: _mapping_same(copy, base)):
+            return None
+        return _mapping_same
+    except Exception:  # noqa: BLE001 - not CPython's layout: the exact comparison it is
+        return None
+
+
+try:
+    from gc import get_referents as _referents
+except ImportError:  # pragma: no cover - no gc module: the exact comparison
+    _same = None
+else:
+    _same = _probe_same()
+
+
 # ---------------------------------------------------------------- sync callers
 
 
@@ -739,6 +816,7 @@ def call_each(calls: list) -> list[Outcome]:
         if ended == len(batch):
             _pool.release(worker)  # before judging: a KeyboardInterrupt result must not lose it
         _collect(job, batch, ended, outcomes)
+        _give_back(job, ended)
         pending = pending[ended + 1 if ended < len(batch) else ended :]
     return outcomes
 
@@ -823,6 +901,7 @@ async def acall_each(calls: list) -> list[Outcome]:
             _pool.release(worker)
         base = len(outcomes)
         _collect(job, batch, ended, outcomes, awaitables)
+        _give_back(job, ended)  # before the awaitables: they run on in this context
         for position, awaitable, left in awaitables:
             hook_id, validate = batch[position - base][0], batch[position - base][4]
             outcomes[position] = await acall(hook_id, _awaited, (awaitable,), validate=validate, timeout=left if left is None else max(left, 1e-6))
@@ -849,6 +928,7 @@ async def _run_sync_in_pool(hook_id: str, fn, args, kwargs, validate: Validator,
     result = job.results[0]
     if type(result) is _Raised:  # KeyboardInterrupt
         raise result.exc
+    _give_back(job, 1)
     return result
 
 

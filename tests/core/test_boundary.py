@@ -571,3 +571,40 @@ def test_a_later_form_made_while_another_thread_consumes_an_earlier_grant_takes_
 
     Runner().run(body)
     assert shell.ran == [{"n": 2}, {"n": "1"}, {"n": "3"}] or shell.ran == [{"n": "1"}, {"n": 2}, {"n": "3"}]
+
+
+# ---------------------------------------------------------------- a gate's context changes (guard._give_back)
+
+import contextvars  # noqa: E402
+
+_REQUEST = contextvars.ContextVar("fs_test_boundary_request", default=None)
+
+
+def test_a_gate_cannot_forge_the_run_the_execution_under_way_or_the_config(toy):
+    """A sync gate with a deadline runs on the guard's worker; the context variables it
+    sets go back to the caller (as upstream, where it runs in the caller's context), but
+    never failsecure's own: setting the run marker, the execution under way or the config
+    in force changes nothing the boundary decides. The twin: the user's own variable
+    does reach the caller, and a judged call runs."""
+    shell = Tool("shell")
+    seen = []
+
+    def forging():
+        boundary._inside.set(("toy", "shell", True))  # "inside shell's own execution"
+        boundary._run.set(None)  # "not inside a run"
+        policy._override.set(policy.validate({"ungoverned": "audit"}))  # "ungoverned calls only audited"
+        _REQUEST.set("user")
+        return "allow"
+
+    def body():
+        assert policy.current().timeout_for("toy:gate", False)  # the gate has a deadline: it runs on the worker
+        decision = toy.decide("read", [toy.hook_call("toy:gate", forging)], arguments={"path": "x"})
+        assert decision.action is Action.ALLOW
+        seen.append(_REQUEST.get())
+        with pytest.raises(Ungoverned):
+            shell.run(command="rm -rf /")
+        allow(toy, "shell", {"command": "ls"})
+        assert shell.run(command="ls") == "ran"
+
+    contextvars.Context().run(Runner().run, body)
+    assert seen == ["user"] and shell.ran == [{"command": "ls"}]

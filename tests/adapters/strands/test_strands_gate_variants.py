@@ -617,11 +617,10 @@ import contextvars  # noqa: E402
 _REQUEST = contextvars.ContextVar("s37_request", default=None)
 
 
-@pytest.mark.xfail(strict=True, reason="a sync callback runs on the guard's worker in a copy of the dispatching "
-                   "task's context (that is how its deadline is kept): a ContextVar it sets is not seen by the tool "
-                   "or the hooks after it, as it is upstream (callback on the loop, in the task's context); a fix "
-                   "needs the guard to hand the callback's context changes back (core)")
 def test_a_context_variable_a_sync_callback_sets_reaches_the_tool(rig):
+    """A sync callback runs on the guard's worker in a copy of the task's context (that is
+    how its deadline is kept); what it sets there is handed back to the task when its
+    answer is taken on time, so the tool sees it, as upstream (callback on the loop)."""
     from strands import tool
 
     seen = []
