@@ -230,7 +230,6 @@ class StrandsAdapter(Adapter):
         self._interrupt_exc: Any = None
         self._interrupt_cls: Any = None
         self._ids = IdCache()  # intervention handler class -> hook id
-        self._shapes = IdCache()  # callback -> (hook id, is a coroutine function)
         self._gated: dict[type, bool] = {}
         self._batch: dict[type, bool] = {}
         #: call id -> (tool, fingerprint of the tool use, event class) the gates last allowed
@@ -888,15 +887,6 @@ class StrandsAdapter(Adapter):
             outcomes = [o for o in outcomes if not _among(o, held)]
         return _one_interrupt_per_name(outcomes)
 
-    def _shape(self, cb: Any) -> tuple:
-        """``(hook id, is a coroutine function)`` of a callback, worked out once per callback
-        object (``IdCache``). A callback that changed its kind since fails closed: a
-        coroutine from a sync call is junk, awaiting a plain result raises."""
-        known = self._shapes.get(cb)
-        if known is None:
-            known = self._shapes.put(cb, (self.callable_id(cb), inspect.iscoroutinefunction(cb)))
-        return known
-
     def _entries(self, callbacks: list, handlers: Optional[list], event: Any, loop: Any, origin: Optional[list]) -> list:
         """``(guarded call, is_async)`` per gate: a callback, or each ``before_tool_call``
         handler of an interventions registry's callback (``handlers``: ``_handlers_of``)."""
@@ -904,8 +894,10 @@ class StrandsAdapter(Adapter):
         for i, cb in enumerate(callbacks):
             pairs = handlers[i] if handlers is not None else None
             if pairs is None:
-                hook_id, is_async = self._shape(cb)
-                if is_async:
+                # the kind as upstream reads it, at every dispatch (a function's ``__code__``
+                # can be swapped): only the hook id is cached (``callable_id``)
+                hook_id = self.callable_id(cb)
+                if inspect.iscoroutinefunction(cb):
                     entries.append(((hook_id, self._call_async, (cb, event, origin), None, _verdict), True))
                 else:
                     entries.append(((hook_id, self._in_loop, (loop, self._call_sync, cb, event, origin), None, _verdict), False))
