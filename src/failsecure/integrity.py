@@ -519,6 +519,12 @@ class _Rule:
         version = self.version
         return [i for i in range(self.n) if self.judged[i] < version]
 
+    def ended(self, end: Optional[list]) -> list:
+        """``result()``, the picture the rule compared last appended to ``end`` (if given)."""
+        if end is not None:
+            end.append(self.pic if self.watch else _CHANGED)
+        return self.result()
+
     def result(self) -> list:
         found: list = []
         for outs in self.latest:
@@ -562,7 +568,8 @@ def _put_back(live: Any) -> Optional[Callable[[Any], bool]]:
 
 def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture: Optional[Callable[[Any], Any]] = None,
            *, fail_closed: Any = (), stamp_root: tuple = (), finish_pass: bool = False,
-           save: Optional[Callable[[Any], Any]] = None, first: Optional[Callable[[Any, Any], list]] = None) -> list[Outcome]:
+           save: Optional[Callable[[Any], Any]] = None, first: Optional[Callable[[Any, Any], list]] = None,
+           end: Optional[list] = None) -> list[Outcome]:
     """Run the gate ``steps`` (each runs one gate on the call as ``current()`` reads it
     now and returns its Outcome or Outcomes) under the settling rule (module docstring).
     Returns each gate's latest outcomes in gate order, plus ``unsettled(hook)`` when the
@@ -578,9 +585,14 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
     of a pass runs anyway): given how to picture the call and its picture now, it returns per gate its
     outcomes and the picture of the call right after that gate, taken where it ran
     (``Adapter.settle_calls``: all the sync gates on one worker, one thread hand-off
-    for the pass, instead of one per gate). Later passes run the steps."""
+    for the pass, instead of one per gate). Later passes run the steps.
+    ``end``: a list the picture of the call as the gates left it is appended to (the one
+    the rule compared last, so the caller need not picture the call again), ``CHANGED``
+    where none was taken (one gate)."""
     if len(steps) == 1 and first is None:  # one gate: nothing can have judged a stale call
         outs = steps[0]()
+        if end is not None:
+            end.append(_CHANGED)
         return list(outs) if isinstance(outs, list) else [outs]
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
@@ -599,17 +611,19 @@ def settle(steps: Sequence[Step], current: Callable[[], Any], hook: str, picture
         rule.end_pass()
         order = rule.stale()
         if denied or not order:
-            return rule.result()
-    return rule.result() + [unsettled(hook)]
+            return rule.ended(end)
+    return rule.ended(end) + [unsettled(hook)]
 
 
 async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callable[[], Any], hook: str,
                   picture: Optional[Callable[[Any], Any]] = None, *, fail_closed: Any = (), stamp_root: tuple = (),
                   finish_pass: bool = False, save: Optional[Callable[[Any], Any]] = None,
-                  first: Optional[Callable[[Any, Any], Awaitable[list]]] = None) -> list[Outcome]:
+                  first: Optional[Callable[[Any, Any], Awaitable[list]]] = None, end: Optional[list] = None) -> list[Outcome]:
     """``settle`` for async steps (``first``: a coroutine function)."""
     if len(steps) == 1 and first is None:  # one gate: nothing can have judged a stale call
         outs = await steps[0]()
+        if end is not None:
+            end.append(_CHANGED)
         return list(outs) if isinstance(outs, list) else [outs]
     rule = _Rule(len(steps), current, picture, fail_closed, stamp_root, save)
     order: Sequence[int] = range(len(steps))
@@ -628,8 +642,8 @@ async def asettle(steps: Sequence[Callable[[], Awaitable[Any]]], current: Callab
         rule.end_pass()
         order = rule.stale()
         if denied or not order:
-            return rule.result()
-    return rule.result() + [unsettled(hook)]
+            return rule.ended(end)
+    return rule.ended(end) + [unsettled(hook)]
 
 
 # ---------------------------------------------------------------- whole rounds

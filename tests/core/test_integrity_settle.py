@@ -510,3 +510,50 @@ def test_whole_rounds_of_concurrent_gates_run_what_every_gate_was_handed(rewrite
         assert judged == ["good", "better"] and holder["args"] == {"v": "better"}
     else:
         assert ("t:P", Action.DENY) in actions(out) and judged == ["good", "evil"]
+
+
+# ---------------------------------------------------------------- end=: the last picture
+
+
+def _set(key, value):
+    def act(args):
+        args[key] = value
+
+    return act
+
+
+def test_end_is_the_picture_of_the_call_the_gates_left():
+    g = Gates({"cmd": "ls"})
+    end: list = []
+    g.settle(g.gate("a"), g.gate("b", act=_set("cmd", "pwd")), end=end)
+    assert g.runs == {"a": 2, "b": 1}
+    assert end == [integrity.fingerprint({"cmd": "pwd"})]
+
+
+def test_end_after_a_rewrite_past_the_settling_is_no_picture_of_the_rewrite():
+    g = Gates({"cmd": "ls"})
+    end: list = []
+    g.settle(g.gate("a"), g.gate("b"), end=end)
+    g.args["cmd"] = "rm -rf /"  # after the last gate: what end holds was judged, this was not
+    assert end == [integrity.fingerprint({"cmd": "ls"})] and end[0] != integrity.fingerprint(g.args)
+
+
+def test_end_of_one_gate_is_changed_the_caller_pictures_the_call():
+    g = Gates({"cmd": "ls"})
+    end: list = []
+    g.settle(g.gate("a", act=_set("cmd", "pwd")), end=end)
+    assert end == [integrity.CHANGED]
+
+
+def test_end_of_an_async_settling():
+    g = Gates({"cmd": "ls"})
+    end: list = []
+
+    def later(step):
+        async def run():
+            return step()
+
+        return run
+
+    asyncio.run(integrity.asettle([later(g.gate("a")), later(g.gate("b", act=_set("cmd", "pwd")))], lambda: g.args, "t:args", end=end))
+    assert end == [integrity.fingerprint({"cmd": "pwd"})]

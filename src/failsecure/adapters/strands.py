@@ -747,15 +747,17 @@ class StrandsAdapter(Adapter):
 
             # callback by callback: a stamping callback settles, one after the last rewrite runs once
             # (pass 1 one hand-off for all of them)
+            end: list = []
             outcomes = self.settle_calls(
                 [(self.callable_id(cb), self._call_sync, (cb, event), None, _verdict) for cb in callbacks], lambda: event,
                 self.hook_id("BeforeToolCallEvent"), steps=[step(i, cb) for i, cb in enumerate(callbacks)],
-                picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back,
+                picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back, end=end,
             )
             outcomes = _one_interrupt_per_name(outcomes)
-            decision = self.decide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
+            tool, call_id = self._tool(event), self._call_id(event)
+            decision = self.decide(tool, outcomes, call_id=call_id, arguments=self._arguments(event),
                                    later=self._middleware_ids(getattr(event, 'agent', None)))
-            return self._render(event, start, decision)
+            return self._render(event, start, decision, tool, call_id, end[-1] if end else CHANGED)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
             return event, []
@@ -771,12 +773,16 @@ class StrandsAdapter(Adapter):
             callbacks = list(registry.get_callbacks_for(event))
             if callbacks:  # a gate registered since the run began (a lazily set-up policy) is in force for it too
                 self.mark_gated()
-            listed = self._listing(callbacks)
+            # each intervention registry's handlers, read once per listing (before they run: a
+            # handler one appends is new) for the listing, the gates' keys and their entries
+            handlers = self._handlers_of(callbacks)
+            listed = self._listing(callbacks, handlers)
             start = event.cancel_tool
             loop = asyncio.get_running_loop()
             origin = self._origin(event) if follow and self._lookup is not None else None
-            ran = self._gate_keys(callbacks)  # before they run: a handler one appends is new
-            outcomes = await self._asettle(callbacks, event, start, loop, origin)
+            ran = self._gate_keys(callbacks, handlers)
+            end: list = []  # the picture of the call as the last settling left it
+            outcomes = await self._asettle(callbacks, handlers, event, start, loop, origin, end=end)
             # upstream iterates the live list: a gate a callback registers now (a lazily set-up
             # policy) runs for this very call. The gates new to the changed list judge the call
             # as it is now; those that ran keep their outcomes (upstream runs each once, so one
@@ -784,7 +790,8 @@ class StrandsAdapter(Adapter):
             # judge again only if a new one changes the call (the settling rule)
             for relist in range(_RELISTS + 1):
                 now = list(registry.get_callbacks_for(event))
-                relisted = self._listing(now)
+                handlers = self._handlers_of(now)
+                relisted = self._listing(now, handlers)
                 if len(relisted) == len(listed) and all(a is b for a, b in zip(relisted, listed)):
                     break
                 listed = relisted
@@ -792,49 +799,61 @@ class StrandsAdapter(Adapter):
                     outcomes.append(Outcome(hook=self.hook_id("BeforeToolCallEvent"), failure=Failure.INVALID))
                     break
                 callbacks = now
-                keys = self._gate_keys(callbacks)
-                outcomes = _merged(outcomes, await self._asettle(callbacks, event, start, loop, origin, _judged(keys, ran)))
+                keys = self._gate_keys(callbacks, handlers)
+                outcomes = _merged(outcomes, await self._asettle(callbacks, handlers, event, start, loop, origin, _judged(keys, ran), end=end))
                 ran = keys
-            decision = await self.adecide(self._tool(event), outcomes, call_id=self._call_id(event), arguments=self._arguments(event),
+            tool, call_id = self._tool(event), self._call_id(event)
+            decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=self._arguments(event),
                                           later=self._middleware_ids(getattr(event, 'agent', None)))
-            return self._render(event, start, decision)
+            return self._render(event, start, decision, tool, call_id, end[-1] if end else CHANGED)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
             return event, []
 
-    def _listing(self, callbacks: list) -> list:
+    def _handlers_of(self, callbacks: list) -> Optional[list]:
+        """Per callback, the ``(handler, before_tool_call)`` pairs of an interventions
+        registry's (``_interventions``), else None; None for all when none is one."""
+        found = [self._interventions(cb) for cb in callbacks]
+        return found if any(h is not None for h in found) else None
+
+    @staticmethod
+    def _listing(callbacks: list, handlers: Optional[list]) -> list:
         """What the dispatch runs, for telling whether it changed: each callback and, for an
         interventions registry's, each of its handlers (upstream iterates both lists live)."""
+        if handlers is None:
+            return callbacks
         out: list = []
-        for cb in callbacks:
+        for cb, pairs in zip(callbacks, handlers):
             out.append(cb)
-            handlers = self._interventions(cb)
-            if handlers is not None:
-                out += [handler for handler, _ in handlers]
+            if pairs is not None:
+                out += [handler for handler, _ in pairs]
         return out
 
-    def _gate_keys(self, callbacks: list) -> list:
+    @staticmethod
+    def _gate_keys(callbacks: list, handlers: Optional[list]) -> list:
         """One key per gate of ``callbacks``, aligned with ``_entries``: the callback, or
         (the callback, the handler) for each handler of an interventions registry's."""
+        if handlers is None:
+            return callbacks
         keys: list = []
-        for cb in callbacks:
-            handlers = self._interventions(cb)
-            keys += [cb] if handlers is None else [_Key(cb, handler) for handler, _ in handlers]
+        for cb, pairs in zip(callbacks, handlers):
+            keys += [cb] if pairs is None else [_Key(cb, handler) for handler, _ in pairs]
         return keys
 
-    async def _asettle(self, callbacks: list, event: Any, start: Any, loop: Any, origin: Optional[list],
-                       judged: Optional[list] = None) -> list:
-        """The gates of ``callbacks`` (each intervention handler one) under the settling
-        rule, in upstream's order: the outcomes, one interrupt per name. The gates
-        ``judged`` (by an earlier listing) run again only on a later pass."""
-        entries = self._entries(callbacks, event, loop, origin)
+    async def _asettle(self, callbacks: list, handlers: Optional[list], event: Any, start: Any, loop: Any,
+                       origin: Optional[list], judged: Optional[list] = None, end: Optional[list] = None) -> list:
+        """The gates of ``callbacks`` (each intervention handler one, ``handlers``: from
+        ``_handlers_of``) under the settling rule, in upstream's order: the outcomes, one
+        interrupt per name. The gates ``judged`` (by an earlier listing) run again only on
+        a later pass. ``end``: the picture of the call as the gates left it is appended."""
+        entries = self._entries(callbacks, handlers, event, loop, origin)
 
         def reset() -> None:
             event.cancel_tool = start
 
         return await self._settle_entries(
             entries, reset, judged, lambda: event, self.hook_id("BeforeToolCallEvent"),
-            picture=self._current, stamp_root=_STAMPABLE, save=self._put_back,
+            picture=self._current, stamp_root=_STAMPABLE, save=self._put_back, end=end,
         )
 
     async def _settle_entries(self, entries: list, reset: Any, judged: Optional[list], current: Any, hook: str,
@@ -868,19 +887,22 @@ class StrandsAdapter(Adapter):
             outcomes = [o for o in outcomes if not _among(o, held)]
         return _one_interrupt_per_name(outcomes)
 
-    def _entries(self, callbacks: list, event: Any, loop: Any, origin: Optional[list]) -> list:
+    def _entries(self, callbacks: list, handlers: Optional[list], event: Any, loop: Any, origin: Optional[list]) -> list:
         """``(guarded call, is_async)`` per gate: a callback, or each ``before_tool_call``
-        handler of an interventions registry's callback."""
+        handler of an interventions registry's callback (``handlers``: ``_handlers_of``)."""
         entries: list[Any] = []
-        for cb in callbacks:
-            handlers = self._interventions(cb)
-            if handlers is None:
+        for i, cb in enumerate(callbacks):
+            pairs = handlers[i] if handlers is not None else None
+            if pairs is None:
+                # the kind as upstream reads it, at every dispatch (a function's ``__code__``
+                # can be swapped): only the hook id is cached (``callable_id``)
+                hook_id = self.callable_id(cb)
                 if inspect.iscoroutinefunction(cb):
-                    entries.append(((self.callable_id(cb), self._call_async, (cb, event, origin), None, _verdict), True))
+                    entries.append(((hook_id, self._call_async, (cb, event, origin), None, _verdict), True))
                 else:
-                    entries.append(((self.callable_id(cb), self._in_loop, (loop, self._call_sync, cb, event, origin), None, _verdict), False))
+                    entries.append(((hook_id, self._in_loop, (loop, self._call_sync, cb, event, origin), None, _verdict), False))
                 continue
-            for handler, method in handlers:
+            for handler, method in pairs:
                 hook_id = self._handler_hook(handler)
                 if inspect.iscoroutinefunction(method):
                     entries.append(((hook_id, self._handler_async, (handler, event, origin), None, _verdict), True))
@@ -895,6 +917,8 @@ class StrandsAdapter(Adapter):
         if set_loop is None or get_loop is None:
             return fn(*args)
         previous = get_loop()
+        if previous is loop:  # run inline on the loop's own thread (no deadline): it is running there already
+            return fn(*args)
         set_loop(loop)
         try:
             return fn(*args)
@@ -951,12 +975,14 @@ class StrandsAdapter(Adapter):
         """The ``(handler, before_tool_call)`` pairs an interventions registry's callback
         would run, in its order; None for any other callback (or a registry subclass that
         changes how it dispatches: then it is one callback)."""
+        func = getattr(cb, "__func__", None)  # a bound method (a plain function is no registry's)
+        if func is None:
+            return None
         module = sys.modules.get(INTERVENTIONS)
         if module is None:
             return None
         cls = module.__dict__.get("InterventionRegistry")
-        func = getattr(cb, "__func__", None)
-        if not isinstance(cls, type) or func is None or func is not cls.__dict__.get("_on_before_tool_call"):
+        if not isinstance(cls, type) or func is not cls.__dict__.get("_on_before_tool_call"):
             return None
         owner = cb.__self__
         kind = type(owner)
@@ -1368,9 +1394,11 @@ class StrandsAdapter(Adapter):
             ctx = dataclasses.replace(ctx, tool=event.selected_tool, tool_use=event.tool_use)
         return ctx, None
 
-    def _render(self, event: Any, start: Any, decision) -> tuple:
-        """The Decision in upstream's own terms: ``(event, interrupts)``."""
-        self.granted(decision, self._tool(event), self._call_id(event), self._granted_call(event))
+    def _render(self, event: Any, start: Any, decision, tool: Optional[str], call_id: Optional[str], judged: Any = CHANGED) -> tuple:
+        """The Decision in upstream's own terms: ``(event, interrupts)``. ``judged``: the
+        settling's last picture of the call (what the gates judged; nothing ran on it since),
+        else ``CHANGED`` (pictured now)."""
+        self.granted(decision, tool, call_id, self._granted_call(event))
         if decision.action is Action.DENY:
             self._deny(event, decision)
             return event, []
@@ -1385,11 +1413,10 @@ class StrandsAdapter(Adapter):
             event.cancel_tool = start
             return event, interrupts
         event.cancel_tool = start
-        call_id = self._call_id(event)
         if call_id is not None:
             if len(self._judged) > 4096:
                 self._judged.clear()
-            self._judged[call_id] = (event.selected_tool, self._current(event), type(event))
+            self._judged[call_id] = (event.selected_tool, self._current(event) if judged is CHANGED else judged, type(event))
         return event, []
 
     def _deny(self, event: Any, decision, text: Optional[str] = None) -> None:
