@@ -177,7 +177,8 @@ class Later:
     __slots__ = ("_make", "_seen", "_bound", "_source", "_maker")
 
     def __init__(self, make: Any, *bound: Any, judged: bool = False) -> None:
-        self._make, self._seen, self._maker = make, _NOT_YET, None
+        self._make, self._seen = make, _NOT_YET
+        self._maker: Optional[int] = None  # the thread making the form
         self._bound = bound if judged else None
         self._source: Any = _NOT_YET
 
@@ -195,9 +196,10 @@ class Later:
             return seen
         with _MAKING:
             make = self._make
-            if make is None:  # being made right now: its form, once made (it may be this call's own grant)
-                return self._made_elsewhere()
-            self._make, self._maker = None, threading.get_ident()
+            if make is not None:
+                self._make, self._maker = None, threading.get_ident()
+        if make is None:  # being made right now: its form, once made (it may be this call's own grant)
+            return self._made_elsewhere()
         seen = _CHANGED
         try:
             if self._bound is None:
@@ -222,9 +224,9 @@ class Later:
         return seen
 
     def _made_elsewhere(self) -> Any:
-        """(``_MAKING`` held) Another thread of the run makes this form: wait for it (a
-        skipped form is a judged call denied as ungoverned) up to the gates' deadline;
-        made by this very thread (its ``make`` looking again): no form."""
+        """Another thread of the run makes this form: wait for it (a skipped form is a
+        judged call denied as ungoverned) up to the gates' deadline; made by this very
+        thread (its ``make`` looking again): no form."""
         if self._maker == threading.get_ident():
             return _CHANGED
         try:
@@ -232,12 +234,13 @@ class Later:
         except Exception:  # noqa: BLE001 - the config cannot be read: the default bound
             limit = _MAKE_WAIT
         end = monotonic() + limit
-        while self._seen is _NOT_YET:
-            left = end - monotonic()
-            if left <= 0:
-                return _CHANGED  # a form that is not made in time matches nothing
-            _MAKING.wait(left)
-        return self._seen
+        with _MAKING:
+            while self._seen is _NOT_YET:
+                left = end - monotonic()
+                if left <= 0:
+                    return _CHANGED  # a form that is not made in time matches nothing
+                _MAKING.wait(left)
+            return self._seen
 
 
 #: one condition for every Later: claimed and finished under it, so one thread makes a
