@@ -114,7 +114,13 @@ def parallel_tool(rig):
             ran.append(dict(args))
         return json.dumps({"ok": True})
 
-    registry.register(name=TOOL, toolset=H.TOOLSET, schema=SCHEMA, handler=handler, override=True)
+    import inspect
+
+    extra = {"override": True} if "override" in inspect.signature(registry.register).parameters else {}
+    if saved is not None and not extra:  # before 0.18: a name is replaced in place
+        with registry._lock:
+            registry._tools.pop(TOOL, None)
+    registry.register(name=TOOL, toolset=H.TOOLSET, schema=SCHEMA, handler=handler, **extra)
     shipper = SlowShipper()
     logger = logging.getLogger("model_tools")
     level = logger.level
