@@ -24,6 +24,8 @@ dict operation at the grant, the same at the boundary (docs/ungoverned.md has nu
 from __future__ import annotations
 
 import contextvars
+import threading
+from time import monotonic
 from typing import Any, Optional
 
 from . import audit, failures, integrity, policy
@@ -161,8 +163,10 @@ class run_scope:
 
 class Later:
     """A form of the judged arguments (the framework's own normalisation of them) that is
-    made only when an execution matches none of its grant's other forms. Made once; a
-    raise matches nothing.
+    made only when an execution matches none of its grant's other forms. Made once, by
+    one thread: another thread of the run that looks at it meanwhile (a concurrent tool
+    batch) waits for it, up to the gates' deadline, rather than skip it (skipped, its
+    own judged call would read as ungoverned); a raise matches nothing.
 
     ``Later(make)``: ``make()`` returns the form (the caller keeps the copy it works on).
     ``Later(make, *bound, judged=True)``: ``make(*bound, judged)`` returns it, ``judged``
@@ -170,10 +174,11 @@ class Later:
     grant's own picture when they are plain values (nothing copied at the grant, the
     common case), else a snapshot taken at the grant. A Later is one grant's."""
 
-    __slots__ = ("_make", "_seen", "_bound", "_source")
+    __slots__ = ("_make", "_seen", "_bound", "_source", "_maker")
 
     def __init__(self, make: Any, *bound: Any, judged: bool = False) -> None:
         self._make, self._seen = make, _NOT_YET
+        self._maker: Optional[int] = None  # the thread making the form
         self._bound = bound if judged else None
         self._source: Any = _NOT_YET
 
@@ -187,29 +192,61 @@ class Later:
 
     def picture(self) -> Any:
         seen = self._seen
-        if seen is _NOT_YET:
-            make, self._make = self._make, None
-            if make is None:  # being made in another thread right now: no match from it here
-                return _CHANGED
-            try:
-                if self._bound is None:
-                    made = make()
+        if seen is not _NOT_YET:
+            return seen
+        with _MAKING:
+            make = self._make
+            if make is not None:
+                self._make, self._maker = None, threading.get_ident()
+        if make is None:  # being made right now: its form, once made (it may be this call's own grant)
+            return self._made_elsewhere()
+        seen = _CHANGED
+        try:
+            if self._bound is None:
+                made = make()
+            else:
+                source = self._source
+                if source is _NOT_YET:  # never granted: nothing it could be a form of
+                    made = _CHANGED
+                elif source[0] == "p":
+                    made = make(*self._bound, _plain(source[1]))
+                elif source[1] is _CHANGED:  # the judged arguments could not be copied
+                    made = _CHANGED
                 else:
-                    source = self._source
-                    if source is _NOT_YET:  # never granted: nothing it could be a form of
-                        made = _CHANGED
-                    elif source[0] == "p":
-                        made = make(*self._bound, _plain(source[1]))
-                    elif source[1] is _CHANGED:  # the judged arguments could not be copied
-                        made = _CHANGED
-                    else:
-                        made = make(*self._bound, source[1])
-                seen = _CHANGED if made is _CHANGED else picture(made)
-            except Exception:  # noqa: BLE001 - the framework's own helper failed: no second form, the judged one stands
-                seen = _CHANGED
-            self._seen = seen
-            self._source = None
+                    made = make(*self._bound, source[1])
+            seen = _CHANGED if made is _CHANGED else picture(made)
+        except Exception:  # noqa: BLE001 - the framework's own helper failed: no second form, the judged one stands
+            seen = _CHANGED
+        finally:  # a BaseException out of make: no form (CHANGED), and nobody waits for one
+            with _MAKING:
+                self._seen, self._source = seen, None
+                _MAKING.notify_all()
         return seen
+
+    def _made_elsewhere(self) -> Any:
+        """Another thread of the run makes this form: wait for it (a skipped form is a
+        judged call denied as ungoverned) up to the gates' deadline; made by this very
+        thread (its ``make`` looking again): no form."""
+        if self._maker == threading.get_ident():
+            return _CHANGED
+        try:
+            limit = float(policy.current().timeout or _MAKE_WAIT)
+        except Exception:  # noqa: BLE001 - the config cannot be read: the default bound
+            limit = _MAKE_WAIT
+        end = monotonic() + limit
+        with _MAKING:
+            while self._seen is _NOT_YET:
+                left = end - monotonic()
+                if left <= 0:
+                    return _CHANGED  # a form that is not made in time matches nothing
+                _MAKING.wait(left)
+            return self._seen
+
+
+#: one condition for every Later: claimed and finished under it, so one thread makes a
+#: form and the others of the run wait for it (only on a miss: a form made on demand)
+_MAKING = threading.Condition(threading.Lock())
+_MAKE_WAIT = 5.0  # seconds a thread waits for a form another thread makes (no timeout configured)
 
 
 def _plain(fast: Any) -> Any:

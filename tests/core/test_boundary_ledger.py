@@ -154,6 +154,54 @@ def test_a_grant_taken_while_a_later_form_was_made_is_not_used_twice(gated):
         assert inner == ["ran"]
 
 
+def test_a_later_form_another_thread_is_making_is_waited_for(gated):
+    """Two executions of one tool on two threads of the run (a concurrent tool batch),
+    each judged with arguments the framework normalises: while thread B makes grant A's
+    form (no match for B), thread A, whose grant that is, waits for the form instead of
+    skipping it, and runs. Neither grant is used twice."""
+    import contextvars
+    import threading
+
+    making, release = threading.Event(), threading.Event()
+
+    def slow(kind, judged):
+        if "a" in judged:
+            making.set()
+            release.wait(5)
+        return {k: int(v) for k, v in judged.items()}
+
+    results: dict = {}
+    with boundary.run_scope():
+        boundary.grant("shell", None, {"a": "1"}, also=(boundary.Later(slow, "schema", judged=True),))
+        boundary.grant("shell", None, {"b": "2"}, also=(boundary.Later(slow, "schema", judged=True),))
+        b = threading.Thread(target=contextvars.copy_context().run, args=(lambda: results.__setitem__("b", execute(gated, "shell", {"b": 2})),))
+        b.start()
+        assert making.wait(5)  # B is making A's form
+        a = threading.Thread(target=contextvars.copy_context().run, args=(lambda: results.__setitem__("a", execute(gated, "shell", {"a": 1})),))
+        a.start()
+        a.join(0.2)
+        release.set()
+        a.join(5)
+        b.join(5)
+        assert results == {"a": "ran", "b": "ran"}
+        assert execute(gated, "shell", {"a": 1}) == "denied" and execute(gated, "shell", {"b": 2}) == "denied"
+
+
+def test_a_later_form_its_own_make_asks_for_again_matches_nothing(gated):
+    """The same thread asking for a form while making it (its make running the tool)
+    gets no form (no wait on itself); the outer execution then matches the form."""
+    inner = []
+
+    def make(kind, judged):
+        inner.append(execute(gated, "shell", {"n": 5}))
+        return {"n": int(judged["n"])}
+
+    with boundary.run_scope():
+        boundary.grant("shell", None, {"n": "5"}, also=(boundary.Later(make, "schema", judged=True),))
+        assert execute(gated, "shell", {"n": 5}) == "ran"
+        assert inner == ["denied"]
+
+
 def test_a_later_decision_replaces_a_call_ids_grant(gated):
     with boundary.run_scope():
         boundary.grant("shell", "c1", {"c": 1})

@@ -159,7 +159,7 @@ class HermesAdapter(Adapter):
             asked = _asking.get()
             if message is None and asked is not None:  # hermes' approval prompt said yes
                 _asking.set(None)
-                adapter.granted(asked[0], asked[1], None, asked[2], approved=True)
+                adapter.granted(asked[0], asked[1], None, asked[2], approved=True, also=_coerced(asked[1], asked[2]))
             return message
 
         def dispatch_tool(wrapped, instance, args, kwargs):
@@ -334,7 +334,8 @@ class HermesAdapter(Adapter):
             if self.in_run():
                 self.granted(decision, tool if isinstance(tool, str) else None, None, kwargs.get("args"),
                              also=_coerced(tool, kwargs.get("args")))
-            _asking.set((decision, tool, kwargs.get("args")) if decision.action is Action.ASK else None)
+            # an ask: the arguments as the gates judged them, for the grant hermes' prompt's yes makes
+            _asking.set((decision, tool, snapshot(kwargs.get("args"))) if decision.action is Action.ASK else None)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no directive": failed() says it and the call is blocked
             decision = self.failed(exc, tool, call_id)
         return self._native(decision)

@@ -225,9 +225,19 @@ def _callback_call(kind: str, tool: Optional[str], args: tuple) -> tuple:
         return tool, None, None
 
 
+def _same_text(a: Any, b: Any) -> bool:
+    """The same arguments: one object, or two texts (``str`` or a subclass) of equal
+    content. Told by ``str``'s own comparison, never the objects' ``==`` / ``!=`` (a
+    guardrail's rewrite in a ``str`` subclass whose ``!=`` says "unchanged" is a rewrite)."""
+    return a is b or (issubclass(type(a), str) and issubclass(type(b), str) and str.__eq__(a, b) is True)
+
+
 def _parsed(arguments: Any) -> Any:
-    if type(arguments) is not str:
-        return None
+    kind = type(arguments)
+    if kind is not str:
+        if not issubclass(kind, str):
+            return None
+        arguments = str.__str__(arguments)  # a str subclass: its text, as the SDK's parser reads it (none of its code runs)
     try:
         value = json.loads(arguments)
     except (ValueError, RecursionError, MemoryError):  # all json.loads raises for a str: not JSON, nested too deep, too large
@@ -867,7 +877,7 @@ class OpenAIAgentsAdapter(Adapter):
         if getattr(tool_context, "tool_call", call) is not call:
             tool_context.tool_call = call
         arguments = getattr(call, "arguments", None)
-        if getattr(tool_context, "tool_arguments", None) != arguments:
+        if not _same_text(getattr(tool_context, "tool_arguments", None), arguments):
             tool_context.tool_arguments = arguments
 
     @staticmethod
@@ -930,7 +940,7 @@ class OpenAIAgentsAdapter(Adapter):
             self._record(results, ran)
             rendered = self._render(decision, ran, tool_context, func_tool, pre)
             final = getattr(call, "arguments", None) if call is not None else getattr(tool_context, "tool_arguments", None)
-            if rendered is None and not pre and guardrails and final != entry:
+            if rendered is None and not pre and guardrails and not _same_text(final, entry):
                 rendered = await self._approval_again(func_tool, tool_context, tool, call_id, final)
             if rendered is None and not pre:
                 self._granted(tool, call_id, final)  # this call may run once, with these arguments
