@@ -84,6 +84,8 @@ GATED = (EVENT, PERMISSION)
 CLI_DEFAULT_TIMEOUT = 60.0
 #: tool calls whose shared decision is kept for the triggers still to answer
 MAX_PENDING = 256
+#: (event, tool name) selections kept per session
+MAX_SELECTIONS = 4096
 _DECISIONS = {"allow": Action.ALLOW, "deny": Action.DENY, "ask": Action.ASK, "defer": Action.ASK}
 DEFER = "defer"
 _MARK = "_failsecure_session"
@@ -186,10 +188,11 @@ class _Session:
         self.pending: "OrderedDict[tuple, asyncio.Future]" = OrderedDict()
         #: tool_use_id -> (local tool name, arguments) of the in-process calls granted
         self.grants: "OrderedDict[str, tuple]" = OrderedDict()
-        self._selection: dict = {}  # (event, tool name) -> indices of the entries its matchers select
+        #: (event, tool name) -> (indices of the entries its matchers select, those that have a
+        #: callback); the entries (matcher, callback) are fixed once the Query is prepared
+        self._selection: dict = {}
         self.registered = {e.hook_id for e in entries if e.callback is not None}
         self._later: tuple = ()  # ``registered`` as the core's ``later`` (it only grows: rebuilt when it did)
-        self._gates: dict = {}  # (event, tool name) -> the selected entries that have a callback
         self.base: dict = {}  # the latest hook input's session fields
         #: "mcp__<server>__" of the Query's in-process (SDK MCP) servers
         self.in_process: tuple = ()
@@ -342,6 +345,8 @@ class _Session:
         key = (event, plain_str(tool))
         choice = self._selection.get(key)
         if choice is None:
+            if len(self._selection) >= MAX_SELECTIONS:
+                self._selection.clear()  # tool names come from the CLI: kept bounded
             chosen = tuple(i for i, e in enumerate(self.entries) if e.event == event and _matches(e.matcher, key[1]))
             choice = self._selection[key] = (chosen, tuple(i for i in chosen if self.entries[i].callback is not None))
         return choice
