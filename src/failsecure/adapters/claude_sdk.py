@@ -234,44 +234,52 @@ class _Session:
     # -------------------------------------------------------------- the trigger
 
     def trigger_for(self, index: int):
+        """The trigger registered in place of entry ``index``: it answers the CLI's hook
+        request for that callback (the answer's own code, no coroutine of its own around
+        it: the entry, its event and its adapter are fixed once the Query is prepared)."""
         session = self
+        adapter = self.adapter
+        entry = self.entries[index]
+        event = entry.event
+        gate = event == EVENT and entry.callback is not None
+        alone = (index,)
 
         async def failsecure_pre_tool_use(input_data, tool_use_id, context):
-            return await session.answer(index, input_data, tool_use_id, context)
+            # never raises (but for cancellation)
+            tool = input_data.get("tool_name") if isinstance(input_data, dict) else None
+            try:
+                if isinstance(input_data, dict):
+                    base = session.base
+                    for name in _BASE_FIELDS:
+                        if name in input_data:
+                            base[name] = input_data[name]
+                    if event == EVENT and session._chosen(event, tool) == alone:
+                        # the only callback of this tool call: no other request shares its
+                        # decision (``shared`` would evaluate it at once too)
+                        if gate and input_data.get("hook_event_name", event) == event:
+                            # ``evaluate``'s one-callback path, without its selection (it is
+                            # this entry alone)
+                            result = await session._one(event, index, input_data, tool, tool_use_id, context, alone, perf_counter())
+                        else:
+                            result = await session.evaluate(event, input_data, tool_use_id, context, alone)
+                    else:
+                        result = await session.shared(event, index, input_data, tool_use_id, context)
+                else:
+                    result = await session.shared(event, index, input_data, tool_use_id, context)
+                if event == PERMISSION:
+                    return session._render_permission(index, result)
+                return session._render(index, result)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the CLI's hook request always gets an answer: any failure while judging it is a deny, audited
+                decision = adapter.failed(exc, tool, tool_use_id, hook=adapter.hook_id(event))
+                if event == PERMISSION:
+                    return _permission_output(decision.reason)
+                return _hook_output("deny", decision.reason)
 
-        if self.entries[index].event == PERMISSION:
+        if event == PERMISSION:
             failsecure_pre_tool_use.__name__ = failsecure_pre_tool_use.__qualname__ = "failsecure_permission_request"
         return failsecure_pre_tool_use
-
-    async def answer(self, index: int, input_data: Any, tool_use_id: Any, context: Any) -> dict:
-        """The answer of trigger ``index``; never raises (but for cancellation)."""
-        adapter = self.adapter
-        event = self.entries[index].event
-        tool = input_data.get("tool_name") if isinstance(input_data, dict) else None
-        try:
-            if isinstance(input_data, dict):
-                base = self.base
-                for name in _BASE_FIELDS:
-                    if name in input_data:
-                        base[name] = input_data[name]
-                if event == EVENT and self._chosen(event, tool) == (index,):
-                    # the only callback of this tool call: no other request shares its
-                    # decision (``shared`` would evaluate it at once too)
-                    result = await self.evaluate(event, input_data, tool_use_id, context, (index,))
-                else:
-                    result = await self.shared(event, index, input_data, tool_use_id, context)
-            else:
-                result = await self.shared(event, index, input_data, tool_use_id, context)
-            if event == PERMISSION:
-                return self._render_permission(index, result)
-            return self._render(index, result)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the CLI's hook request always gets an answer: any failure while judging it is a deny, audited
-            decision = adapter.failed(exc, tool, tool_use_id, hook=adapter.hook_id(event))
-            if event == PERMISSION:
-                return _permission_output(decision.reason)
-            return _hook_output("deny", decision.reason)
 
     async def shared(self, event: str, index: Optional[int], input_data: Any, tool_use_id: Any, context: Any) -> _Result:
         """The decision of ``event`` for one tool call, made once for every request that
@@ -377,7 +385,6 @@ class _Session:
         decides. ``judges``: the events whose callbacks judge from the first round (default
         ``event`` alone); a rewrite of a permission answer is judged by the ``PreToolUse``
         callbacks too, since the tool runs with it."""
-        adapter = self.adapter
         data = input_data if isinstance(input_data, dict) else {}
         tool = data.get("tool_name")
         chosen, gated = self._choice(event, tool)
@@ -386,24 +393,27 @@ class _Session:
         for other in judges or ():
             if other != event:
                 gates += self._choice(other, tool)[1]
-        original = data.get("tool_input") if arguments is None else arguments
         started = perf_counter()
         if len(gates) == 1 and arguments is None and self.entries[gates[0]].event == data.get("hook_event_name", event):
-            # one callback, handed the request's own input (as upstream hands it): when it
-            # does not rewrite, that one round is the whole evaluation
-            only = gates[0]
-            first = await self._call(only, data, tool_use_id, context, started)
-            verdict = first.verdict
-            if verdict is None or verdict.data is None or verdict.data[1] is None:
-                call_id = nonempty_str(tool_use_id)
-                decision = await adapter.adecide(plain_str(tool), [first], call_id=call_id, arguments=original,
-                                                 later=self.later())
-                self.grant(decision, tool, call_id, original)
-                return _Result(decision, indices, {only: first}, original, False)
-            done: Optional[list] = [first]
-        else:
-            done = None
-        return await self._rounds(event, data, tool_use_id, context, arguments, indices, gates, original, started, done)
+            return await self._one(event, gates[0], data, tool, tool_use_id, context, indices, started)
+        original = data.get("tool_input") if arguments is None else arguments
+        return await self._rounds(event, data, tool_use_id, context, arguments, indices, gates, original, started, None)
+
+    async def _one(self, event, only, data, tool, tool_use_id, context, indices, started) -> _Result:
+        """``evaluate`` of one callback, ``only``, handed the request's own input (as
+        upstream hands it): when it does not rewrite, that one round is the whole
+        evaluation; a rewrite goes on to the rounds (every round judged, a deny or failure
+        of any round stands)."""
+        original = data.get("tool_input")
+        first = await self._call(only, data, tool_use_id, context, started)
+        verdict = first.verdict
+        if verdict is None or verdict.data is None or verdict.data[1] is None:
+            call_id = nonempty_str(tool_use_id)
+            decision = await self.adapter.adecide(plain_str(tool), [first], call_id=call_id, arguments=original,
+                                                  later=self.later())
+            self.grant(decision, tool, call_id, original)
+            return _Result(decision, indices, {only: first}, original, False)
+        return await self._rounds(event, data, tool_use_id, context, None, indices, [only], original, started, [first])
 
     async def _rounds(self, event, data, tool_use_id, context, arguments, indices, gates, original, started, done) -> _Result:
         """``evaluate`` past its one-callback path: whole rounds of ``gates`` until the
