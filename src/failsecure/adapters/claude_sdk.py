@@ -84,6 +84,8 @@ GATED = (EVENT, PERMISSION)
 CLI_DEFAULT_TIMEOUT = 60.0
 #: tool calls whose shared decision is kept for the triggers still to answer
 MAX_PENDING = 256
+#: (event, tool name) selections kept per session
+MAX_SELECTIONS = 4096
 _DECISIONS = {"allow": Action.ALLOW, "deny": Action.DENY, "ask": Action.ASK, "defer": Action.ASK}
 DEFER = "defer"
 _MARK = "_failsecure_session"
@@ -172,6 +174,7 @@ class _Result:
     __slots__ = ("decision", "indices", "outcomes", "final", "changed", "served")
 
     def __init__(self, decision, indices, outcomes, final, changed):
+        # ``indices``: a tuple of the entries it judged (a handful: a tuple's ``in`` is enough)
         self.decision, self.indices, self.outcomes, self.final, self.changed = decision, indices, outcomes, final, changed
         self.served: set = set()  # the triggers (and the permission callback) answered from it
 
@@ -185,8 +188,11 @@ class _Session:
         self.pending: "OrderedDict[tuple, asyncio.Future]" = OrderedDict()
         #: tool_use_id -> (local tool name, arguments) of the in-process calls granted
         self.grants: "OrderedDict[str, tuple]" = OrderedDict()
-        self._selection: dict = {}  # (event, tool name) -> indices of the entries its matchers select
+        #: (event, tool name) -> (indices of the entries its matchers select, those that have a
+        #: callback); the entries (matcher, callback) are fixed once the Query is prepared
+        self._selection: dict = {}
         self.registered = {e.hook_id for e in entries if e.callback is not None}
+        self._later: tuple = ()  # ``registered`` as the core's ``later`` (it only grows: rebuilt when it did)
         self.base: dict = {}  # the latest hook input's session fields
         #: "mcp__<server>__" of the Query's in-process (SDK MCP) servers
         self.in_process: tuple = ()
@@ -228,36 +234,52 @@ class _Session:
     # -------------------------------------------------------------- the trigger
 
     def trigger_for(self, index: int):
+        """The trigger registered in place of entry ``index``: it answers the CLI's hook
+        request for that callback (the answer's own code, no coroutine of its own around
+        it: the entry, its event and its adapter are fixed once the Query is prepared)."""
         session = self
+        adapter = self.adapter
+        entry = self.entries[index]
+        event = entry.event
+        gate = event == EVENT and entry.callback is not None
+        alone = (index,)
 
         async def failsecure_pre_tool_use(input_data, tool_use_id, context):
-            return await session.answer(index, input_data, tool_use_id, context)
+            # never raises (but for cancellation)
+            tool = input_data.get("tool_name") if isinstance(input_data, dict) else None
+            try:
+                if isinstance(input_data, dict):
+                    base = session.base
+                    for name in _BASE_FIELDS:
+                        if name in input_data:
+                            base[name] = input_data[name]
+                    if event == EVENT and session._chosen(event, tool) == alone:
+                        # the only callback of this tool call: no other request shares its
+                        # decision (``shared`` would evaluate it at once too)
+                        if gate and input_data.get("hook_event_name", event) == event:
+                            # ``evaluate``'s one-callback path, without its selection (it is
+                            # this entry alone)
+                            result = await session._one(event, index, input_data, tool, tool_use_id, context, alone, perf_counter())
+                        else:
+                            result = await session.evaluate(event, input_data, tool_use_id, context, alone)
+                    else:
+                        result = await session.shared(event, index, input_data, tool_use_id, context)
+                else:
+                    result = await session.shared(event, index, input_data, tool_use_id, context)
+                if event == PERMISSION:
+                    return session._render_permission(index, result)
+                return session._render(index, result)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the CLI's hook request always gets an answer: any failure while judging it is a deny, audited
+                decision = adapter.failed(exc, tool, tool_use_id, hook=adapter.hook_id(event))
+                if event == PERMISSION:
+                    return _permission_output(decision.reason)
+                return _hook_output("deny", decision.reason)
 
-        if self.entries[index].event == PERMISSION:
+        if event == PERMISSION:
             failsecure_pre_tool_use.__name__ = failsecure_pre_tool_use.__qualname__ = "failsecure_permission_request"
         return failsecure_pre_tool_use
-
-    async def answer(self, index: int, input_data: Any, tool_use_id: Any, context: Any) -> dict:
-        """The answer of trigger ``index``; never raises (but for cancellation)."""
-        adapter = self.adapter
-        event = self.entries[index].event
-        tool = input_data.get("tool_name") if isinstance(input_data, dict) else None
-        try:
-            if isinstance(input_data, dict):
-                for name in _BASE_FIELDS:
-                    if name in input_data:
-                        self.base[name] = input_data[name]
-            result = await self.shared(event, index, input_data, tool_use_id, context)
-            if event == PERMISSION:
-                return self._render_permission(index, result)
-            return self._render(index, result)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the CLI's hook request always gets an answer: any failure while judging it is a deny, audited
-            decision = adapter.failed(exc, tool, tool_use_id, hook=adapter.hook_id(event))
-            if event == PERMISSION:
-                return _permission_output(decision.reason)
-            return _hook_output("deny", decision.reason)
 
     async def shared(self, event: str, index: Optional[int], input_data: Any, tool_use_id: Any, context: Any) -> _Result:
         """The decision of ``event`` for one tool call, made once for every request that
@@ -296,7 +318,7 @@ class _Session:
         return result
 
     def selects(self, event: str, tool: Any) -> bool:
-        return any(self.entries[i].callback is not None for i in self._selected(event, tool, ()))
+        return bool(self._choice(event, tool)[1])
 
     def permission_input(self, tool_name: Any, tool_input: Any, context: Any) -> dict:
         """The PermissionRequest hook input for a permission callback's request, as the CLI
@@ -317,21 +339,35 @@ class _Session:
 
     # -------------------------------------------------------------- deciding
 
+    def later(self) -> tuple:
+        """``registered`` as the core's ``later``: the tuple is built again only when the
+        set grew (it only ever grows, while the Query is prepared)."""
+        later = self._later
+        if len(later) != len(self.registered):
+            later = self._later = tuple(self.registered)
+        return later
+
+    def _choice(self, event: str, tool: Any) -> tuple:
+        """(the indices of the entries whose matchers select ``tool`` for ``event``, those
+        of them that have a callback), cached: an entry's matcher and callback are fixed."""
+        key = (event, plain_str(tool))
+        choice = self._selection.get(key)
+        if choice is None:
+            if len(self._selection) >= MAX_SELECTIONS:
+                self._selection.clear()  # tool names come from the CLI: kept bounded
+            chosen = tuple(i for i, e in enumerate(self.entries) if e.event == event and _matches(e.matcher, key[1]))
+            choice = self._selection[key] = (chosen, tuple(i for i in chosen if self.entries[i].callback is not None))
+        return choice
+
     def _chosen(self, event: str, tool: Any) -> tuple:
         """The indices of the entries whose matchers select ``tool`` for ``event`` (cached)."""
-        key = (event, plain_str(tool))
-        chosen = self._selection.get(key)
-        if chosen is None:
-            chosen = self._selection[key] = tuple(
-                i for i, e in enumerate(self.entries) if e.event == event and _matches(e.matcher, key[1])
-            )
-        return chosen
+        return self._choice(event, tool)[0]
 
-    def _selected(self, event: str, tool: Any, also: tuple) -> list:
-        chosen = self._chosen(event, tool)
+    def _selected(self, event: str, tool: Any, also: tuple) -> tuple:
+        chosen = self._choice(event, tool)[0]
         if also and (len(also) != 1 or also[0] not in chosen) and not set(also) <= set(chosen):
-            return sorted(set(chosen) | {i for i in also if 0 <= i < len(self.entries) and self.entries[i].event == event})
-        return list(chosen)
+            return tuple(sorted(set(chosen) | {i for i in also if 0 <= i < len(self.entries) and self.entries[i].event == event}))
+        return chosen
 
     def _payload(self, data: dict, event: str, args: Any) -> dict:
         """What a callback of ``event`` is handed for a call first seen as ``data``."""
@@ -349,31 +385,42 @@ class _Session:
         decides. ``judges``: the events whose callbacks judge from the first round (default
         ``event`` alone); a rewrite of a permission answer is judged by the ``PreToolUse``
         callbacks too, since the tool runs with it."""
-        adapter = self.adapter
         data = input_data if isinstance(input_data, dict) else {}
         tool = data.get("tool_name")
+        chosen, gated = self._choice(event, tool)
         indices = self._selected(event, tool, also)
-        gates = [i for i in indices if self.entries[i].callback is not None]
+        gates = list(gated) if indices is chosen else [i for i in indices if self.entries[i].callback is not None]
         for other in judges or ():
             if other != event:
-                gates += [i for i in self._selected(other, tool, ()) if self.entries[i].callback is not None]
-        original = data.get("tool_input") if arguments is None else arguments
+                gates += self._choice(other, tool)[1]
         started = perf_counter()
         if len(gates) == 1 and arguments is None and self.entries[gates[0]].event == data.get("hook_event_name", event):
-            # one callback, handed the request's own input (as upstream hands it): when it
-            # does not rewrite, that one round is the whole evaluation
-            only = gates[0]
-            first = await self._call(only, data, tool_use_id, context, started)
-            verdict = first.verdict
-            if verdict is None or verdict.data is None or verdict.data[1] is None:
-                call_id = nonempty_str(tool_use_id)
-                decision = await adapter.adecide(plain_str(tool), [first], call_id=call_id, arguments=original,
-                                                 later=tuple(self.registered))
-                self.grant(decision, tool, call_id, original)
-                return _Result(decision, frozenset(indices), {only: first}, original, False)
-            done: Optional[list] = [first]
-        else:
-            done = None
+            return await self._one(event, gates[0], data, tool, tool_use_id, context, indices, started)
+        original = data.get("tool_input") if arguments is None else arguments
+        return await self._rounds(event, data, tool_use_id, context, arguments, indices, gates, original, started, None)
+
+    async def _one(self, event, only, data, tool, tool_use_id, context, indices, started) -> _Result:
+        """``evaluate`` of one callback, ``only``, handed the request's own input (as
+        upstream hands it): when it does not rewrite, that one round is the whole
+        evaluation; a rewrite goes on to the rounds (every round judged, a deny or failure
+        of any round stands)."""
+        original = data.get("tool_input")
+        first = await self._call(only, data, tool_use_id, context, started)
+        verdict = first.verdict
+        if verdict is None or verdict.data is None or verdict.data[1] is None:
+            call_id = nonempty_str(tool_use_id)
+            decision = await self.adapter.adecide(plain_str(tool), [first], call_id=call_id, arguments=original,
+                                                  later=self.later())
+            self.grant(decision, tool, call_id, original)
+            return _Result(decision, indices, {only: first}, original, False)
+        return await self._rounds(event, data, tool_use_id, context, None, indices, [only], original, started, [first])
+
+    async def _rounds(self, event, data, tool_use_id, context, arguments, indices, gates, original, started, done) -> _Result:
+        """``evaluate`` past its one-callback path: whole rounds of ``gates`` until the
+        input settles (``done``: the first round's outcomes, when already run). A method
+        of its own: the closure's cells are made only for the calls that need them."""
+        adapter = self.adapter
+        tool = data.get("tool_name")
         state: dict[str, Any] = {"args": original, "judged": original, "gates": gates}
         last: dict = {}
         rounds: list = []
@@ -408,8 +455,8 @@ class _Session:
             if state["args"] is not original and event == PERMISSION:
                 # the tool will run with a permission answer's rewrite: the PreToolUse
                 # callbacks judge it as well
-                extra = [i for i in self._selected(EVENT, tool, ()) if self.entries[i].callback is not None]
-                state["gates"] = list(dict.fromkeys(state["gates"] + extra))
+                extra = self._choice(EVENT, tool)[1]
+                state["gates"] = list(dict.fromkeys(state["gates"] + list(extra)))
             rounds.append(outcomes)
             return outcomes
 
@@ -429,9 +476,9 @@ class _Session:
         # the callbacks registered with this session are there (a ``required`` naming one
         # is met), whether or not their matchers select this tool: the core says so
         decision = await adapter.adecide(plain_str(tool), outcomes, call_id=call_id, arguments=final,
-                                         later=tuple(self.registered))
+                                         later=self.later())
         self.grant(decision, tool, call_id, final)
-        return _Result(decision, frozenset(indices), last, final, final is not original)
+        return _Result(decision, indices, last, final, final is not original)
 
     def _call(self, index, payload, tool_use_id, context, started) -> Awaitable[Outcome]:
         """The awaitable of one callback's guarded call (no coroutine of its own around it)."""
@@ -714,7 +761,7 @@ class ClaudeSDKAdapter(Adapter):
             final = _prompt_updated(verdict.data) if verdict is not None and verdict.action is Action.ALLOW else None
             final = original if final is None else final
             decision = await self.adecide(tool, [outcome], call_id=call_id, arguments=final,
-                                          later=tuple(session.registered))
+                                          later=session.later())
             session.grant(decision, tool, call_id, final)
             if decision.action is Action.ALLOW or decision.action is Action.ABSTAIN:
                 if verdict is None:
@@ -867,7 +914,7 @@ class ClaudeSDKAdapter(Adapter):
                 if verdict is not None and verdict.action is Action.ALLOW and native.updated_input is not None:
                     final = native.updated_input
                 decision = await adapter.adecide(tool, [outcome], call_id=call_id, arguments=final,
-                                                 later=tuple(session.registered))
+                                                 later=session.later())
                 session.grant(decision, tool, call_id, final)
                 action = decision.action
                 if action is Action.ASK and verdict is not None and verdict.action is Action.ALLOW:
@@ -941,6 +988,8 @@ class ClaudeSDKAdapter(Adapter):
         (approve/block) and ``continue_`` (False stops the run: counts as a deny)."""
         if type(native) is not dict:
             raise Invalid()
+        if len(native) == 1 and "hookSpecificOutput" in native:
+            return Action.ABSTAIN, None  # the usual answer: none of the shared fields
         if native.get("async_") is True or native.get("async") is True:
             raise Invalid()  # the CLI would not wait for it
         action = Action.ABSTAIN
