@@ -91,3 +91,16 @@ def test_a_late_handlers_variable_never_reaches_and_the_call_is_denied(rig, mode
         go.set()
     assert type(exc).__name__ == "ToolCallDenied" and seen == []
     assert rig.outcome_of(hook_id("Late"))["failure"] == "timeout"
+
+
+def test_an_inline_sync_handler_of_an_async_tool_start_sets_it_for_the_tool_as_upstream(rig, upstream):
+    """``run_inline = True``: upstream calls it on the task itself; the tool sees it."""
+    seen: list = []
+    with upstream:
+        _, exc = invoke(tool_reading(seen, True), [handler("Inline", sets("v"), run_inline=True)], "async")
+        assert exc is None
+    assert seen == ["v"]
+    seen.clear()
+    _, exc = invoke(tool_reading(seen, True), [handler("Inline", sets("v"), run_inline=True)], "async")
+    assert exc is None, exc
+    assert seen == ["v"]
