@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextvars
 import threading
 
+import pytest
 from failsecure_strands_rig import provider
 
 _VAR = contextvars.ContextVar("s40_request", default=None)
@@ -60,3 +61,40 @@ def test_a_late_callbacks_variable_reaches_no_later_tool_of_the_run(rig):
     assert seen == [("b", None)]
     outcomes = [o for e in rig.events() for o in e.get("outcomes", [])]
     assert any(o.get("failure") == "timeout" for o in outcomes), outcomes
+
+
+@pytest.mark.internal_errors
+def test_a_hand_back_that_raises_denies_the_call_without_its_text(rig, monkeypatch, capsys):
+    """The hand-back itself failing (a MemoryError while setting a variable, say) is a
+    failure inside the guard: the call is denied (the tool does not run) and the
+    exception's text reaches neither the audit nor stderr."""
+    from failsecure import guard
+
+    seen: list = []
+
+    def boom(job, ended):
+        raise RuntimeError("SECRET-handback")
+
+    monkeypatch.setattr(guard, "_give_back", boom)
+
+    def tag(event):
+        _VAR.set("v")
+
+    contextvars.Context().run(rig.agent(calls=[("reader", {"command": "a"})], tools=[_reader(seen)], hooks=[provider(tag)]), "go")
+    assert seen == []
+    event = rig.last()
+    assert event["outcome"] == "deny", event
+    assert "failsecure:internal" in rig.audit_path.read_text()
+    assert "SECRET" not in rig.audit_path.read_text()
+    out = capsys.readouterr()
+    assert "SECRET" not in out.err and "SECRET" not in out.out
+
+
+def test_the_twin_without_the_failure_the_tool_runs(rig):
+    seen: list = []
+
+    def tag(event):
+        _VAR.set("v")
+
+    contextvars.Context().run(rig.agent(calls=[("reader", {"command": "a"})], tools=[_reader(seen)], hooks=[provider(tag)]), "go")
+    assert seen == [("a", "v")]
