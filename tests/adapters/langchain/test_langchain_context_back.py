@@ -104,3 +104,63 @@ def test_an_inline_sync_handler_of_an_async_tool_start_sets_it_for_the_tool_as_u
     _, exc = invoke(tool_reading(seen, True), [handler("Inline", sets("v"), run_inline=True)], "async")
     assert exc is None, exc
     assert seen == ["v"]
+
+
+def _middleware(value):
+    from langchain.agents.middleware import AgentMiddleware
+
+    class SetsVar(AgentMiddleware):
+        def wrap_tool_call(self, request, handler):
+            REQUEST.set(value)
+            return handler(request)
+
+        async def awrap_tool_call(self, request, handler):
+            REQUEST.set(value)
+            return await handler(request)
+
+    return SetsVar()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_wrap_tool_call_middlewares_variable_reaches_the_tool_as_upstream(rig, upstream, monkeypatch, mode):
+    """A sync ``wrap_tool_call`` under its deadline runs on a thread of its own (in a copy
+    of the caller's context), and the tool it hands on to runs inside it: the tool sees
+    what it set, as upstream."""
+    seen: list = []
+    real = rig.marker._write
+
+    def write(command):
+        seen.append(REQUEST.get())
+        return real(command)
+
+    monkeypatch.setattr(rig.marker, "_write", write)
+    with upstream:
+        contextvars.Context().run(rig.run_agent, (), mode, None, [_middleware("v")])
+    assert seen == ["v"]
+    seen.clear()
+    rig.marker.reset()
+    contextvars.Context().run(rig.run_agent, (), mode, None, [_middleware("v")])
+    assert seen == ["v"]
+
+
+@pytest.mark.parametrize("mode,is_async_tool", [("sync", False), ("async", False), ("async", True)])
+def test_in_an_agent_run_a_strict_handlers_variable_reaches_the_tool_as_upstream(rig, upstream, monkeypatch, mode, is_async_tool):
+    """Through ``create_agent``'s ToolNode: upstream calls the handler in the tool's
+    context (a sync run; an async run of a sync tool, which runs ``invoke`` in an
+    executor), or in an executor's copy (an async tool's ``ainvoke``); failsecure the same."""
+    seen: list = []
+    real = rig.marker._write
+
+    def write(command):
+        seen.append(REQUEST.get())
+        return real(command)
+
+    monkeypatch.setattr(rig.marker, "_write", write)
+    with upstream:
+        contextvars.Context().run(rig.run_agent, [handler("Sets", sets("v"))], mode, None, (), is_async_tool)
+    upstream_seen = list(seen)
+    assert upstream_seen == ([None] if mode == "async" and is_async_tool else ["v"])
+    seen.clear()
+    rig.marker.reset()
+    contextvars.Context().run(rig.run_agent, [handler("Sets", sets("v"))], mode, None, (), is_async_tool)
+    assert seen == upstream_seen
