@@ -156,3 +156,56 @@ def test_a_context_with_ten_thousand_variables_stays_cheap_when_nothing_is_set_a
     assert got == "x"
     assert nothing < 20e-6, nothing  # a pointer comparison, whatever the size
     assert one < 0.05, one  # one pass over the variables, no value's code
+
+
+def _freed_after_call(hook):
+    import gc
+    import weakref
+
+    var = contextvars.ContextVar("fs_rt_held")
+
+    class Held:
+        pass
+
+    def body():
+        value = Held()
+        ref = weakref.ref(value)
+        token = var.set(value)
+        del value
+        o = guard.call("t:held", hook, validate=validate, timeout=5)
+        var.reset(token)  # the caller lets go of it: upstream, nothing holds it now
+        for _ in range(50):
+            gc.collect()
+            if ref() is None:
+                break
+            time.sleep(0.01)
+        return o.action, ref() is None
+
+    return in_fresh_context(body)
+
+
+def test_a_value_the_caller_lets_go_of_after_a_deadlined_call_is_freed():
+    """The worker keeps no finished job: the caller's context copy (and the hooks') goes
+    with it, so a value the caller drops is freed (its ``__del__`` runs, a resource it
+    holds closes) as upstream, not whenever that worker next runs a job."""
+    assert _freed_after_call(lambda: "allow") == (Action.ALLOW, True)
+
+
+def test_the_twin_a_value_the_hook_handed_back_lives_while_the_caller_holds_it():
+    keep = contextvars.ContextVar("fs_rt_keep")
+
+    class Kept:
+        pass
+
+    def hook():
+        keep.set(Kept())
+        return "allow"
+
+    def body():
+        import gc
+
+        o = guard.call("t:keep", hook, validate=validate, timeout=5)
+        gc.collect()
+        return o.action, type(keep.get()).__name__
+
+    assert in_fresh_context(body) == (Action.ALLOW, "Kept")
