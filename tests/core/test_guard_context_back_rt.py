@@ -8,6 +8,8 @@ import contextvars
 import threading
 import time
 
+import pytest
+
 from core_helpers import validate
 from failsecure import guard
 from failsecure.verdict import Action, Failure
@@ -209,3 +211,60 @@ def test_the_twin_a_value_the_hook_handed_back_lives_while_the_caller_holds_it()
         return o.action, type(keep.get()).__name__
 
     assert in_fresh_context(body) == (Action.ALLOW, "Kept")
+
+
+NEXT = contextvars.ContextVar("fs_rt_next", default=None)
+
+
+def _late_then_on_time(late_hook):
+    def sets_next():
+        NEXT.set("next")
+        return "allow"
+
+    def body():
+        outcomes = guard.call_each([("t:late-first", late_hook, (), None, validate, 0.01),
+                                    ("t:on-time-after", sets_next, (), None, validate, 5)])
+        return [o.failure for o in outcomes], outcomes[1].action, NEXT.get()
+
+    return in_fresh_context(body)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "an on-time hook after a late one in the same hand-off loses its changes (docs/decisions.md: "
+    "'those of the calls after it in the same hand-off'; asserted by test_guard_context_back.py::"
+    "test_a_late_answers_variable_is_not_handed_back_nor_a_later_hooks). Whether the later hook's "
+    "change reaches the caller then depends on who saw the deadline first: the caller (abandoned: "
+    "the later hook runs in a fresh hand-off, handed back) or the worker (late: dropped) -- in a "
+    "race loop ~98% dropped. With the late hook advisory (observer, on_error=allow) the tool runs "
+    "without the on-time gate's variable, which upstream (no deadlines, the caller's context) "
+    "gives it. A fix (after a late call, run the rest from the last on-time snapshot, or stop the "
+    "job there and go on in a fresh hand-off) changes that existing assertion: left to the maintainers."))
+def test_an_on_time_hooks_change_after_a_late_one_reaches_the_caller_as_upstream():
+    import sys
+
+    def holds_the_gil_past_its_deadline():
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.03:  # no switch: the caller cannot abandon it
+            pass
+        return "allow"
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    try:
+        got = _late_then_on_time(holds_the_gil_past_its_deadline)
+    finally:
+        sys.setswitchinterval(old)
+    assert got == ([Failure.TIMEOUT, None], Action.ALLOW, "next")
+
+
+def test_the_twin_after_an_abandoned_hook_the_on_time_hooks_change_reaches_the_caller():
+    release = threading.Event()
+
+    def hangs():
+        release.wait(5)
+        return "allow"
+
+    try:
+        assert _late_then_on_time(hangs) == ([Failure.TIMEOUT, None], Action.ALLOW, "next")
+    finally:
+        release.set()
