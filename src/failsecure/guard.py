@@ -368,13 +368,18 @@ class _Pool:
             if job is None:
                 return
             if job.ctx.run(self._run_job, worker, job):
-                continue  # the caller takes ``done`` and frees this worker
+                # the caller takes ``done`` and frees this worker; an idle worker holds no
+                # job (its contexts hold the caller's variables and the hooks' values:
+                # what the caller lets go of is freed now, as upstream)
+                job = None
+                continue
             with self.lock:  # abandoned: nobody waits for this worker
                 if job.counted is not _UNCOUNTED:
                     self._uncount(job)
                 keep = len(self.idle) < MAX_IDLE
                 if keep:
                     self.idle.append(worker)
+            job = None
             if not keep:
                 return
 

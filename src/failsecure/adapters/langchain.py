@@ -285,14 +285,20 @@ class LangChainAdapter(Adapter):
             inputs = rest[1] if len(rest) > 1 else kwargs.get("input_str")
         return tool, call_id, inputs
 
-    def _gate_calls(self, gates: list, ignore: Any, rest: tuple, kwargs: dict) -> tuple[list, list]:
-        """(guarded calls, outcomes fixed already) for the gate handlers."""
+    def _gate_calls(self, gates: list, ignore: Any, rest: tuple, kwargs: dict, isolate: bool = False) -> tuple[list, list]:
+        """(guarded calls, outcomes fixed already) for the gate handlers. ``isolate`` (an
+        async tool start): a sync handler that is not ``run_inline`` runs in a copy of
+        the context of its own, as upstream runs it (in an executor, under
+        ``copy_context().run``): what it sets reaches neither the tool nor the task (the
+        guard would hand a deadlined hook's changes back to the task)."""
         calls, fixed = [], []
         for hook_id, handler in gates:
             try:
                 if ignore is not None and getattr(handler, ignore):
                     continue  # the handler opted out of tool events, as upstream
                 method = getattr(handler, EVENT)
+                if isolate and not inspect.iscoroutinefunction(method) and not handler.run_inline:
+                    method = _isolated(method)
             except Exception as exc:  # noqa: BLE001 - a handler's own attributes can raise anything: that is this gate's failure (raised), judged
                 fixed.append(Outcome(hook=hook_id, failure=Failure.RAISED, exception_type=type(exc).__name__))
                 continue
@@ -337,7 +343,7 @@ class LangChainAdapter(Adapter):
                 await _observe_async(wrapped, observers, event, ignore, rest, kwargs)
             tool, call_id, inputs = self._describe(rest, kwargs)
             dispatched, took = self._dispatch_of(tool, kwargs)
-            calls, fixed = self._gate_calls(gates, ignore, rest, kwargs)
+            calls, fixed = self._gate_calls(gates, ignore, rest, kwargs, isolate=True)
             outcomes = _took_part(took) + fixed
             if calls:
                 def astep(h: str, m: Any) -> Any:
@@ -1181,6 +1187,16 @@ def _remember(table: dict, key: Any, value: Any) -> None:
 def _when_verdict(native: Any) -> Verdict:
     """``True``: review; ``False``: no review; anything else is INVALID."""
     return exactly(native, _WHEN_ANSWERS)
+
+
+def _isolated(method: Any) -> Any:
+    """``method`` called in a fresh copy of the context it is called in (upstream's
+    ``copy_context().run`` for a sync handler of an async tool start)."""
+
+    def isolated(*args: Any, **kwargs: Any) -> Any:
+        return contextvars.copy_context().run(method, *args, **kwargs)
+
+    return isolated
 
 
 def _drive(method: Any, *args: Any, **kwargs: Any) -> Any:
