@@ -754,10 +754,11 @@ class StrandsAdapter(Adapter):
                 picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back, end=end,
             )
             outcomes = _one_interrupt_per_name(outcomes)
+            judged = self._settled(event, end)  # before the plugin gates decide: a rewrite meanwhile is judged again
             tool, call_id = self._tool(event), self._call_id(event)
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=self._arguments(event),
                                    later=self._middleware_ids(getattr(event, 'agent', None)))
-            return self._render(event, start, decision, tool, call_id, end[-1] if end else CHANGED)
+            return self._render(event, start, decision, tool, call_id, judged)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
             return event, []
@@ -802,13 +803,21 @@ class StrandsAdapter(Adapter):
                 keys = self._gate_keys(callbacks, handlers)
                 outcomes = _merged(outcomes, await self._asettle(callbacks, handlers, event, start, loop, origin, _judged(keys, ran), end=end))
                 ran = keys
+            judged = self._settled(event, end)  # before the plugin gates decide: a rewrite meanwhile is judged again
             tool, call_id = self._tool(event), self._call_id(event)
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=self._arguments(event),
                                           later=self._middleware_ids(getattr(event, 'agent', None)))
-            return self._render(event, start, decision, tool, call_id, end[-1] if end else CHANGED)
+            return self._render(event, start, decision, tool, call_id, judged)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
             return event, []
+
+    def _settled(self, event: Any, end: list) -> Any:
+        """The picture of the call as the gates left it: the last settling's (``end``), or,
+        where it took none (one gate), the call pictured now, right after the gates and
+        before anything else runs (the plugin gates, a gate abandoned at its deadline)."""
+        judged = end[-1] if end else CHANGED
+        return self._current(event) if judged is CHANGED else judged
 
     def _handlers_of(self, callbacks: list) -> Optional[list]:
         """Per callback, the ``(handler, before_tool_call)`` pairs of an interventions
