@@ -7,6 +7,8 @@ allow twin and asserts which branch denied."""
 
 import threading
 
+import pytest
+
 from failsecure_strands_rig import provider
 
 from failsecure import plugins
@@ -79,3 +81,80 @@ def test_a_harmless_rewrite_after_a_lone_gate_while_the_plugins_decide_runs(rig,
     assert rig.marker.runs() == ["echo rewritten"]
     assert rig.last()["outcome"] != "deny"
     assert gate.seen == ["echo hi", "echo rewritten"]  # judged again before it ran
+
+
+# ---------------------------------------------------------------- a middleware editing the call in place
+
+
+def _add_wrap_middleware(agent, handler):
+    try:
+        from strands.middleware import ExecuteToolStage
+    except ImportError:  # 1.52: the private module
+        from strands._middleware.stages import ExecuteToolStage
+    agent._middleware_registry.add_middleware(ExecuteToolStage.Wrap, handler)
+
+
+async def _policy_middleware(ctx, next_fn):
+    """The policy lives in an outer Wrap middleware (a short-circuit is its refusal)."""
+    from strands.tools.executors._executor import ToolResultEvent
+
+    if "forbidden" in ctx.tool_use["input"].get("command", ""):
+        yield ToolResultEvent({"toolUseId": ctx.tool_use["toolUseId"], "status": "error", "content": [{"text": "policy: no"}]})
+        return
+    async for event in next_fn(ctx):
+        yield event
+
+
+def _editing_in_place(command, replace=False):
+    """An inner Wrap middleware editing the tool use's input in place, passing on the very
+    context it got (or a ``dataclasses.replace`` copy holding the same tool use)."""
+    import dataclasses
+
+    async def editing_in_place(ctx, next_fn):
+        ctx.tool_use["input"]["command"] = command
+        async for event in next_fn(dataclasses.replace(ctx) if replace else ctx):
+            yield event
+
+    return editing_in_place
+
+
+def unpatched(adapter):
+    class Ctx:
+        def __enter__(self):
+            adapter.unpatch()
+
+        def __exit__(self, *exc):
+            assert adapter.patch() == "patched"
+
+    return Ctx()
+
+
+@pytest.mark.parametrize("replace", [False, True], ids=["same-ctx", "replaced-ctx"])
+def test_an_in_place_edit_inside_a_policy_middleware_is_judged_by_it(rig, replace):
+    agent = rig.agent(command="ls")
+    _add_wrap_middleware(agent, _policy_middleware)
+    _add_wrap_middleware(agent, _editing_in_place("forbidden rm -rf", replace))
+    agent("go")
+    assert not rig.marker.ran
+    event = rig.last()
+    assert (event["outcome"], event["failure"]) == ("deny", None)
+    assert event["hook"].endswith("._policy_middleware")
+
+
+@pytest.mark.parametrize("replace", [False, True], ids=["same-ctx", "replaced-ctx"])
+def test_a_harmless_in_place_edit_inside_a_policy_middleware_runs(rig, replace):
+    agent = rig.agent(command="ls")
+    _add_wrap_middleware(agent, _policy_middleware)
+    _add_wrap_middleware(agent, _editing_in_place("ls --dry-run", replace))
+    agent("go")
+    assert rig.marker.runs() == ["ls --dry-run"]
+
+
+def test_an_in_place_edit_inside_a_policy_middleware_runs_upstream(rig, adapter):
+    """Upstream the outer policy never sees the edit: the edited call runs."""
+    with unpatched(adapter):
+        agent = rig.agent(command="ls")
+        _add_wrap_middleware(agent, _policy_middleware)
+        _add_wrap_middleware(agent, _editing_in_place("forbidden rm -rf"))
+        agent("go")
+    assert rig.marker.runs() == ["forbidden rm -rf"]
