@@ -1140,7 +1140,7 @@ class StrandsAdapter(Adapter):
             return self._input_layer(handler, user, hook, chain, context)
 
         async def layer(ctx: Any, next_fn: Any) -> Any:
-            box = _Box(ctx, hook, len(chain), handler)
+            box = _Box(ctx, hook, len(chain), handler, adapter._ctx_pic(ctx) if chain else CHANGED)
             chain.append(box)
 
             def proceed(passed: Any) -> Any:
@@ -1188,7 +1188,7 @@ class StrandsAdapter(Adapter):
                 return _Asked(exc)
 
         async def layer(ctx: Any, next_fn: Any) -> Any:
-            box = _Box(ctx, hook, len(chain), handler)
+            box = _Box(ctx, hook, len(chain), handler, adapter._ctx_pic(ctx) if chain else CHANGED)
             chain.append(box)
             loop = asyncio.get_running_loop()
             outcome = (await adapter.ahook_calls([(hook, call, (loop, ctx), None, judge)]))[0]
@@ -1253,6 +1253,8 @@ class StrandsAdapter(Adapter):
         async def reached(passed: Any = passed) -> Any:
             first = box.went is _UNSET  # a later next_fn (a retry inside the middleware) is judged the same
             box.went = passed
+            # pictured now: a layer editing the tool use in place passes on the very context it got
+            box.went_pic = pic = adapter._ctx_pic(passed)
             scope = box.scope
             if scope is not None:
                 scope.reschedule(None)  # the tool's own time is not the middleware's
@@ -1267,7 +1269,8 @@ class StrandsAdapter(Adapter):
                     yield adapter._error_result(box.ctx, decision)
                     return
                 passed = box.ctx
-            elif box.index and not adapter._same_ctx(passed, box.ctx):
+                box.went, box.went_pic = passed, adapter._ctx_pic(passed)
+            elif box.index and not _same_pic(pic, box.pic):
                 decision = await adapter._rejudge(chain[:box.index], passed)
                 if decision is not None:
                     yield adapter._error_result(passed, decision)
@@ -1284,7 +1287,7 @@ class StrandsAdapter(Adapter):
         further change unsettled: invalid), else None."""
         outcomes: list = []
         for judged in outer:
-            if judged.went is _UNSET or self._same_ctx(judged.went, ctx):
+            if judged.went is _UNSET or _same_pic(judged.went_pic, self._ctx_pic(ctx)):
                 continue
             again = _Box(ctx, judged.hook, judged.index)
 
@@ -1326,6 +1329,14 @@ class StrandsAdapter(Adapter):
             return None
         decision = self._stage_decision(ctx, outcomes)
         return decision if decision.action is Action.DENY else None
+
+    @staticmethod
+    def _ctx_pic(ctx: Any) -> Any:
+        """A context's call as it is now: its tool (by identity) and tool use (by value)."""
+        try:
+            return (ctx.tool, fingerprint(ctx.tool_use))
+        except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: pictured as changed, judged again
+            return CHANGED
 
     @staticmethod
     def _same_ctx(a: Any, b: Any) -> bool:
@@ -1493,14 +1504,26 @@ class _Box:
     """One ExecuteToolStage layer of one call: the context it got, what it proceeded with
     (``went``), its deadline and the failure's Decision."""
 
-    __slots__ = ("ctx", "hook", "index", "went", "deadline", "scope", "decision", "handler_of")
+    __slots__ = ("ctx", "hook", "index", "went", "deadline", "scope", "decision", "handler_of", "pic", "went_pic")
 
-    def __init__(self, ctx: Any, hook: str, index: int, handler: Any = None):
+    def __init__(self, ctx: Any, hook: str, index: int, handler: Any = None, pic: Any = CHANGED):
         self.ctx, self.hook, self.index, self.handler_of = ctx, hook, index, handler
+        self.pic = pic  # the call as the layer got it (``_ctx_pic``; a layer with others outside it)
         self.went: Any = _UNSET
+        self.went_pic: Any = CHANGED  # the call as it proceeded with it
         self.deadline: Any = None
         self.scope: Any = None
         self.decision: Any = None
+
+
+def _same_pic(a: Any, b: Any) -> bool:
+    """Two ``_ctx_pic`` pictures of one call (CHANGED equal to nothing)."""
+    if a is CHANGED or b is CHANGED or a[1] is CHANGED:
+        return False
+    try:
+        return a[0] is b[0] and bool(a[1] == b[1])
+    except Exception:  # noqa: BLE001 - a hostile __eq__ inside a picture: not the same call
+        return False
 
 
 def _user_handler(handler: Any) -> Any:
