@@ -158,3 +158,70 @@ def test_an_in_place_edit_inside_a_policy_middleware_runs_upstream(rig, adapter)
         _add_wrap_middleware(agent, _editing_in_place("forbidden rm -rf"))
         agent("go")
     assert rig.marker.runs() == ["forbidden rm -rf"]
+
+
+# ---------------------------------------------------------------- two concurrent calls sharing their input
+
+
+class _Sharing:
+    """The only callback: points every call's input at one shared dict holding its command
+    (a normaliser with a module-level default, say): the second call's callback rewrites the
+    first call's input, while the first call's plugin gate decides (it waits for that)."""
+
+    def __init__(self, second):
+        self.shared, self.second = {}, second
+        self.rewrote = threading.Event()
+
+        def sharing_gate(event):
+            self.shared["command"] = event.tool_use["input"]["command"]
+            event.tool_use["input"] = self.shared
+            if self.shared["command"] == self.second:
+                self.rewrote.set()
+
+        self.gate = sharing_gate
+
+
+class _SlowPolicy:
+    """A plugin gate denying "forbidden"; for the first call it waits until the second
+    call's callback ran (a slow policy service)."""
+
+    def __init__(self, sharing):
+        self.sharing, self.seen = sharing, []
+
+    @hookimpl
+    def failsecure_pre_tool_call(self, call):
+        from failsecure.verdict import Action, Verdict
+
+        command = (call.arguments or {}).get("command", "")
+        self.seen.append(command)
+        if "forbidden" in command:
+            return Verdict(action=Action.DENY, reason="plugin: forbidden")
+        if command == "echo hi":
+            self.sharing.rewrote.wait(2)
+        return Verdict(action=Action.ALLOW)
+
+
+def _run_shared(rig, second):
+    sharing = _Sharing(second)
+    gate = _SlowPolicy(sharing)
+    plugins.register(gate, name="strands-rt-slow-policy")
+    try:
+        calls = [("run_command", {"command": "echo hi"}), ("run_command", {"command": second})]
+        rig.agent(calls=calls, hooks=[provider(sharing.gate)])("go")
+    finally:
+        plugins.unregister(gate)
+    return gate
+
+
+def test_a_concurrent_call_rewriting_a_shared_input_while_the_plugins_decide_is_judged_again(rig):
+    gate = _run_shared(rig, "forbidden")
+    assert sorted(gate.seen)[:1] == ["echo hi"]
+    assert not rig.marker.ran  # neither call runs "forbidden"
+    denies = [e for e in rig.events() if e.get("outcome") == "deny"]
+    assert {e["call_id"] for e in denies} == {"call-0", "call-1"}
+
+
+def test_a_concurrent_call_rewriting_a_shared_input_harmlessly_runs(rig):
+    gate = _run_shared(rig, "echo two")
+    assert rig.marker.runs() == ["echo two", "echo two"]  # upstream's outcome: both run the shared input
+    assert "echo two" in gate.seen
