@@ -225,3 +225,75 @@ def test_a_concurrent_call_rewriting_a_shared_input_harmlessly_runs(rig):
     gate = _run_shared(rig, "echo two")
     assert rig.marker.runs() == ["echo two", "echo two"]  # upstream's outcome: both run the shared input
     assert "echo two" in gate.seen
+
+
+# ---------------------------------------------------------------- a rewrite while the call is judged again
+
+
+class _LateEachRun:
+    """The only callback: hangs past its deadline on each of its first runs and, released,
+    rewrites the command to the next of ``to`` (while the plugin gate decides)."""
+
+    def __init__(self, to):
+        self.to, self.runs = list(to), 0
+        self.go = [threading.Event() for _ in self.to]
+        self.done = [threading.Event() for _ in self.to]
+
+        def each_run_late_gate(event):
+            n = self.runs
+            self.runs += 1
+            if n < len(self.to):
+                self.go[n].wait(5)
+                event.tool_use["input"]["command"] = self.to[n]
+                self.done[n].set()
+
+        self.gate = each_run_late_gate
+
+
+class _PolicyReleasingEach:
+    def __init__(self, late):
+        self.late, self.seen = late, []
+
+    @hookimpl
+    def failsecure_pre_tool_call(self, call):
+        from failsecure.verdict import Action, Verdict
+
+        command = (call.arguments or {}).get("command", "")
+        self.seen.append(command)
+        if "forbidden" in command:
+            return Verdict(action=Action.DENY, reason="plugin: forbidden")
+        for go, done in zip(self.late.go, self.late.done):
+            if not go.is_set():
+                go.set()
+                assert done.wait(5)
+                break
+        return Verdict(action=Action.ALLOW)
+
+
+def _run_each(rig, adapter, to):
+    late = _LateEachRun(to)
+    rig.config(tables=f'[hooks."{adapter.callable_id(late.gate)}"]\non_error = "allow"')
+    gate = _PolicyReleasingEach(late)
+    plugins.register(gate, name="strands-rt-policy-release-each")
+    try:
+        rig.agent(hooks=[provider(late.gate)], command="echo hi")("go")
+    finally:
+        plugins.unregister(gate)
+        for go in late.go:
+            go.set()
+    return late, gate
+
+
+def test_a_rewrite_while_the_terminal_judges_the_call_again_is_judged_too(rig, adapter):
+    late, gate = _run_each(rig, adapter, ["echo second", "forbidden"])
+    assert not rig.marker.ran
+    assert gate.seen[:2] == ["echo hi", "echo second"]
+    assert "forbidden" in gate.seen  # the call as it is after the second rewrite was judged
+    assert rig.last()["outcome"] == "deny"
+
+
+def test_a_harmless_rewrite_while_the_terminal_judges_the_call_again_runs(rig, adapter):
+    late, gate = _run_each(rig, adapter, ["echo second", "echo third"])
+    assert rig.marker.runs() == ["echo third"]
+    assert gate.seen == ["echo hi", "echo second", "echo third"]
+    assert rig.last()["outcome"] != "deny"
