@@ -1370,7 +1370,7 @@ class StrandsAdapter(Adapter):
         async def judged(ctx):
             try:
                 seen = adapter._judged.pop(adapter._ctx_call_id(ctx), None)
-                same = seen is not None and seen[0] is ctx.tool and seen[1] == fingerprint((ctx.tool, ctx.tool_use))
+                same = adapter._same_judged(seen, ctx)
             except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: not the call judged, so it is judged again
                 same = False
             if not same:
@@ -1397,22 +1397,38 @@ class StrandsAdapter(Adapter):
         ``kind``: the event class the gates judged the call with (1.52's ``BidiAgent`` has
         its own), else ``BeforeToolCallEvent``."""
         events = sys.modules[EVENTS]
+        for _ in range(_RELISTS):
+            try:
+                event = (kind or events.BeforeToolCallEvent)(agent=ctx.agent, selected_tool=ctx.tool, tool_use=ctx.tool_use, invocation_state=ctx.invocation_state)
+                hooks = ctx.agent.hooks
+            except Exception as exc:  # noqa: BLE001 - the event cannot be built from the middleware's context: the call is cancelled (audited)
+                decision = self.failed(exc, None, self._ctx_call_id(ctx), hook=self.hook_id("ExecuteToolStage"))
+                return ctx, decision.reason or f"failsecure: hook '{self.hook_id('ExecuteToolStage')}' failed closed (raised)"
+            _, interrupts = await self._agate(hooks, event, follow=False)
+            if interrupts:
+                raise self._interrupt_exc(interrupts[0])
+            cancel = event.cancel_tool
+            if cancel:
+                return ctx, cancel if type(cancel) is str else DEFAULT_CANCEL
+            call_id = self._ctx_call_id(ctx)
+            seen = self._judged.pop(call_id, None)
+            if event.selected_tool is not ctx.tool or event.tool_use is not ctx.tool_use:
+                ctx = dataclasses.replace(ctx, tool=event.selected_tool, tool_use=event.tool_use)
+            # what runs is the call judged now, as the terminal's own check: one rewritten
+            # while it was judged again (the plugin gates deciding) is judged once more
+            if nonempty_str(call_id) is None or self._same_judged(seen, ctx):
+                return ctx, None
+        decision = self.decide_stage(self._ctx_tool(ctx), [Outcome(hook=self.hook_id("BeforeToolCallEvent"), failure=Failure.INVALID)],
+                                     call_id=self._ctx_call_id(ctx))
+        return ctx, decision.reason or f"failsecure: hook '{self.hook_id('BeforeToolCallEvent')}' failed closed (invalid)"
+
+    @staticmethod
+    def _same_judged(seen: Optional[tuple], ctx: Any) -> bool:
+        """``ctx``'s call is the one ``seen`` (a ``_judged`` entry) holds as judged."""
         try:
-            event = (kind or events.BeforeToolCallEvent)(agent=ctx.agent, selected_tool=ctx.tool, tool_use=ctx.tool_use, invocation_state=ctx.invocation_state)
-            hooks = ctx.agent.hooks
-        except Exception as exc:  # noqa: BLE001 - the event cannot be built from the middleware's context: the call is cancelled (audited)
-            decision = self.failed(exc, None, self._ctx_call_id(ctx), hook=self.hook_id("ExecuteToolStage"))
-            return ctx, decision.reason or f"failsecure: hook '{self.hook_id('ExecuteToolStage')}' failed closed (raised)"
-        _, interrupts = await self._agate(hooks, event, follow=False)
-        if interrupts:
-            raise self._interrupt_exc(interrupts[0])
-        cancel = event.cancel_tool
-        if cancel:
-            return ctx, cancel if type(cancel) is str else DEFAULT_CANCEL
-        self._judged.pop(self._ctx_call_id(ctx), None)
-        if event.selected_tool is not ctx.tool or event.tool_use is not ctx.tool_use:
-            ctx = dataclasses.replace(ctx, tool=event.selected_tool, tool_use=event.tool_use)
-        return ctx, None
+            return seen is not None and seen[0] is ctx.tool and seen[1] == fingerprint((ctx.tool, ctx.tool_use))
+        except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: not the call judged
+            return False
 
     def _render(self, event: Any, start: Any, decision, tool: Optional[str], call_id: Optional[str], judged: Any = CHANGED) -> tuple:
         """The Decision in upstream's own terms: ``(event, interrupts)``. ``judged``: the
