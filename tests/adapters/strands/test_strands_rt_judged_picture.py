@@ -297,3 +297,11 @@ def test_a_harmless_rewrite_while_the_terminal_judges_the_call_again_runs(rig, a
     assert rig.marker.runs() == ["echo third"]
     assert gate.seen == ["echo hi", "echo second", "echo third"]
     assert rig.last()["outcome"] != "deny"
+
+
+def test_a_call_still_rewritten_each_time_it_is_judged_again_denies_invalid(rig, adapter):
+    late, gate = _run_each(rig, adapter, ["echo 2", "echo 3", "echo 4", "echo 5"])
+    assert not rig.marker.ran
+    last = rig.last()
+    assert (last["outcome"], last["failure"]) == ("deny", "invalid")
+    assert last["hook"] == "strands:BeforeToolCallEvent"
