@@ -305,3 +305,50 @@ def test_a_call_still_rewritten_each_time_it_is_judged_again_denies_invalid(rig,
     last = rig.last()
     assert (last["outcome"], last["failure"]) == ("deny", "invalid")
     assert last["hook"] == "strands:BeforeToolCallEvent"
+
+
+def _add_input_middleware(agent, handler):
+    try:
+        from strands.middleware import ExecuteToolStage
+    except ImportError:  # 1.52: the private module
+        from strands._middleware.stages import ExecuteToolStage
+    agent._middleware_registry.add_middleware(ExecuteToolStage.Input, handler)
+
+
+def _input_editing_in_place(command, is_async):
+    def input_editing_in_place(ctx):
+        ctx.tool_use["input"]["command"] = command
+        return ctx
+
+    async def async_input_editing_in_place(ctx):
+        return input_editing_in_place(ctx)
+
+    return async_input_editing_in_place if is_async else input_editing_in_place
+
+
+def _policy_input(ctx):
+    """The policy as an Input handler: refuses (raises) a forbidden command."""
+    if "forbidden" in ctx.tool_use["input"].get("command", ""):
+        raise PermissionError("policy: no")
+    return ctx
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_an_input_handler_editing_in_place_after_a_policy_input_is_judged_by_it(rig, is_async):
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, _policy_input)
+    _add_input_middleware(agent, _input_editing_in_place("forbidden rm -rf", is_async))
+    agent("go")
+    assert not rig.marker.ran
+    event = rig.last()
+    assert (event["outcome"], event["failure"]) == ("deny", "raised")
+    assert event["hook"].endswith("._policy_input")
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_an_input_handler_editing_in_place_harmlessly_after_a_policy_input_runs(rig, is_async):
+    agent = rig.agent(command="ls")
+    _add_input_middleware(agent, _policy_input)
+    _add_input_middleware(agent, _input_editing_in_place("ls --dry-run", is_async))
+    agent("go")
+    assert rig.marker.runs() == ["ls --dry-run"]
