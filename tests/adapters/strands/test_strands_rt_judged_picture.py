@@ -352,3 +352,68 @@ def test_an_input_handler_editing_in_place_harmlessly_after_a_policy_input_runs(
     _add_input_middleware(agent, _input_editing_in_place("ls --dry-run", is_async))
     agent("go")
     assert rig.marker.runs() == ["ls --dry-run"]
+
+
+# ---------------------------------------------------------------- a late swap of the selected tool
+
+
+class _LateSwap:
+    """The only callback: hangs past its deadline on its first run, then, released, swaps
+    ``selected_tool`` for ``to`` (while the plugin gate decides)."""
+
+    def __init__(self, to):
+        self.to, self.runs = to, 0
+        self.go, self.done = threading.Event(), threading.Event()
+
+        def lone_late_swapping_gate(event):
+            self.runs += 1
+            if self.runs == 1:
+                self.go.wait(5)
+                event.selected_tool = self.to
+                self.done.set()
+
+        self.gate = lone_late_swapping_gate
+
+
+class _NamePolicyThenRelease:
+    def __init__(self, late):
+        self.late, self.seen = late, []
+
+    @hookimpl
+    def failsecure_pre_tool_call(self, call):
+        from failsecure.verdict import Action, Verdict
+
+        self.seen.append(call.tool)
+        if call.tool == "dangerous":
+            return Verdict(action=Action.DENY, reason="plugin: dangerous")
+        if not self.late.go.is_set():
+            self.late.go.set()
+            assert self.late.done.wait(5)
+        return Verdict(action=Action.ALLOW)
+
+
+def _run_swap(rig, adapter, name):
+    other = rig.marker.tool(name)
+    late = _LateSwap(other)
+    rig.config(tables=f'[hooks."{adapter.callable_id(late.gate)}"]\non_error = "allow"')
+    gate = _NamePolicyThenRelease(late)
+    plugins.register(gate, name="strands-rt-name-policy-release")
+    try:
+        rig.agent(hooks=[provider(late.gate)], tools=[rig.marker.tool(), other])("go")
+    finally:
+        plugins.unregister(gate)
+        late.go.set()
+    return late, gate
+
+
+def test_a_late_swap_of_the_selected_tool_after_a_lone_gate_is_judged_again_and_denied(rig, adapter):
+    late, gate = _run_swap(rig, adapter, "dangerous")
+    assert not rig.marker.ran
+    assert gate.seen == ["run_command", "dangerous"]
+    assert (rig.last()["outcome"], rig.last()["tool"]) == ("deny", "dangerous")
+
+
+def test_a_late_swap_of_the_selected_tool_for_a_harmless_one_is_judged_again_and_runs(rig, adapter):
+    late, gate = _run_swap(rig, adapter, "harmless")
+    assert rig.marker.runs() == ["echo hi"]
+    assert gate.seen == ["run_command", "harmless"]
