@@ -1270,7 +1270,7 @@ class StrandsAdapter(Adapter):
                     return
                 passed = box.ctx
                 box.went, box.went_pic = passed, adapter._ctx_pic(passed)
-            elif box.index and not _same_pic(pic, box.pic):
+            elif box.index and not adapter._same_as(pic, box.pic, passed, box.ctx):
                 decision = await adapter._rejudge(chain[:box.index], passed)
                 if decision is not None:
                     yield adapter._error_result(passed, decision)
@@ -1287,7 +1287,7 @@ class StrandsAdapter(Adapter):
         further change unsettled: invalid), else None."""
         outcomes: list = []
         for judged in outer:
-            if judged.went is _UNSET or _same_pic(judged.went_pic, self._ctx_pic(ctx)):
+            if judged.went is _UNSET or self._same_as(judged.went_pic, self._ctx_pic(ctx), judged.went, ctx):
                 continue
             again = _Box(ctx, judged.hook, judged.index)
 
@@ -1337,6 +1337,14 @@ class StrandsAdapter(Adapter):
             return (ctx.tool, fingerprint(ctx.tool_use))
         except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: pictured as changed, judged again
             return CHANGED
+
+    def _same_as(self, pic: Any, then: Any, a: Any, b: Any) -> bool:
+        """Context ``a`` now (pictured ``pic``) holds the call ``b`` held when pictured
+        ``then``; where either could not be pictured (too big, a cycle), as the contexts
+        are now (``_same_ctx``: the very context is the same call)."""
+        if pic is CHANGED or then is CHANGED or pic[1] is CHANGED or then[1] is CHANGED:
+            return self._same_ctx(a, b)
+        return _same_pic(pic, then)
 
     @staticmethod
     def _same_ctx(a: Any, b: Any) -> bool:
