@@ -417,3 +417,67 @@ def test_a_late_swap_of_the_selected_tool_for_a_harmless_one_is_judged_again_and
     late, gate = _run_swap(rig, adapter, "harmless")
     assert rig.marker.runs() == ["echo hi"]
     assert gate.seen == ["run_command", "harmless"]
+
+
+# ---------------------------------------------------------------- a batch gate's late rewrite
+
+
+def _batch_commands(event):
+    return [c["toolUse"]["input"].get("command", "") for c in event.message["content"] if "toolUse" in c]
+
+
+class _LateBatch:
+    """A BeforeToolsEvent gate that hangs past its deadline on its first run, then,
+    released (by a per-call callback), rewrites the tool use's input in place."""
+
+    def __init__(self, to):
+        self.to, self.runs = to, 0
+        self.go, self.done = threading.Event(), threading.Event()
+
+        def late_batch_gate(event):
+            self.runs += 1
+            if self.runs == 1:
+                uses = [c["toolUse"] for c in event.message["content"] if "toolUse" in c]
+                self.go.wait(5)
+                for use in uses:
+                    use["input"]["command"] = self.to
+                self.done.set()
+
+        def release(event):
+            if not self.go.is_set():
+                self.go.set()
+                assert self.done.wait(5)
+
+        self.gate, self.release = late_batch_gate, release
+
+
+def _batch_policy(event):
+    if any("forbidden" in c for c in _batch_commands(event)):
+        event.cancel = "batch policy: no"
+
+
+def _run_late_batch(rig, adapter, to):
+    from failsecure_strands_rig import batch_provider
+
+    late = _LateBatch(to)
+    rig.config(tables=f'[hooks."{adapter.callable_id(late.gate)}"]\non_error = "allow"')
+    try:
+        result = rig.agent(hooks=[batch_provider(_batch_policy, late.gate), provider(late.release)], command="ls")("go")
+    finally:
+        late.go.set()
+    return late, result
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a BeforeToolsEvent gate abandoned at its deadline (on_error = allow) rewriting a tool use after the batch "
+    "decision is judged only by the per-call gates, never by the batch gates again: what the batch gates judged "
+    "is not remembered per tool use (a per-call callback may rewrite it legitimately, so a changed call cannot "
+    "simply be refused there); a fix needs the batch's judged pictures carried to the per-call settling"))
+def test_a_late_batch_gate_rewrite_after_the_batch_policy_does_not_run_unjudged(rig, adapter):
+    late, result = _run_late_batch(rig, adapter, "forbidden rm")
+    assert not rig.marker.ran
+
+
+def test_a_harmless_late_batch_gate_rewrite_runs(rig, adapter):
+    late, result = _run_late_batch(rig, adapter, "ls --dry-run")
+    assert rig.marker.runs() == ["ls --dry-run"]
