@@ -754,10 +754,11 @@ class StrandsAdapter(Adapter):
                 picture=self._current, stamp_root=_STAMPABLE, finish_pass=True, save=self._put_back, end=end,
             )
             outcomes = _one_interrupt_per_name(outcomes)
+            judged = self._settled(event, end)  # before the plugin gates decide: a rewrite meanwhile is judged again
             tool, call_id = self._tool(event), self._call_id(event)
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=self._arguments(event),
                                    later=self._middleware_ids(getattr(event, 'agent', None)))
-            return self._render(event, start, decision, tool, call_id, end[-1] if end else CHANGED)
+            return self._render(event, start, decision, tool, call_id, judged)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
             return event, []
@@ -802,13 +803,21 @@ class StrandsAdapter(Adapter):
                 keys = self._gate_keys(callbacks, handlers)
                 outcomes = _merged(outcomes, await self._asettle(callbacks, handlers, event, start, loop, origin, _judged(keys, ran), end=end))
                 ran = keys
+            judged = self._settled(event, end)  # before the plugin gates decide: a rewrite meanwhile is judged again
             tool, call_id = self._tool(event), self._call_id(event)
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=self._arguments(event),
                                           later=self._middleware_ids(getattr(event, 'agent', None)))
-            return self._render(event, start, decision, tool, call_id, end[-1] if end else CHANGED)
+            return self._render(event, start, decision, tool, call_id, judged)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
             return event, []
+
+    def _settled(self, event: Any, end: list) -> Any:
+        """The picture of the call as the gates left it: the last settling's (``end``), or,
+        where it took none (one gate), the call pictured now, right after the gates and
+        before anything else runs (the plugin gates, a gate abandoned at its deadline)."""
+        judged = end[-1] if end else CHANGED
+        return self._current(event) if judged is CHANGED else judged
 
     def _handlers_of(self, callbacks: list) -> Optional[list]:
         """Per callback, the ``(handler, before_tool_call)`` pairs of an interventions
@@ -1131,7 +1140,7 @@ class StrandsAdapter(Adapter):
             return self._input_layer(handler, user, hook, chain, context)
 
         async def layer(ctx: Any, next_fn: Any) -> Any:
-            box = _Box(ctx, hook, len(chain), handler)
+            box = _Box(ctx, hook, len(chain), handler, adapter._ctx_pic(ctx) if chain else CHANGED)
             chain.append(box)
 
             def proceed(passed: Any) -> Any:
@@ -1179,7 +1188,7 @@ class StrandsAdapter(Adapter):
                 return _Asked(exc)
 
         async def layer(ctx: Any, next_fn: Any) -> Any:
-            box = _Box(ctx, hook, len(chain), handler)
+            box = _Box(ctx, hook, len(chain), handler, adapter._ctx_pic(ctx) if chain else CHANGED)
             chain.append(box)
             loop = asyncio.get_running_loop()
             outcome = (await adapter.ahook_calls([(hook, call, (loop, ctx), None, judge)]))[0]
@@ -1244,6 +1253,8 @@ class StrandsAdapter(Adapter):
         async def reached(passed: Any = passed) -> Any:
             first = box.went is _UNSET  # a later next_fn (a retry inside the middleware) is judged the same
             box.went = passed
+            # pictured now: a layer editing the tool use in place passes on the very context it got
+            box.went_pic = pic = adapter._ctx_pic(passed)
             scope = box.scope
             if scope is not None:
                 scope.reschedule(None)  # the tool's own time is not the middleware's
@@ -1258,7 +1269,8 @@ class StrandsAdapter(Adapter):
                     yield adapter._error_result(box.ctx, decision)
                     return
                 passed = box.ctx
-            elif box.index and not adapter._same_ctx(passed, box.ctx):
+                box.went, box.went_pic = passed, adapter._ctx_pic(passed)
+            elif box.index and not adapter._same_as(pic, box.pic, passed, box.ctx):
                 decision = await adapter._rejudge(chain[:box.index], passed)
                 if decision is not None:
                     yield adapter._error_result(passed, decision)
@@ -1275,7 +1287,7 @@ class StrandsAdapter(Adapter):
         further change unsettled: invalid), else None."""
         outcomes: list = []
         for judged in outer:
-            if judged.went is _UNSET or self._same_ctx(judged.went, ctx):
+            if judged.went is _UNSET or self._same_as(judged.went_pic, self._ctx_pic(ctx), judged.went, ctx):
                 continue
             again = _Box(ctx, judged.hook, judged.index)
 
@@ -1319,6 +1331,22 @@ class StrandsAdapter(Adapter):
         return decision if decision.action is Action.DENY else None
 
     @staticmethod
+    def _ctx_pic(ctx: Any) -> Any:
+        """A context's call as it is now: its tool (by identity) and tool use (by value)."""
+        try:
+            return (ctx.tool, fingerprint(ctx.tool_use))
+        except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: pictured as changed, judged again
+            return CHANGED
+
+    def _same_as(self, pic: Any, then: Any, a: Any, b: Any) -> bool:
+        """Context ``a`` now (pictured ``pic``) holds the call ``b`` held when pictured
+        ``then``; where either could not be pictured (too big, a cycle), as the contexts
+        are now (``_same_ctx``: the very context is the same call)."""
+        if pic is CHANGED or then is CHANGED or pic[1] is CHANGED or then[1] is CHANGED:
+            return self._same_ctx(a, b)
+        return _same_pic(pic, then)
+
+    @staticmethod
     def _same_ctx(a: Any, b: Any) -> bool:
         if a is b:
             return True
@@ -1350,7 +1378,7 @@ class StrandsAdapter(Adapter):
         async def judged(ctx):
             try:
                 seen = adapter._judged.pop(adapter._ctx_call_id(ctx), None)
-                same = seen is not None and seen[0] is ctx.tool and seen[1] == fingerprint((ctx.tool, ctx.tool_use))
+                same = adapter._same_judged(seen, ctx)
             except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: not the call judged, so it is judged again
                 same = False
             if not same:
@@ -1377,22 +1405,38 @@ class StrandsAdapter(Adapter):
         ``kind``: the event class the gates judged the call with (1.52's ``BidiAgent`` has
         its own), else ``BeforeToolCallEvent``."""
         events = sys.modules[EVENTS]
+        for _ in range(_RELISTS):
+            try:
+                event = (kind or events.BeforeToolCallEvent)(agent=ctx.agent, selected_tool=ctx.tool, tool_use=ctx.tool_use, invocation_state=ctx.invocation_state)
+                hooks = ctx.agent.hooks
+            except Exception as exc:  # noqa: BLE001 - the event cannot be built from the middleware's context: the call is cancelled (audited)
+                decision = self.failed(exc, None, self._ctx_call_id(ctx), hook=self.hook_id("ExecuteToolStage"))
+                return ctx, decision.reason or f"failsecure: hook '{self.hook_id('ExecuteToolStage')}' failed closed (raised)"
+            _, interrupts = await self._agate(hooks, event, follow=False)
+            if interrupts:
+                raise self._interrupt_exc(interrupts[0])
+            cancel = event.cancel_tool
+            if cancel:
+                return ctx, cancel if type(cancel) is str else DEFAULT_CANCEL
+            call_id = self._ctx_call_id(ctx)
+            seen = self._judged.pop(call_id, None)
+            if event.selected_tool is not ctx.tool or event.tool_use is not ctx.tool_use:
+                ctx = dataclasses.replace(ctx, tool=event.selected_tool, tool_use=event.tool_use)
+            # what runs is the call judged now, as the terminal's own check: one rewritten
+            # while it was judged again (the plugin gates deciding) is judged once more
+            if nonempty_str(call_id) is None or self._same_judged(seen, ctx):
+                return ctx, None
+        decision = self.decide_stage(self._ctx_tool(ctx), [Outcome(hook=self.hook_id("BeforeToolCallEvent"), failure=Failure.INVALID)],
+                                     call_id=self._ctx_call_id(ctx))
+        return ctx, decision.reason or f"failsecure: hook '{self.hook_id('BeforeToolCallEvent')}' failed closed (invalid)"
+
+    @staticmethod
+    def _same_judged(seen: Optional[tuple], ctx: Any) -> bool:
+        """``ctx``'s call is the one ``seen`` (a ``_judged`` entry) holds as judged."""
         try:
-            event = (kind or events.BeforeToolCallEvent)(agent=ctx.agent, selected_tool=ctx.tool, tool_use=ctx.tool_use, invocation_state=ctx.invocation_state)
-            hooks = ctx.agent.hooks
-        except Exception as exc:  # noqa: BLE001 - the event cannot be built from the middleware's context: the call is cancelled (audited)
-            decision = self.failed(exc, None, self._ctx_call_id(ctx), hook=self.hook_id("ExecuteToolStage"))
-            return ctx, decision.reason or f"failsecure: hook '{self.hook_id('ExecuteToolStage')}' failed closed (raised)"
-        _, interrupts = await self._agate(hooks, event, follow=False)
-        if interrupts:
-            raise self._interrupt_exc(interrupts[0])
-        cancel = event.cancel_tool
-        if cancel:
-            return ctx, cancel if type(cancel) is str else DEFAULT_CANCEL
-        self._judged.pop(self._ctx_call_id(ctx), None)
-        if event.selected_tool is not ctx.tool or event.tool_use is not ctx.tool_use:
-            ctx = dataclasses.replace(ctx, tool=event.selected_tool, tool_use=event.tool_use)
-        return ctx, None
+            return seen is not None and seen[0] is ctx.tool and seen[1] == fingerprint((ctx.tool, ctx.tool_use))
+        except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: not the call judged
+            return False
 
     def _render(self, event: Any, start: Any, decision, tool: Optional[str], call_id: Optional[str], judged: Any = CHANGED) -> tuple:
         """The Decision in upstream's own terms: ``(event, interrupts)``. ``judged``: the
@@ -1484,14 +1528,26 @@ class _Box:
     """One ExecuteToolStage layer of one call: the context it got, what it proceeded with
     (``went``), its deadline and the failure's Decision."""
 
-    __slots__ = ("ctx", "hook", "index", "went", "deadline", "scope", "decision", "handler_of")
+    __slots__ = ("ctx", "hook", "index", "went", "deadline", "scope", "decision", "handler_of", "pic", "went_pic")
 
-    def __init__(self, ctx: Any, hook: str, index: int, handler: Any = None):
+    def __init__(self, ctx: Any, hook: str, index: int, handler: Any = None, pic: Any = CHANGED):
         self.ctx, self.hook, self.index, self.handler_of = ctx, hook, index, handler
+        self.pic = pic  # the call as the layer got it (``_ctx_pic``; a layer with others outside it)
         self.went: Any = _UNSET
+        self.went_pic: Any = CHANGED  # the call as it proceeded with it
         self.deadline: Any = None
         self.scope: Any = None
         self.decision: Any = None
+
+
+def _same_pic(a: Any, b: Any) -> bool:
+    """Two ``_ctx_pic`` pictures of one call (CHANGED equal to nothing)."""
+    if a is CHANGED or b is CHANGED or a[1] is CHANGED:
+        return False
+    try:
+        return a[0] is b[0] and bool(a[1] == b[1])
+    except Exception:  # noqa: BLE001 - a hostile __eq__ inside a picture: not the same call
+        return False
 
 
 def _user_handler(handler: Any) -> Any:
