@@ -1,0 +1,188 @@
+"""Red-team of the one-callback fast path (a trigger that is its tool call's only
+callback goes straight to ``_one``) and the per-session (event, tool) selection cache,
+driven through the SDK's real dispatcher (``Query._handle_control_request``). Each deny
+has its allow twin."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+sdk_rig = sys.modules["failsecure_claude_sdk_rig"]  # loaded by conftest.py
+named = sdk_rig.named
+
+PRE = "PreToolUse"
+
+
+def out(decision=None, reason=None, **extra):
+    specific = {"hookEventName": PRE}
+    if decision is not None:
+        specific["permissionDecision"] = decision
+    if reason is not None:
+        specific["permissionDecisionReason"] = reason
+    specific.update(extra)
+    return {"hookSpecificOutput": specific}
+
+
+def dispatch(hooks, **kwargs):
+    return asyncio.run(sdk_rig.dispatch(hooks, **kwargs))
+
+
+def decisions(answers):
+    return [sdk_rig.decision_of(a) for a in answers]
+
+
+def wire(answer):
+    """What the CLI reads: the answer's response as the SDK wrote it."""
+    return answer["response"]
+
+
+def fixed(name, answer):
+    async def cb(input_data, tool_use_id, context):
+        return answer
+
+    return named(cb, name)
+
+
+# ---------------------------------------------------------------- rewrites on the fast path
+
+
+def _rewriter(name, to, deny_when=None):
+    seen = []
+
+    async def cb(input_data, tool_use_id, context):
+        command = input_data["tool_input"]["command"]
+        seen.append(command)
+        if deny_when is not None and command == deny_when:
+            return out("deny", "no")
+        if command == to:
+            return out("allow")
+        return out("allow", updatedInput={"command": to})
+
+    return named(cb, name), seen
+
+
+def test_a_lone_callbacks_rewrite_is_judged_again_and_its_round_two_deny_stands(rig):
+    cb, seen = _rewriter("lone_rewriter", "evil", deny_when="evil")
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [cb]}]})
+    assert decisions(answers) == ["deny"]
+    assert seen == ["true", "evil"]
+    assert rig.last()["outcome"] == "deny"
+
+
+def test_allow_twin_a_lone_callbacks_harmless_rewrite_runs_with_it(rig):
+    cb, seen = _rewriter("lone_rewriter", "safe")
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [cb]}]})
+    assert decisions(answers) == ["allow"]
+    assert wire(answers[0])["hookSpecificOutput"]["updatedInput"] == {"command": "safe"}
+    assert rig.last()["outcome"] == "allow"
+
+
+# ---------------------------------------------------------------- shapes on the fast path
+
+
+@pytest.mark.parametrize("answer, failure", [
+    ({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "permissionDecision": "allow"}}, "invalid"),
+    ({"hookSpecificOutput": {"hookEventName": "PostToolUse"}}, "invalid"),
+    ({"hookSpecificOutput": {"permissionDecision": "allow"}}, "invalid"),
+    ({"hookSpecificOutput": None}, None),
+    ({"hookSpecificOutput": "allow"}, "invalid"),
+    ({"hookSpecificOutput": []}, "invalid"),
+])
+def test_hook_specific_output_only_junk_on_the_fast_path(rig, answer, failure):
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("lone", answer)]}]})
+    if failure is None:
+        assert rig.last()["failure"] is None
+    else:
+        assert decisions(answers) == ["deny"]
+        assert rig.last()["failure"] == failure
+
+
+def test_extra_keys_beside_hook_specific_output_pass(rig):
+    answer = out("allow", extra="x")
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("lone", answer)]}]})
+    assert decisions(answers) == ["allow"]
+    assert rig.last()["outcome"] == "allow"
+
+
+@pytest.mark.parametrize("answer", [
+    {"continue_": True, "continue": False},
+    {"continue_": None, "continue": False},
+])
+def test_a_stop_the_sdk_sends_is_the_stop_judged(rig, answer):
+    """The SDK turns ``continue_`` into ``continue`` key by key, so with both keys the
+    last one in the answer is what the CLI reads: a ``continue: False`` the CLI is sent
+    is the deny the audit records."""
+    answer = dict(answer)
+    answer.update(out("allow"))
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("lone", answer)]}]})
+    sent = wire(answers[0])
+    assert sent.get("continue") is False  # what upstream sends
+    assert decisions(answers) == ["deny"]
+    assert rig.last()["outcome"] == "deny"
+
+
+@pytest.mark.parametrize("answer", [
+    {"continue": False, "continue_": True},
+    {"continue": False, "continue_": None},
+])
+def test_allow_twin_a_go_on_the_sdk_sends_is_not_a_stop(rig, answer):
+    answer = dict(answer)
+    answer.update(out("allow"))
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("lone", answer)]}]})
+    sent = wire(answers[0])
+    assert sent.get("continue") is not False
+    assert decisions(answers) == ["allow"]
+    assert rig.last()["outcome"] == "allow"
+
+
+# ---------------------------------------------------------------- several matchers, one selects
+
+
+def test_only_the_matching_matcher_of_several_decides(rig):
+    _, answers = dispatch({PRE: [
+        {"matcher": "Read", "hooks": [fixed("reader", out("allow"))]},
+        {"matcher": "Bash", "hooks": [fixed("basher", out("deny", "no"))]},
+        {"matcher": "Write|Edit", "hooks": [fixed("writer", out("allow"))]},
+    ]})
+    assert decisions(answers) == ["deny"]
+    assert [o["hook"].rsplit(".", 1)[-1] for o in rig.last()["outcomes"]] == ["basher"]
+
+
+def test_allow_twin_only_the_matching_matcher_of_several_decides(rig):
+    _, answers = dispatch({PRE: [
+        {"matcher": "Read", "hooks": [fixed("reader", out("deny", "no"))]},
+        {"matcher": "Bash", "hooks": [fixed("basher", out("allow"))]},
+    ]})
+    assert decisions(answers) == ["allow"]
+    assert rig.last()["outcome"] == "allow"
+
+
+# ---------------------------------------------------------------- the cache
+
+
+def test_a_full_selection_cache_mid_session_still_selects(rig, adapter):
+    from claude_agent_sdk._internal.query import Query
+
+    async def go():
+        query, ids = sdk_rig.build({PRE: [{"matcher": "Bash", "hooks": [fixed("basher", out("deny", "no"))]},
+                                          {"matcher": "Read", "hooks": [fixed("reader", out("allow"))]}]})
+        session = query._failsecure_session
+        for n in range(4095):
+            session._choice(PRE, "T%d" % n)
+        (bash_id, _), (read_id, _) = ids[PRE]
+        await query._handle_control_request(sdk_rig.hook_request("r1", bash_id, PRE, "Bash", {"command": "x"}, "toolu_a"))
+        await query._handle_control_request(sdk_rig.hook_request("r2", read_id, PRE, "Read", {"file_path": "x"}, "toolu_b"))
+        return {a["response"]["request_id"]: a["response"] for a in query.transport.written}
+
+    by_id = asyncio.run(go())
+    assert sdk_rig.decision_of(by_id["r1"]) == "deny"
+    assert sdk_rig.decision_of(by_id["r2"]) == "allow"
+
+
+def test_two_queries_keep_their_own_selections(rig):
+    _, a = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("first", out("deny", "no"))]}]})
+    _, b = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("second", out("allow"))]}]})
+    assert decisions(a) == ["deny"] and decisions(b) == ["allow"]
