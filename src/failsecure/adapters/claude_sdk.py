@@ -148,6 +148,17 @@ def _matches(matcher: Any, tool: Any) -> bool:
         return False
 
 
+def _sent(native: dict, python: str, cli: str) -> Any:
+    """The value of a field the SDK renames on the wire (``continue_`` -> ``continue``)
+    as the CLI gets it: the SDK converts key by key, so with both spellings present the
+    later one in the answer is the one sent."""
+    value = None
+    for key in native:
+        if key == python or key == cli:
+            value = native[key]
+    return value
+
+
 def _kind(verdict: Optional[Verdict]) -> Optional[str]:
     """The decision word a callback's answer gave (``"defer"``...), from its verdict."""
     data = verdict.data if verdict is not None else None
@@ -1003,7 +1014,7 @@ class ClaudeSDKAdapter(Adapter):
                 action = Action.ALLOW
             else:
                 raise Invalid()
-        go_on = native.get("continue_", native.get("continue"))
+        go_on = _sent(native, "continue_", "continue")
         if go_on is not None and type(go_on) is not bool:
             raise Invalid()
         if go_on is False:
