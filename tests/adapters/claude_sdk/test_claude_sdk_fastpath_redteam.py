@@ -186,3 +186,55 @@ def test_two_queries_keep_their_own_selections(rig):
     _, a = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("first", out("deny", "no"))]}]})
     _, b = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("second", out("allow"))]}]})
     assert decisions(a) == ["deny"] and decisions(b) == ["allow"]
+
+
+# ---------------------------------------------------------------- late answers on the fast path
+
+
+def _blockers(delay):
+    import functools
+    import time
+
+    class Gate:
+        async def __call__(self, input_data, tool_use_id, context):
+            time.sleep(delay)
+            return out("allow")
+
+    async def plain(tag, input_data, tool_use_id, context):
+        time.sleep(delay)
+        return out("allow")
+
+    def returns_coroutine(input_data, tool_use_id, context):
+        async def later():
+            time.sleep(delay)
+            return out("allow")
+
+        return later()
+
+    class Bound:
+        async def method(self, input_data, tool_use_id, context):
+            time.sleep(delay)
+            return out("allow")
+
+    return {
+        "callable_object": Gate(),
+        "partial": functools.partial(plain, "x"),
+        "returns_coroutine": named(returns_coroutine, "returns_coroutine"),
+        "bound_method": Bound().method,
+    }
+
+
+@pytest.mark.parametrize("kind", ["callable_object", "partial", "returns_coroutine", "bound_method"])
+def test_a_lone_callback_of_any_form_that_blocks_the_loop_past_its_deadline_times_out(rig, kind):
+    cb = _blockers(0.6)[kind]
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [cb]}]})
+    assert decisions(answers) == ["deny"]
+    assert rig.last()["failure"] == "timeout"
+
+
+@pytest.mark.parametrize("kind", ["callable_object", "partial", "returns_coroutine", "bound_method"])
+def test_allow_twin_a_lone_callback_of_any_form_within_its_deadline_is_honoured(rig, kind):
+    cb = _blockers(0.01)[kind]
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [cb]}]})
+    assert decisions(answers) == ["allow"]
+    assert rig.last()["outcome"] == "allow"
