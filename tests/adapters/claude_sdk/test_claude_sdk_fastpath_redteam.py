@@ -238,3 +238,95 @@ def test_allow_twin_a_lone_callback_of_any_form_within_its_deadline_is_honoured(
     _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [cb]}]})
     assert decisions(answers) == ["allow"]
     assert rig.last()["outcome"] == "allow"
+
+
+# ---------------------------------------------------------------- the CLI's matcher forms
+#
+# The bundled CLI (both pins) reads a PreToolUse / PermissionRequest matcher made of
+# names, ``|``, ``,``, spaces and ``-`` as a list of names split on ``|`` or ``,`` and
+# trimmed, and a name through its legacy aliases (``Task`` is the ``Agent`` tool): a
+# callback failsecure thought selected no tool then decides the call all the same.
+
+PERM = "PermissionRequest"
+
+
+def perm_out(behavior, **decision):
+    return {"hookSpecificOutput": {"hookEventName": PERM, "decision": dict(decision, behavior=behavior)}}
+
+
+def _allowing(seen):
+    from claude_agent_sdk import PermissionResultAllow
+
+    async def host(tool_name, input_data, context):
+        seen.append(input_data)
+        return PermissionResultAllow()
+
+    return named(host, "host_allows")
+
+
+def _ask(hooks, can_use_tool, tool, selected, tool_input=None, call_id="toolu_m1"):
+    """The CLI's permission path of one call: the PermissionRequest callbacks it selects
+    (``selected``: their matchers) and can_use_tool, at once."""
+    tool_input = {"command": "true"} if tool_input is None else tool_input
+
+    async def go():
+        query, ids = sdk_rig.build(hooks, can_use_tool)
+        requests = [sdk_rig.hook_request("req_%d" % n, cid, PERM, tool, tool_input, call_id)
+                    for n, (cid, matcher) in enumerate(ids.get(PERM, [])) if matcher in selected]
+        requests.append(sdk_rig.permission_request(tool, tool_input, call_id))
+        await asyncio.gather(*(query._handle_control_request(r) for r in requests))
+        by_id = {a["response"]["request_id"]: a["response"] for a in query.transport.written}
+        return [by_id[r["request_id"]] for r in requests[:-1]], by_id["req_perm"]
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("matcher, tool", [("Write, Bash", "Bash"), (" Bash | Write", "Bash"), ("Read,Bash", "Bash"),
+                                           ("Task", "Agent")])
+def test_a_permission_request_deny_by_a_matcher_form_the_cli_reads_outranks_can_use_tool(rig, matcher, tool):
+    seen = []
+    hooks = {PERM: [{"matcher": matcher, "hooks": [fixed("perm_policy", perm_out("deny", message="no"))]}]}
+    answers, permission = _ask(hooks, _allowing(seen), tool, {matcher})
+    assert [a["response"]["hookSpecificOutput"]["decision"]["behavior"] for a in answers] == ["deny"]
+    assert permission["response"]["behavior"] == "deny"  # whichever the CLI takes first
+    assert seen == []
+    assert rig.last()["outcome"] == "deny"
+
+
+@pytest.mark.parametrize("matcher, tool", [("Write, Read", "Bash"), ("Task", "Bash")])
+def test_allow_twin_a_matcher_form_that_selects_another_tool_leaves_the_call_to_can_use_tool(rig, matcher, tool):
+    seen = []
+    hooks = {PERM: [{"matcher": matcher, "hooks": [fixed("perm_policy", perm_out("deny", message="no"))]}]}
+    _, permission = _ask(hooks, _allowing(seen), tool, set())
+    assert permission["response"]["behavior"] == "allow" and len(seen) == 1
+
+
+def _rewriting(to):
+    from claude_agent_sdk import PermissionResultAllow
+
+    async def host(tool_name, input_data, context):
+        return PermissionResultAllow(updated_input=to)
+
+    return named(host, "host_rewrites")
+
+
+@pytest.mark.parametrize("matcher", ["Write, Bash", "Bash , Read"])
+def test_a_can_use_tool_rewrite_is_judged_by_a_pretooluse_gate_of_a_names_list_matcher(rig, matcher):
+    async def policy(input_data, tool_use_id, context):
+        return out("deny", "forbidden") if "forbidden" in input_data["tool_input"]["command"] else out("allow")
+
+    hooks = {PRE: [{"matcher": matcher, "hooks": [named(policy, "names_policy")]}]}
+    _, permission = _ask(hooks, _rewriting({"command": "forbidden"}), "Bash", set())
+    assert permission["response"]["behavior"] == "deny"
+    assert rig.last()["outcome"] == "deny" and rig.last()["outcomes"][0]["hook"].endswith(".names_policy")
+
+
+@pytest.mark.parametrize("matcher", ["Write, Bash", "Bash , Read"])
+def test_allow_twin_a_harmless_can_use_tool_rewrite_under_a_names_list_matcher_runs(rig, matcher):
+    async def policy(input_data, tool_use_id, context):
+        return out("deny", "forbidden") if "forbidden" in input_data["tool_input"]["command"] else out("allow")
+
+    hooks = {PRE: [{"matcher": matcher, "hooks": [named(policy, "names_policy")]}]}
+    _, permission = _ask(hooks, _rewriting({"command": "ls"}), "Bash", set())
+    assert permission["response"]["behavior"] == "allow"
+    assert permission["response"]["updatedInput"] == {"command": "ls"}
