@@ -132,20 +132,35 @@ def _permission_output(reason: Optional[str]) -> dict:
     return {"hookSpecificOutput": {"hookEventName": PERMISSION, "decision": decision}}
 
 
+#: the CLI's legacy tool names (a matcher naming one selects the tool it became): the
+#: union of the bundled CLIs' maps (2.1.257, 2.1.332); naming more selects more (fail closed)
+_ALIASES = {
+    "Task": "Agent", "KillShell": "TaskStop", "KillBash": "TaskStop", "AgentOutputTool": "TaskOutput",
+    "BashOutputTool": "TaskOutput", "AgentOutput": "TaskOutput", "BashOutput": "TaskOutput", "ListPeers": "ListAgents",
+    "Brief": "SendUserMessage", "ListMcpResources": "ListMcpResourcesTool", "ReadMcpResource": "ReadMcpResourceTool",
+    "ReadMcpResourceDir": "ReadMcpResourceDirTool", "ProposeGoal": "SetGoal",
+}
+_LEGACY = {new: tuple(old for old, now in _ALIASES.items() if now == new) for new in set(_ALIASES.values())}
+
+
 def _matches(matcher: Any, tool: Any) -> bool:
-    """The CLI's matcher rule: empty or ``*`` = every tool; names joined by ``|``;
-    otherwise a regular expression searched in the tool name (an invalid one never
-    matches, as in the CLI)."""
+    """The CLI's matcher rule for the tool events: empty or ``*`` = every tool; a matcher
+    of names, ``|``, ``,``, spaces and ``-`` is a list of names split on ``|`` or ``,``
+    and trimmed, a legacy name standing for the tool it became (``Task``: ``Agent``);
+    otherwise a regular expression searched in the tool name or one of its legacy names
+    (an invalid one never matches, as in the CLI)."""
     if matcher is None or matcher == "" or matcher == "*":
         return True
     if type(matcher) is not str or type(tool) is not str:
         return False
-    if re.fullmatch(r"[a-zA-Z0-9_|]+", matcher):
-        return tool in matcher.split("|")
+    if re.fullmatch(r"[a-zA-Z0-9_|, -]+", matcher):
+        names = [n.strip() for n in re.split(r"[|,]", matcher)]
+        return any(n and (n == tool or _ALIASES.get(n) == tool) for n in names)
     try:
-        return re.search(matcher, tool) is not None
+        pattern = re.compile(matcher)
     except re.error:
         return False
+    return pattern.search(tool) is not None or any(pattern.search(old) is not None for old in _LEGACY.get(tool, ()))
 
 
 def _sent(native: dict, python: str, cli: str) -> Any:
