@@ -330,3 +330,66 @@ def test_allow_twin_a_harmless_can_use_tool_rewrite_under_a_names_list_matcher_r
     _, permission = _ask(hooks, _rewriting({"command": "ls"}), "Bash", set())
     assert permission["response"]["behavior"] == "allow"
     assert permission["response"]["updatedInput"] == {"command": "ls"}
+
+
+# ---------------------------------------------------------------- answers the SDK cannot send
+#
+# The SDK writes the answer with ``json.dumps``: an answer it cannot write (an object in
+# it, a NaN the CLI's JSON.parse rejects) becomes an error response, which the CLI reads
+# as no decision (the tool runs on the CLI's permission rules, with its original input),
+# whatever failsecure judged and audited.
+
+import math  # noqa: E402
+
+
+def _unsendable():
+    return {"object": object(), "set": {1}, "nan": math.nan}
+
+
+@pytest.mark.parametrize("extra", ["object", "set", "nan"])
+@pytest.mark.parametrize("shape", ["deny", "allow_rewrite", "pre_field"])
+def test_an_answer_the_sdk_cannot_send_is_a_deny_the_cli_gets(rig, extra, shape):
+    bad = _unsendable()[extra]
+    if shape == "deny":
+        answer = out("deny", "policy", junk=bad)
+    elif shape == "allow_rewrite":
+        answer = out("allow", updatedInput={"command": "echo safe", "note": bad})
+    else:
+        answer = dict(out("allow"), systemMessage=bad)
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("unsendable", answer)]}]})
+    assert answers[0]["subtype"] == "success"
+    assert decisions(answers) == ["deny"]
+    assert rig.last()["outcome"] == "deny" and rig.last()["failure"] == "invalid"
+
+
+def test_allow_twin_an_answer_the_sdk_can_send_passes(rig):
+    answer = dict(out("allow", updatedInput={"command": "echo safe", "note": [1, 2.5, None, True]}), systemMessage="ok")
+    _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("sendable", answer)]}]})
+    assert answers[0]["subtype"] == "success"
+    assert decisions(answers) == ["allow"]
+    assert wire(answers[0])["hookSpecificOutput"]["updatedInput"]["command"] == "echo safe"
+
+
+@pytest.mark.parametrize("extra", ["object", "nan"])
+def test_a_permission_request_answer_the_sdk_cannot_send_denies(rig, extra):
+    seen = []
+    answer = perm_out("allow", updatedInput={"command": "echo", "x": _unsendable()[extra]})
+    hooks = {PERM: [{"matcher": "Bash", "hooks": [fixed("perm_unsendable", answer)]}]}
+    answers, permission = _ask(hooks, _allowing(seen), "Bash", {"Bash"})
+    assert answers[0]["subtype"] == "success"
+    assert answers[0]["response"]["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+    assert permission["response"]["behavior"] == "deny"
+    assert rig.last()["failure"] == "invalid"
+
+
+def test_upstream_twin_an_unsendable_deny_is_an_error_response(rig, adapter):
+    import failsecure
+
+    failsecure.uninstall()
+    try:
+        _, answers = dispatch({PRE: [{"matcher": "Bash", "hooks": [fixed("unsendable", out("deny", "policy", junk=object()))]}]},
+                              prepare=False)
+    finally:
+        failsecure.install()
+        assert adapter.state == "patched"
+    assert answers[0]["subtype"] == "error"  # the CLI: no decision
