@@ -163,6 +163,17 @@ def _matches(matcher: Any, tool: Any) -> bool:
     return pattern.search(tool) is not None or any(pattern.search(old) is not None for old in _LEGACY.get(tool, ()))
 
 
+def _wire(native: dict) -> dict:
+    """A hook answer as the SDK writes it to the CLI (``json.dumps``) and the CLI reads it
+    back (``JSON.parse``: no NaN or Infinity): what the gates judge and the CLI is sent. An
+    answer the SDK cannot write (an object, a set, a cycle) would be an error response,
+    which the CLI reads as no decision: INVALID."""
+    try:
+        return json.loads(json.dumps(native, allow_nan=False))
+    except Exception:  # noqa: BLE001 - the answer's own objects (a hostile __str__, a dict subclass's items()) can raise anything while written: junk, denied
+        raise Invalid() from None
+
+
 def _sent(native: dict, python: str, cli: str) -> Any:
     """The value of a field the SDK renames on the wire (``continue_`` -> ``continue``)
     as the CLI gets it: the SDK converts key by key, so with both spellings present the
@@ -1070,6 +1081,9 @@ class ClaudeSDKAdapter(Adapter):
                 updated = None  # the CLI applies no rewrite with a deny or a defer
         if type(reason) is not str or not reason:
             reason = None
+        native = _wire(native)
+        if updated is not None:
+            updated = native["hookSpecificOutput"]["updatedInput"]
         return Verdict(action=action, reason=reason, data=(native, updated, kind))
 
     def permission_request_verdict(self, native: Any) -> Verdict:
@@ -1119,6 +1133,9 @@ class ClaudeSDKAdapter(Adapter):
                     updated = None
         if type(reason) is not str or not reason:
             reason = None
+        native = _wire(native)
+        if updated is not None:
+            updated = native["hookSpecificOutput"]["decision"]["updatedInput"]
         return Verdict(action=action, reason=reason, data=(native, updated, kind))
 
     # ------------------------------------------------------------ doctor
