@@ -132,20 +132,57 @@ def _permission_output(reason: Optional[str]) -> dict:
     return {"hookSpecificOutput": {"hookEventName": PERMISSION, "decision": decision}}
 
 
+#: the CLI's legacy tool names (a matcher naming one selects the tool it became): the
+#: union of the bundled CLIs' maps (2.1.257, 2.1.332); naming more selects more (fail closed)
+_ALIASES = {
+    "Task": "Agent", "KillShell": "TaskStop", "KillBash": "TaskStop", "AgentOutputTool": "TaskOutput",
+    "BashOutputTool": "TaskOutput", "AgentOutput": "TaskOutput", "BashOutput": "TaskOutput", "ListPeers": "ListAgents",
+    "Brief": "SendUserMessage", "ListMcpResources": "ListMcpResourcesTool", "ReadMcpResource": "ReadMcpResourceTool",
+    "ReadMcpResourceDir": "ReadMcpResourceDirTool", "ProposeGoal": "SetGoal",
+}
+_LEGACY = {new: tuple(old for old, now in _ALIASES.items() if now == new) for new in set(_ALIASES.values())}
+
+
 def _matches(matcher: Any, tool: Any) -> bool:
-    """The CLI's matcher rule: empty or ``*`` = every tool; names joined by ``|``;
-    otherwise a regular expression searched in the tool name (an invalid one never
-    matches, as in the CLI)."""
+    """The CLI's matcher rule for the tool events: empty or ``*`` = every tool; a matcher
+    of names, ``|``, ``,``, spaces and ``-`` is a list of names split on ``|`` or ``,``
+    and trimmed, a legacy name standing for the tool it became (``Task``: ``Agent``);
+    otherwise a regular expression searched in the tool name or one of its legacy names
+    (an invalid one never matches, as in the CLI)."""
     if matcher is None or matcher == "" or matcher == "*":
         return True
     if type(matcher) is not str or type(tool) is not str:
         return False
-    if re.fullmatch(r"[a-zA-Z0-9_|]+", matcher):
-        return tool in matcher.split("|")
+    if re.fullmatch(r"[a-zA-Z0-9_|, -]+", matcher):
+        names = [n.strip() for n in re.split(r"[|,]", matcher)]
+        return any(n and (n == tool or _ALIASES.get(n) == tool) for n in names)
     try:
-        return re.search(matcher, tool) is not None
+        pattern = re.compile(matcher)
     except re.error:
         return False
+    return pattern.search(tool) is not None or any(pattern.search(old) is not None for old in _LEGACY.get(tool, ()))
+
+
+def _wire(native: dict) -> dict:
+    """A hook answer as the SDK writes it to the CLI (``json.dumps``) and the CLI reads it
+    back (``JSON.parse``: no NaN or Infinity): what the gates judge and the CLI is sent. An
+    answer the SDK cannot write (an object, a set, a cycle) would be an error response,
+    which the CLI reads as no decision: INVALID."""
+    try:
+        return json.loads(json.dumps(native, allow_nan=False))
+    except Exception:  # noqa: BLE001 - the answer's own objects (a hostile __str__, a dict subclass's items()) can raise anything while written: junk, denied
+        raise Invalid() from None
+
+
+def _sent(native: dict, python: str, cli: str) -> Any:
+    """The value of a field the SDK renames on the wire (``continue_`` -> ``continue``)
+    as the CLI gets it: the SDK converts key by key, so with both spellings present the
+    later one in the answer is the one sent."""
+    value = None
+    for key in native:
+        if key == python or key == cli:
+            value = native[key]
+    return value
 
 
 def _kind(verdict: Optional[Verdict]) -> Optional[str]:
@@ -1003,7 +1040,7 @@ class ClaudeSDKAdapter(Adapter):
                 action = Action.ALLOW
             else:
                 raise Invalid()
-        go_on = native.get("continue_", native.get("continue"))
+        go_on = _sent(native, "continue_", "continue")
         if go_on is not None and type(go_on) is not bool:
             raise Invalid()
         if go_on is False:
@@ -1044,6 +1081,9 @@ class ClaudeSDKAdapter(Adapter):
                 updated = None  # the CLI applies no rewrite with a deny or a defer
         if type(reason) is not str or not reason:
             reason = None
+        native = _wire(native)
+        if updated is not None:
+            updated = native["hookSpecificOutput"]["updatedInput"]
         return Verdict(action=action, reason=reason, data=(native, updated, kind))
 
     def permission_request_verdict(self, native: Any) -> Verdict:
@@ -1093,6 +1133,9 @@ class ClaudeSDKAdapter(Adapter):
                     updated = None
         if type(reason) is not str or not reason:
             reason = None
+        native = _wire(native)
+        if updated is not None:
+            updated = native["hookSpecificOutput"]["decision"]["updatedInput"]
         return Verdict(action=action, reason=reason, data=(native, updated, kind))
 
     # ------------------------------------------------------------ doctor
