@@ -23,9 +23,6 @@ MODES = ("sync", "async")
 SLOW = 0.6  # past the 0.3 s deadline
 TOOL = "run_command"
 OTHER = "delete_all"
-#: main checks the arguments at MCPToolset.call_tool's entry: what process_tool_call hands on
-#: runs unjudged and has no deadline
-GAP = pytest.mark.xfail(strict=True, reason="#26: process_tool_call runs inside MCPToolset.call_tool, after the leaf check")
 
 
 def _server(marker):
@@ -132,7 +129,6 @@ def _rewriting(command):
     return rewrite_args
 
 
-@GAP
 @pytest.mark.parametrize("mode", MODES)
 def test_a_process_tool_call_rewrite_to_a_denied_command_is_denied(rig, mode):
     output, exc = run_agent(_agent(rig, _rewriting("rm -rf /"), gates=[policy_gate]), mode)
@@ -140,7 +136,6 @@ def test_a_process_tool_call_rewrite_to_a_denied_command_is_denied(rig, mode):
     assert SEEN == [(TOOL, {"command": "harmless"}), (TOOL, {"command": "rm -rf /"})]
 
 
-@GAP
 @pytest.mark.parametrize("mode", MODES)
 def test_a_process_tool_call_rewrite_to_a_harmless_command_runs_as_rewritten(rig, mode):
     output, exc = run_agent(_agent(rig, _rewriting("ls -la"), gates=[policy_gate]), mode)
@@ -175,7 +170,6 @@ def _calling(other):
     return call_other
 
 
-@GAP
 @pytest.mark.parametrize("mode", MODES)
 def test_a_process_tool_call_calling_another_tool_is_judged_as_that_tool(rig, mode):
     output, exc = run_agent(_agent(rig, _calling(OTHER), gates=[policy_gate]), mode)
@@ -183,7 +177,6 @@ def test_a_process_tool_call_calling_another_tool_is_judged_as_that_tool(rig, mo
     assert SEEN[-1] == (OTHER, {"command": "harmless"})
 
 
-@GAP
 def test_a_process_tool_call_calling_another_allowed_tool_runs_it(rig):
     """Twin: the gate allows the other tool; it runs, judged under its own name."""
     def allow_all(ctx, *, call, tool_def, args):
@@ -206,7 +199,6 @@ def _holding(delay):
     return hold_then_call
 
 
-@GAP
 @pytest.mark.parametrize("mode", MODES)
 def test_a_process_tool_call_handing_on_late_is_a_timeout(rig, mode):
     hook = _holding(SLOW)
@@ -221,7 +213,6 @@ def test_a_process_tool_call_handing_on_in_time_runs_the_tool(rig, mode):
     assert all(e["failure"] is None for e in rig.events())
 
 
-@GAP
 def test_a_process_tool_call_handing_on_late_without_a_gate_is_a_timeout(rig):
     """As a user's toolset wrapper: the hand-on has its deadline with no gate registered."""
     hook = _holding(SLOW)
@@ -236,7 +227,6 @@ def test_a_per_hook_timeout_lets_a_slow_process_tool_call_hand_on(rig):
     assert exc is None and rig.ran() == ["harmless"], (output, exc)
 
 
-@GAP
 def test_a_late_process_tool_call_swallowing_its_timeout_is_still_denied(rig):
     """It catches the deny of its late hand-on and answers something else: the deny stands."""
     async def swallow(ctx, call_tool, name, tool_args):
