@@ -51,6 +51,10 @@ a ``Hooks`` capability, a capability class's own ``wrap_tool_execute``, a user's
 calls its handler (or the toolset it wraps) later than its deadline after it was handed
 the call is a ``timeout`` (``ToolFailed`` with the hook id and category), and the tool does
 not run. pydantic-ai's own wrappers (``pydantic_ai.*``) hand on as they are.
+An ``MCPToolset``'s ``process_tool_call`` is such a wrapper too (hook id of the user's
+callable): it is called inside ``MCPToolset.call_tool`` with the call to the server, so the
+toolset's check is where that call reaches the server (``_call_tool_checked``, 2.42.0's
+``direct_call_tool``), with the name and arguments the hook handed on.
 
 The tool boundary (docs/ungoverned.md): the run entry points (``AbstractAgent.run`` and its
 sync and streaming forms, every agent class's ``iter``) mark an agent run; each decision
@@ -803,9 +807,9 @@ class PydanticAIAdapter(Adapter):
         def call_tool(wrapped, instance, args, kwargs):
             return adapter._at_leaf(wrapped, instance, args, kwargs)
 
-        self._mcp(cls)
         self.wrap(cls, "call_tool", call_tool)
         self._leaf_classes.add(cls)
+        self._mcp(cls)  # after: a release without the call to the server still checks at call_tool
 
     def _mcp(self, cls: type) -> None:
         """A leaf that is an ``MCPToolset`` (of a release that has one): the call that

@@ -16,7 +16,6 @@ import pytest
 
 pytest.importorskip("fastmcp.client", reason="the MCP client (pydantic-ai-slim[mcp]) is not installed")
 
-import failsecure
 from failsecure_pai_rig import hook_id, hooks_with, run_agent
 
 MODES = ("sync", "async")
@@ -218,6 +217,27 @@ def test_a_process_tool_call_handing_on_late_without_a_gate_is_a_timeout(rig):
     hook = _holding(SLOW)
     output, exc = run_agent(_agent(rig, hook))
     _late(rig, output, exc, hook_id(hook))
+
+
+def test_a_process_tool_call_handing_on_in_time_without_a_gate_runs_the_tool(rig):
+    output, exc = run_agent(_agent(rig, _holding(0)))
+    assert exc is None and rig.ran() == ["harmless"], (output, exc)
+    assert all(e["failure"] is None for e in rig.events())
+
+
+def test_a_process_tool_call_handing_on_from_a_task_of_its_own_is_judged(rig):
+    """A task the hook starts carries the call's context: its rewrite is judged (and its
+    twin, the call as the model made it, runs)."""
+    def hand_on_in_a_task(command):
+        async def in_a_task(ctx, call_tool, name, tool_args):
+            return await asyncio.create_task(call_tool(name, {"command": command}))
+
+        return in_a_task
+
+    output, exc = run_agent(_agent(rig, hand_on_in_a_task("rm -rf /"), gates=[policy_gate]))
+    _denied_by_gate(rig, output, exc)
+    output, exc = run_agent(_agent(rig, hand_on_in_a_task("harmless"), gates=[policy_gate]))
+    assert exc is None and rig.ran() == ["harmless"], (output, exc)
 
 
 def test_a_per_hook_timeout_lets_a_slow_process_tool_call_hand_on(rig):
