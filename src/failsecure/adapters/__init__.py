@@ -121,7 +121,10 @@ ADAPTERS = {meta.name: meta for meta in (
     Meta("pydantic-ai", title="pydantic-ai", trigger="pydantic_ai.capabilities.hooks",
          target="failsecure.adapters.pydantic_ai:PydanticAIAdapter", distribution="pydantic-ai-slim",
          supported=">=2.42.0,<=2.68.0",
-         releases={"2.68.0": ("pydantic-ai-slim==2.68.0",), "2.42.0": ("pydantic-ai-slim==2.42.0",)},
+         # the MCP client and SDK for MCPToolset's tests (an in-process server): fastmcp 4 on mcp 2;
+         # 2.42.0 imports legacy httpx, which only fastmcp 3 (mcp 1) brings
+         releases={"2.68.0": ("pydantic-ai-slim==2.68.0", "fastmcp-slim[client]==4.2.3", "mcp==2.3.0"),
+                   "2.42.0": ("pydantic-ai-slim==2.42.0", "fastmcp-slim[client]==3.4.11", "mcp==1.30.0")},
          env="pydantic-ai", tests="pydantic_ai", docs="pydantic-ai", bench="bench_pydantic_ai.py",
          how="`Hooks` and capability before-tool hooks, approval predicates and toolset wrappers: deadlines, junk denies, the final arguments are judged"),
 )}

@@ -51,6 +51,10 @@ a ``Hooks`` capability, a capability class's own ``wrap_tool_execute``, a user's
 calls its handler (or the toolset it wraps) later than its deadline after it was handed
 the call is a ``timeout`` (``ToolFailed`` with the hook id and category), and the tool does
 not run. pydantic-ai's own wrappers (``pydantic_ai.*``) hand on as they are.
+An ``MCPToolset``'s ``process_tool_call`` is such a wrapper too (hook id of the user's
+callable): it is called inside ``MCPToolset.call_tool`` with the call to the server, so the
+toolset's check is where that call reaches the server (``_call_tool_checked``, 2.42.0's
+``direct_call_tool``), with the name and arguments the hook handed on.
 
 The tool boundary (docs/ungoverned.md): the run entry points (``AbstractAgent.run`` and its
 sync and streaming forms, every agent class's ``iter``) mark an agent run; each decision
@@ -105,6 +109,11 @@ ABSTRACT_AGENT = "pydantic_ai.agent.abstract"
 #: agent class (``Agent.iter``: the one every run and stream of an ``Agent`` goes through)
 RUN_ENTRIES = ("run", "run_sync", "run_stream", "run_stream_sync", "run_stream_events")
 APPROVAL = "pydantic_ai.toolsets.approval_required"
+#: an ``MCPToolset``'s ``call_tool`` runs the user's ``process_tool_call`` around the call
+#: that reaches the server: ``_call_tool_checked`` (2.68.0: every path to the server, the
+#: MCP Apps one too) or ``direct_call_tool`` (2.42.0)
+MCP = "pydantic_ai.mcp"
+MCP_RUNNERS = ("_call_tool_checked", "direct_call_tool")
 #: the wrappers a call is handed through on its way to the tool: a ``Hooks`` capability's
 #: ``wrap_tool_execute`` entries (one chain link each, built by ``hooks._make_wrap_link``),
 #: each capability's ``wrap_tool_execute`` (one link each, ``combined._make_tool_execute_wrap``)
@@ -130,13 +139,14 @@ class _Judged:
 class _Dispatch:
     """A tool call on its way from the tool manager to the toolset that runs it."""
 
-    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held", "late")
+    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held", "late", "mcp")
 
     def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any):
         self.call, self.ctx, self.judged, self.listed = call, ctx, judged, listed
         self.approvals: tuple = ()  # (approval predicate, the arguments it let run unasked)
         self.held: Any = None  # (hook id, since when) of the user's toolset wrapper holding the call
         self.late: Any = None  # (hook id, the deny raised) of a late hand-on by such a wrapper
+        self.mcp: Any = None  # (MCPToolset, run context, listed tool) while its process_tool_call holds the call
 
 
 _CALL_TOOL_PARAMS = ("name", "tool_args", "ctx", "tool")
@@ -205,6 +215,7 @@ class PydanticAIAdapter(Adapter):
         self._runs_watch = False
         self._iters: set = set()
         self._holders: set = set()  # the user's WrapperToolset classes whose call_tool hands on under a deadline
+        self._mcp_runner: Any = None  # the MCPToolset class whose runner is patched (MCP_RUNNERS)
         self._held_ctx: dict = {}  # id(run context) -> (it, the dispatch) while a user's wrapper holds the call
         self._wrap_ids: dict = {}  # capability class -> the hook id of its own wrap_tool_execute, or ""
 
@@ -265,6 +276,7 @@ class PydanticAIAdapter(Adapter):
         self._wrapper_toolset = toolsets.WrapperToolset
         self._passthrough_toolsets = (toolsets.WrapperToolset, toolsets.CombinedToolset)
         self._leaf_classes = set()
+        self._mcp_runner = None
         self._hooks, self._exc = hooks, exc
         self._abandon = _abandon_flag(hooks._utils)
         self._deny_types = (exc.ModelRetry, exc.ToolFailed, exc.SkipToolExecution, exc.CallDeferred)
@@ -418,6 +430,7 @@ class PydanticAIAdapter(Adapter):
         self._leaf_classes = set()
         self._iters = set()
         self._holders = set()
+        self._mcp_runner = None
 
     def _lockdown(self) -> None:
         """The targets are not where expected: a ``Hooks`` capability that has
@@ -796,6 +809,25 @@ class PydanticAIAdapter(Adapter):
 
         self.wrap(cls, "call_tool", call_tool)
         self._leaf_classes.add(cls)
+        self._mcp(cls)  # after: a release without the call to the server still checks at call_tool
+
+    def _mcp(self, cls: type) -> None:
+        """A leaf that is an ``MCPToolset`` (of a release that has one): the call that
+        reaches its server is checked there too (``_mcp_runs``), once for the class."""
+        mcp = sys.modules.get(MCP)
+        base = getattr(mcp, "MCPToolset", None) if mcp is not None else None
+        if not isinstance(base, type) or not issubclass(cls, base) or self._mcp_runner is base:
+            return
+        runner = next((name for name in MCP_RUNNERS if callable(vars(base).get(name))), None)
+        if runner is None:
+            raise PatchError("MCPToolset has no call to its server where expected")
+        adapter = self
+
+        def runs(wrapped, instance, args, kwargs):
+            return adapter._mcp_runs(wrapped, instance, args, kwargs)
+
+        self.wrap(base, runner, runs)
+        self._mcp_runner = base
 
     async def _at_leaf(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         """The toolset that runs the tool: the arguments that reach it are the ones the
@@ -805,6 +837,10 @@ class PydanticAIAdapter(Adapter):
         dispatch = _DISPATCH.get()
         if dispatch is None:  # not a tool manager's dispatch: the tool boundary
             return await self._unseen(wrapped, instance, args, kwargs)
+        if dispatch.mcp is None and self._mcp_runner is not None and isinstance(instance, self._mcp_runner):
+            hook = self._process_tool_call(instance)
+            if hook is not None:  # the user's process_tool_call holds the call: checked where it reaches the server
+                return await self._mcp_hold(wrapped, instance, args, kwargs, dispatch, hook)
         held = dispatch.held
         if held is not None:  # the user's toolset wrapper handed the call on: in time?
             await self._late(dispatch, held)
@@ -849,6 +885,71 @@ class PydanticAIAdapter(Adapter):
             self.leave(entered, failed)
             if held is not None:  # back with the wrapper: its clock starts again
                 dispatch.held = (held[0], perf_counter())
+
+    # ------------------------------------------------------------ MCPToolset.process_tool_call
+
+    def _process_tool_call(self, toolset: Any) -> Any:
+        """The hook id of an ``MCPToolset``'s ``process_tool_call``, or None without one."""
+        try:
+            hook = getattr(toolset, "process_tool_call", None)  # as upstream reads it
+        except Exception:  # noqa: BLE001 - a hostile toolset: read as holding the call, so what reaches the server is judged
+            return self.hook_id("pydantic_ai.mcp.MCPToolset.process_tool_call")
+        if hook is None:
+            return None
+        return self.callable_id(hook)
+
+    async def _mcp_hold(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict, dispatch: Any, hook: str) -> Any:
+        """``MCPToolset.call_tool`` with a ``process_tool_call``: upstream calls the hook
+        with the call to the server (``call_tool_func``), which it may hand other arguments
+        or another tool's name, or not call at all. The hook is a wrapper handing the call
+        on (as a user's ``WrapperToolset.call_tool``: ``_holding``, the deadline of a gate
+        for handing on); what reaches the server is checked there (``_mcp_runs``)."""
+        bound = _call_tool_args(args, kwargs)
+        if bound is None:  # a call shape that cannot be judged
+            raise self._failed_type(failure_reason(self.hook_id(EVENT), Failure.INVALID))
+        dispatch.mcp = (instance, bound[2], bound[3])
+        try:
+            return await self._holding(wrapped, args, kwargs, hook)
+        finally:
+            dispatch.mcp = None
+
+    async def _mcp_runs(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        """The call an ``MCPToolset`` makes to its server. Handed on by its
+        ``process_tool_call`` (``_mcp_hold``): the toolset that runs the tool
+        (``_at_leaf``), with the name and arguments that reach the server, another tool's
+        name judged as that tool. Any other call (no ``process_tool_call``: checked at
+        ``call_tool``; application code) goes on as upstream."""
+        dispatch = _DISPATCH.get()
+        held = dispatch.mcp if dispatch is not None else None
+        if held is None or held[0] is not instance:
+            return await wrapped(*args, **kwargs)
+        toolset, ctx, listed = held
+        name = args[0] if args else kwargs.get("name")
+        tool_args = args[1] if len(args) > 1 else kwargs.get("args")
+        rest = {k: v for k, v in kwargs.items() if k not in ("name", "args")}
+        if len(args) > 2:  # not the shape of this release's call: judged as it is, run as it was made
+            return await self._at_leaf(lambda *_: wrapped(*args, **kwargs), instance, (name, tool_args, ctx, listed), {})
+        tool = listed if name == getattr(getattr(listed, "tool_def", None), "name", None) else await self._mcp_tool(toolset, ctx, listed, name)
+
+        def run(name: Any, tool_args: Any, ctx: Any, tool: Any) -> Any:
+            return wrapped(name, tool_args, **rest)
+
+        return await self._at_leaf(run, instance, (name, tool_args, ctx, tool), {})
+
+    async def _mcp_tool(self, toolset: Any, ctx: Any, listed: Any, name: Any) -> Any:
+        """The tool ``toolset`` lists under ``name`` (another tool than the model called),
+        for its gates; one named so with the listed tool's other fields where the server
+        lists none (an unknown tool: the server answers its error)."""
+        try:
+            tools = await toolset.get_tools(ctx)  # the toolset's cached list, as upstream lists it
+            found = tools.get(name) if isinstance(name, str) else None
+            if found is not None:
+                return found
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except Exception:  # noqa: BLE001 - the listing failed: the tool is judged under its name with what is known
+            pass
+        return dataclasses.replace(listed, tool_def=dataclasses.replace(listed.tool_def, name=name, description=None))
 
     async def _unseen(self, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         """A toolset's ``call_tool`` no tool manager dispatched (a tool body, a custom
