@@ -235,3 +235,87 @@ def test_an_allow_written_after_the_exit_lets_the_call_run(runner, tmp_path):
     finally:
         _reap(pid)
     assert code == 0 and audited[0] in ("allow", "abstain") and audited[1] is None
+
+
+# ---------------------------------------------------------------- a project config that is slow to read
+
+def _slow_project(tmp_path):
+    """A cloned repository whose own failsecure.toml is just under the runner's 4 MiB
+    cap: valid, and only stricter (each entry denies on error), so the runner reads and
+    parses it on every call (it is too large for the cache) -- for seconds on a loaded
+    machine, before the hook starts."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    entry = '[hooks."command:project-%06d"]\non_error = "deny"\n'
+    count = (4 * 1024 * 1024 - 4096) // len(entry % 0)
+    (repo / "failsecure.toml").write_text("".join(entry % i for i in range(count)))
+    return repo
+
+
+def test_a_slow_project_config_does_not_push_the_answer_past_the_hosts_clock(tmp_path):
+    # the user's guard denies; under the host's 2 s clock the answer must come in time,
+    # or Gemini CLI fails open and the tool runs
+    path, audit = _gemini_settings(tmp_path, "cat >/dev/null; echo 'guard: no' >&2; exit 2")
+    document = json.loads(path.read_text())
+    handler = document["hooks"]["BeforeTool"][0]["hooks"][0]
+    handler["timeout"] = int(HOST_SECONDS * 1000)
+    path.write_text(json.dumps(document, indent=2))
+    repo = _slow_project(tmp_path)
+    start = time.monotonic()
+    proc = subprocess.run(["bash", "-c", handler["command"]], input=payload_for("gemini"), capture_output=True,
+                          timeout=60, cwd=str(repo))
+    elapsed = time.monotonic() - start
+    assert elapsed < HOST_SECONDS, "the runner answered after the host's %.1f s clock: %.2f s" % (HOST_SECONDS, elapsed)
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["decision"] == "deny"
+    if not audit.exists():  # the config was not read in time: its own timeout, blamed on it
+        assert (proc.stdout.decode(), proc.stderr.decode(), proc.returncode) == expected_deny(
+            "gemini", failure_reason("failsecure:config", "timeout"))
+
+
+def test_a_small_project_config_leaves_an_allowing_guard_alone(tmp_path):
+    path, audit = _gemini_settings(tmp_path, "cat >/dev/null; echo '{\"decision\":\"allow\"}'")
+    document = json.loads(path.read_text())
+    handler = document["hooks"]["BeforeTool"][0]["hooks"][0]
+    handler["timeout"] = int(HOST_SECONDS * 1000)
+    path.write_text(json.dumps(document, indent=2))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "failsecure.toml").write_text('[hooks."command:project-000001"]\non_error = "deny"\n')
+    proc = subprocess.run(["bash", "-c", handler["command"]], input=payload_for("gemini"), capture_output=True,
+                          timeout=60, cwd=str(repo))
+    assert (proc.stdout, proc.stderr, proc.returncode) == (b'{"decision":"allow"}\n', b"", 0)
+    assert _events(audit) == [("allow", None)]
+
+
+# ---------------------------------------------------------------- doctor reads a workspace's settings as Gemini CLI does
+
+@pytest.mark.parametrize("switch,flagged", [({"enabled": False}, True), ({"notifications": False}, False)],
+                         ids=["all-off", "unrelated"])
+def test_doctor_reads_a_commented_workspace_settings_file(tmp_path, switch, flagged):
+    # Gemini CLI reads a workspace's .gemini/settings.json through strip-json-comments: a
+    # comment does not stop `hooksConfig.enabled: false` from switching the user's wrapped
+    # guard off, so it must not hide the switch from doctor either (it made the file
+    # "not valid JSON" there, a note, exit 0). Twin: an unrelated hooksConfig, exit 0.
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    user = home / ".gemini" / "settings.json"
+    user.write_text(json.dumps({"hooks": {"BeforeTool": [{"hooks": [{"type": "command", "name": "guard", "command": "guard.sh"}]}]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAILSECURE_", "XDG_"))}
+    settings.wrap_settings(str(user), "gemini", environ={"PATH": "/usr/bin:/bin"})
+    project = tmp_path / "project"
+    (project / ".gemini").mkdir(parents=True)
+    workspace = project / ".gemini" / "settings.json"
+    workspace.write_text('{\n  // the team\'s defaults\n  "hooksConfig": %s /* quiet */\n}\n' % json.dumps(switch))
+    import failsecure
+
+    # the doctor under test is this source tree's (a relative PYTHONPATH would not reach it from the project)
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(failsecure.__file__))))
+    doctor = [sys.executable, "-m", "failsecure", "doctor", "--no-self-test"]
+    out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
+    if flagged:
+        assert out.returncode == 1, out.stdout
+        assert '"hooksConfig"' in out.stdout and str(workspace) in out.stdout
+    else:
+        assert "hooksConfig" not in out.stdout and out.returncode == 0, out.stdout
