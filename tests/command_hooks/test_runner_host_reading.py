@@ -319,3 +319,19 @@ def test_doctor_reads_a_commented_workspace_settings_file(tmp_path, switch, flag
         assert '"hooksConfig"' in out.stdout and str(workspace) in out.stdout
     else:
         assert "hooksConfig" not in out.stdout and out.returncode == 0, out.stdout
+
+
+def test_reading_a_commented_settings_file_is_bounded():
+    # the comment-aware read runs on the hot path (before the hook starts): linear, and
+    # only for a file of at most COMMENTED_CAP (a larger one is read strictly, as before)
+    from failsecure.runner import protocols
+
+    worst = ['"\\"' * (protocols.COMMENTED_CAP // 2), "//\n" * (protocols.COMMENTED_CAP // 3), "/*" + "*" * protocols.COMMENTED_CAP]
+    for text in worst:
+        start = time.monotonic()
+        protocols._strip_json_comments(text)
+        assert time.monotonic() - start < 1.0
+    big = "{" + " " * (protocols.COMMENTED_CAP + 1) + '"a": 1 // x\n}'
+    with pytest.raises(ValueError):
+        protocols._settings_document(big)
+    assert protocols._settings_document('{"a": "//", /* b */ "c": [1 /**/, 2]} // end') == {"a": "//", "c": [1, 2]}

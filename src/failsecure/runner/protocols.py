@@ -533,41 +533,30 @@ def _find_handler(node, token, depth=0):
     return found[0] if found else None
 
 
+# a string (its closing quote optional: a token never fails, so the scan stays linear),
+# a line comment, a block comment (unclosed: to the end, as strip-json-comments does)
+_COMMENT_TOKENS = r'"[^"\\]*(?:\\.[^"\\]*)*"?|//[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/)?'
+COMMENTED_CAP = 256 * 1024  # bytes of a settings file read again without its comments
+
+
 def _strip_json_comments(text):
     """`text` with its ``//`` and ``/* */`` comments outside strings blanked, as the
     settings loaders of Gemini CLI (strip-json-comments) read a settings file. Only
-    used when the strict parse failed."""
-    out = []
-    index, size = 0, len(text)
-    while index < size:
-        char = text[index]
-        if char == '"':
-            end = index + 1
-            while end < size and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[index : end + 1])
-            index = end + 1
-        elif text.startswith("//", index):
-            end = text.find("\n", index)
-            end = size if end < 0 else end
-            out.append(" " * (end - index))
-            index = end
-        elif text.startswith("/*", index):
-            end = text.find("*/", index + 2)
-            end = size if end < 0 else end + 2
-            out.append("".join(c if c in "\r\n" else " " for c in text[index:end]))
-            index = end
-        else:
-            out.append(char)
-            index += 1
-    return "".join(out)
+    used when the strict parse failed, on a file of at most COMMENTED_CAP."""
+    import re
+
+    def blank(match):
+        token = match.group()
+        return token if token[0] == '"' else "".join(c if c in "\r\n" else " " for c in token)
+
+    return re.sub(_COMMENT_TOKENS, blank, text)
 
 
 def _settings_document(text):
     try:
         return _loads(text)
     except ValueError:
-        if "/" not in text:
+        if "/" not in text or len(text) > COMMENTED_CAP:
             raise
         return _loads(_strip_json_comments(text))
 
