@@ -365,21 +365,26 @@ _LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH")
 
 
 def _host_document(settings, path: str, host: str) -> dict:
-    """A host settings file as the host reads it. Gemini CLI parses its settings through
-    strip-json-comments: a workspace's `.gemini/settings.json` with a comment is read by
-    the host (its `hooksConfig` switch included), so doctor reads it so too."""
+    """A host settings file as the host reads it. Claude Code 2.1.332 reads a settings
+    file after a UTF-8 byte-order mark (a repository's `disableAllHooks` included:
+    tests/command_hooks/claude_code/test_project_settings_reading.py), and Gemini CLI
+    parses its settings through strip-json-comments: such a file switches the user's
+    guard off as a strict one does, so doctor reads it so too."""
     try:
         return settings._read_document(path)[1]
     except settings.InstallError:
-        if host != "gemini":
-            raise
         from .runner.protocols import _settings_document
 
         try:
             with open(path, encoding="utf-8") as handle:
-                document = _settings_document(handle.read())
+                text = handle.read()
+            text = text[1:] if text.startswith("\ufeff") else text
+            if host == "gemini":
+                document = _settings_document(text)
+            else:
+                document = json.loads(text)
         except (OSError, ValueError):
-            raise settings.InstallError("%s: not valid JSON, with or without comments" % path) from None
+            raise settings.InstallError("%s: not valid JSON%s" % (path, ", with or without comments" if host == "gemini" else "")) from None
         if not isinstance(document, dict):
             raise settings.InstallError("%s: the top level is not a JSON object" % path) from None
         return document

@@ -335,3 +335,33 @@ def test_reading_a_commented_settings_file_is_bounded():
     with pytest.raises(ValueError):
         protocols._settings_document(big)
     assert protocols._settings_document('{"a": "//", /* b */ "c": [1 /**/, 2]} // end') == {"a": "//", "c": [1, 2]}
+
+
+@pytest.mark.parametrize("document,flagged", [({"disableAllHooks": True}, True), ({"permissions": {}}, False)],
+                         ids=["all-off", "unrelated"])
+def test_doctor_reads_a_projects_claude_settings_after_a_byte_order_mark(tmp_path, document, flagged):
+    # Claude Code 2.1.332 reads a repository's .claude/settings.json after a UTF-8
+    # byte-order mark, its disableAllHooks included (claude_code/
+    # test_project_settings_reading.py); doctor read the file as strict JSON, an error
+    # note, exit 0. Twin: an unrelated file with a mark, exit 0.
+    import failsecure
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    user = home / ".claude" / "settings.json"
+    user.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "guard.sh"}]}]}}))
+    settings.wrap_settings(str(user), "claude", on_failure="omit", environ={"PATH": "/usr/bin:/bin"})
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    workspace = project / ".claude" / "settings.json"
+    workspace.write_text("\ufeff" + json.dumps(document), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAILSECURE_", "XDG_"))}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(failsecure.__file__))))
+    doctor = [sys.executable, "-m", "failsecure", "doctor", "--no-self-test"]
+    out = subprocess.run(doctor, capture_output=True, text=True, cwd=str(project), env=env, timeout=120)
+    if flagged:
+        assert out.returncode == 1, out.stdout
+        assert '"disableAllHooks"' in out.stdout and str(workspace) in out.stdout
+    else:
+        assert "disableAllHooks" not in out.stdout and out.returncode == 0, out.stdout
