@@ -15,6 +15,7 @@ The bare hook first (what the host itself does), then the same hooks under the r
 import json
 import os
 
+import pytest
 from test_claude_code_e2e import audit_events, hook_id, hook_script, install, settings_with, tool_result_text
 
 BIG = "1" * 5000
@@ -84,3 +85,40 @@ def test_under_the_runner_a_deny_written_after_the_exit_is_read_as_claude_code_r
     run_claude()
     assert os.path.exists(scripted_api.marker)
     assert [(e["hook"], e["outcome"], e["failure"]) for e in audit_events(run_claude)] == [(hook_id(script), "abstain", None)]
+
+
+# A byte that is not UTF-8 (a Latin-1 "é", 0xE9) inside a string of the answer: Claude Code
+# decodes the hook's stdout lossily (U+FFFD), so the answer is read. The runner decodes it
+# strictly: `invalid`, a false deny for an allow (kept as a strict xfail: the strict oracle
+# of tests/command_hooks/host_rules.py, strict_json, rejects it too); a deny stays a deny.
+LATIN1_ALLOW = "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\"},\"systemMessage\":\"caf\\351\"}"
+LATIN1_BLOCK = "{\"decision\":\"block\",\"reason\":\"caf\\351 says no\"}"
+
+
+def latin1_hook(tmp_path, name, answer):
+    return hook_script(tmp_path, name, "printf '%s\\n'" % answer)
+
+
+def test_premise_claude_code_reads_a_deny_with_a_latin1_byte(tmp_path, run_claude, scripted_api):
+    settings_with(run_claude.settings, latin1_hook(tmp_path, "deny.sh", LATIN1_BLOCK))
+    run_claude()
+    assert not os.path.exists(scripted_api.marker)
+    _result, text = tool_result_text(scripted_api)
+    assert "says no" in text
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the runner decodes an exit-0 hook's stdout strictly (invalid UTF-8: invalid, a deny); "
+    "Claude Code decodes it lossily and reads the allow"))
+def test_under_the_runner_an_allow_with_a_latin1_byte_is_an_allow(tmp_path, run_claude, scripted_api, claude_cli):
+    settings_with(run_claude.settings, latin1_hook(tmp_path, "allow.sh", LATIN1_ALLOW))
+    install(run_claude.settings, claude_cli)
+    run_claude()
+    assert os.path.exists(scripted_api.marker), "a false deny"
+
+
+def test_under_the_runner_a_deny_with_a_latin1_byte_is_a_deny(tmp_path, run_claude, scripted_api, claude_cli):
+    settings_with(run_claude.settings, latin1_hook(tmp_path, "deny.sh", LATIN1_BLOCK))
+    install(run_claude.settings, claude_cli)
+    run_claude()
+    assert not os.path.exists(scripted_api.marker)

@@ -15,9 +15,8 @@ import json
 import os
 
 import pytest
-from test_gemini_cli_e2e import failsecure, hook_script
-
 from gemini_rig import base_settings
+from test_gemini_cli_e2e import failsecure, hook_script
 
 
 def two_hooks(tmp_path, run_gemini, marker2, sequential):
