@@ -19,13 +19,23 @@ def _reject_constant(name):
     raise ValueError("non-standard JSON constant " + name)
 
 
+def _parse_int(text):
+    """An integer literal as a number: past CPython's digit limit for int()
+    (sys.int_max_str_digits, 4300) JavaScript's JSON.parse still reads it (as a
+    double), so it is read as a float here too, never a parse error."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
 class _Context:
     # The attributes the C scanner reads from a JSONDecoder.
     strict = True
     object_hook = None
     object_pairs_hook = None
     parse_float = float
-    parse_int = int
+    parse_int = staticmethod(_parse_int)
     parse_constant = staticmethod(_reject_constant)
     memo = None
 
@@ -63,7 +73,8 @@ def loads(text, unique=False):
         import json
 
         try:
-            return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_pairs if unique else None)
+            return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int,
+                              object_pairs_hook=_unique_pairs if unique else None)
         except RecursionError:
             raise ValueError("JSON nested too deeply") from None
     end = len(text.rstrip(_WS))

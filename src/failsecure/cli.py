@@ -364,6 +364,32 @@ HOST_SETTINGS = {
 _LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH")
 
 
+def _host_document(settings, path: str, host: str) -> dict:
+    """A host settings file as the host reads it. Claude Code 2.1.332 reads a settings
+    file after a UTF-8 byte-order mark (a repository's `disableAllHooks` included:
+    tests/command_hooks/claude_code/test_project_settings_reading.py), and Gemini CLI
+    parses its settings through strip-json-comments: such a file switches the user's
+    guard off as a strict one does, so doctor reads it so too."""
+    try:
+        return settings._read_document(path)[1]
+    except settings.InstallError:
+        from .runner.protocols import _settings_document
+
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            text = text[1:] if text.startswith("\ufeff") else text
+            if host == "gemini":
+                document = _settings_document(text)
+            else:
+                document = json.loads(text)
+        except (OSError, ValueError):
+            raise settings.InstallError("%s: not valid JSON%s" % (path, ", with or without comments" if host == "gemini" else "")) from None
+        if not isinstance(document, dict):
+            raise settings.InstallError("%s: the top level is not a JSON object" % path) from None
+        return document
+
+
 def _host_settings() -> list[dict]:
     """The command-hook hosts' settings files in their usual places, with how many
     PreToolUse hooks run under the runner and how many are bare."""
@@ -379,7 +405,7 @@ def _host_settings() -> list[dict]:
             try:
                 from .runner import settings as settings
 
-                _, document = settings._read_document(path)
+                document = _host_document(settings, path, host)
                 for handler in settings._handlers(document, settings.HOSTS[host]):
                     row["wrapped" if settings._is_wrapped(handler) else "bare"] += 1
                     launch = settings._launch_of(handler) if host == "claude" else None

@@ -55,6 +55,41 @@ def load_config(trusted=None):
     return config, None
 
 
+def load_config_bounded(trusted, until):
+    """load_config, given until the monotonic time `until` -> (config, error) as
+    load_config, or (None, None, False) past it (and the load is left to finish in its
+    thread: the runner's process ends with its answer). The config is read and parsed
+    before the hook starts, and a project's file decides how long that takes (a 4 MiB
+    ``failsecure.toml`` parsed for seconds on a loaded machine): the answer must still
+    come before the host's clock, which fails open. -> (config, error, loaded)."""
+    import _thread
+
+    box = []
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def work():
+        try:
+            box.append(load_config(trusted))
+        finally:
+            done.release()
+
+    try:
+        _thread.start_new_thread(work, ())
+    except RuntimeError:  # no thread to be had: load here, as before
+        config, error = load_config(trusted)
+        return config, error, True
+    remaining = min(until - time.monotonic(), getattr(_thread, "TIMEOUT_MAX", 86_400.0), 86_400.0)
+    if remaining > 0:
+        done.acquire(True, remaining)
+    else:
+        done.acquire(False)
+    if not box:
+        return None, None, False
+    config, error = box[0]
+    return config, error, True
+
+
 def _deadline_policy(config, hook_id):
     """-> (explicit per-hook timeout or None, the config's timeout for the hook or None)."""
     explicit = default = None
@@ -240,7 +275,18 @@ def _own_deny(hid, reason):
 
 
 def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state=None, trusted=None, on_error=None, record=None):
-    config, config_error = load_config(trusted)
+    # The load gets until the launch line's deadline (the host's clock, as the settings
+    # file says now, with its margin) plus AUDIT_PAST_DEADLINE; past that it is the
+    # config's timeout, a deny, said before the host's clock runs out.
+    host_cap = float("inf")
+    if record:
+        from failsecure.runner.protocols import host_capped
+
+        host_cap = host_capped(host_cap, record, proto.host_default_timeout)  # the host's clock, as its settings say now
+    launch = min(timeout if timeout is not None and timeout > 0 else proto.default_timeout, host_cap)
+    config, config_error, loaded = load_config_bounded(trusted, start + launch + AUDIT_PAST_DEADLINE)
+    if not loaded:
+        return _config_late(proto, hid, start, stdin_fd, stdout_fd, stderr_fd, state)
     if config_error is None:
         config = _with_declared_on_error(config, hid, on_error)
     explicit, default = _deadline_policy(config, hid)
@@ -249,10 +295,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
             timeout = explicit
     else:
         timeout = explicit or default or proto.default_timeout
-    if record:
-        from failsecure.runner.protocols import host_capped
-
-        timeout = host_capped(timeout, record, proto.host_default_timeout)  # the host's clock, as its settings say now
+    timeout = min(timeout, host_cap)
     deadline = start + timeout
 
     raw, payload_ok = process.read_payload(stdin_fd, deadline)
@@ -311,6 +354,27 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     if action == DENY:
         return call.decide(Outcome(hid, _own_deny(hid, reason), elapsed_ms=elapsed))
     return call.decide(Outcome(hid, Verdict(Action(action)), elapsed_ms=elapsed), (result.stdout, result.stderr))
+
+
+def _config_late(proto, hid, start, stdin_fd, stdout_fd, stderr_fd, state):
+    """The config was not loaded in time: the core's config failure (timeout), blamed on
+    failsecure:config, for a gating event (its name read from what the host has already
+    written, in at most 20 ms); an advisory event passes as no opinion. No audit: no
+    trusted audit path is known."""
+    call = _Call(proto, hid, start, None, stdout_fd, stderr_fd, state)
+    raw, payload_ok = process.read_payload(stdin_fd, time.monotonic() + 0.02)
+    if payload_ok:
+        try:
+            from failsecure._fastjson import loads
+
+            payload = loads(raw)
+        except ValueError:
+            payload = None
+        value = payload.get("hook_event_name") if isinstance(payload, dict) else None
+        call.event = value if isinstance(value, str) else None
+    if call.event is not None and call.event.lower() not in proto.gating_events:
+        return call.answer(b"", b"", 0, "abstain", None)
+    return call.decide(Outcome(CONFIG_HOOK, failure=Failure.TIMEOUT))
 
 
 def _process_category(result):

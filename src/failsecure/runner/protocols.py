@@ -502,28 +502,75 @@ def _read_settings(path):
         return None
 
 
-def _find_handler(node, token, depth=0):
-    """The hook handler (a dict) whose command or args carry ``token``."""
+def _find_handlers(node, token, found, depth=0):
+    """Every hook handler (a dict) whose command or args carry ``token``, in document
+    order, appended to `found`. A wrapped hook copied to a second matcher group (with
+    its own timeout) carries the same token: the host runs each copy by its own clock."""
     if depth > 8:
-        return None
+        return found
     if isinstance(node, dict):
         command = node.get("command")
         args = node.get("args")
         if (isinstance(command, str) and token in command) or (
             isinstance(args, list) and any(isinstance(arg, str) and token in arg for arg in args)
         ):  # an exec-form launch carries it as one argument, the prelude in exec form inside its `-c` text
-            return node
+            found.append(node)
+            return found
         children: Any = node.values()
     elif isinstance(node, list):
         children = node
     else:
-        return None
+        return found
     for child in children:
         if isinstance(child, (dict, list)):
-            found = _find_handler(child, token, depth + 1)
-            if found is not None:
-                return found
-    return None
+            _find_handlers(child, token, found, depth + 1)
+    return found
+
+
+def _find_handler(node, token, depth=0):
+    """The first hook handler (a dict) whose command or args carry ``token``."""
+    found = _find_handlers(node, token, [], depth)
+    return found[0] if found else None
+
+
+# a string (its closing quote optional: a token never fails, so the scan stays linear),
+# a line comment, a block comment (unclosed: to the end, as strip-json-comments does)
+_COMMENT_TOKENS = r'"[^"\\]*(?:\\.[^"\\]*)*"?|//[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/)?'
+COMMENTED_CAP = 256 * 1024  # bytes of a settings file read again without its comments
+
+
+def _strip_json_comments(text):
+    """`text` with its ``//`` and ``/* */`` comments outside strings blanked, as the
+    settings loaders of Gemini CLI (strip-json-comments) read a settings file. Only
+    used when the strict parse failed, on a file of at most COMMENTED_CAP."""
+    import re
+
+    def blank(match):
+        token = match.group()
+        return token if token[0] == '"' else "".join(c if c in "\r\n" else " " for c in token)
+
+    return re.sub(_COMMENT_TOKENS, blank, text)
+
+
+def _settings_document(text):
+    try:
+        return _loads(text)
+    except ValueError:
+        if "/" not in text or len(text) > COMMENTED_CAP:
+            raise
+        return _loads(_strip_json_comments(text))
+
+
+def _handler_seconds(handler, key, unit, default):
+    value = handler.get(key) if isinstance(key, str) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        value = default  # the host's own default applies
+        unit = 1
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    if isinstance(unit, bool) or not isinstance(unit, (int, float)) or not unit > 0:
+        return None
+    return float(value) / unit
 
 
 def host_timeout(token):
@@ -539,18 +586,14 @@ def host_timeout(token):
         text = _read_settings(host["settings"])
         if text is None:
             return None
-        handler = _find_handler(_loads(text), token)
-        if handler is None:
+        handlers = _find_handlers(_settings_document(text), token, [])
+        if not handlers:
             return None  # not where install wrote it: moved or edited by hand
-        value = handler.get(key) if isinstance(key, str) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            value = default  # the host's own default applies
-            unit = 1
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            return None
-        if isinstance(unit, bool) or not isinstance(unit, (int, float)) or not unit > 0:
-            return None
-        return float(value) / unit
+        # the shortest clock of every copy of this hook: the runner cannot tell which
+        # copy the host is running, and answering late for one is the host's fail-open
+        seconds = [_handler_seconds(handler, key, unit, default) for handler in handlers]
+        known = [value for value in seconds if value is not None]
+        return min(known) if known else None
     except Exception:  # noqa: BLE001 - a host field that is not a number: no deadline from it
         return None
 
