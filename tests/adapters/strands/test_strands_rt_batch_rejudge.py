@@ -9,6 +9,7 @@ Each deny has an allow twin and asserts which branch denied."""
 import threading
 
 import pytest
+
 from failsecure_strands_rig import batch_provider, provider
 
 
