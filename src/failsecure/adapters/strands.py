@@ -97,6 +97,8 @@ ACTIONS = "strands.interventions.actions"
 GATED_EVENTS = ("BeforeToolCallEvent", "BidiBeforeToolCallEvent")
 #: the batch gate: fired once before a turn's tool uses; ``cancel`` cancels them all
 BATCH_EVENT = "BeforeToolsEvent"
+#: fired once the batch's tool uses ran (or were refused): what the batch judged of them is done
+AFTER_BATCH_EVENT = "AfterToolsEvent"
 #: upstream's own text for ``cancel = True`` of the batch
 BATCH_CANCEL = "Tool cancelled by hook"
 #: upstream's own text for ``cancel_tool = True``
@@ -213,6 +215,29 @@ def _batch_verdict(did: Any) -> Verdict:
     return verdict
 
 
+class _BatchSeen:
+    """What the batch gates (``BeforeToolsEvent``) judged of one tool use, carried to its
+    call: the use's picture (``CHANGED``: not known), and what a round of its own needs
+    (the registry, the event class, the agent, the invocation state); ``late``: a batch
+    gate missed its deadline (abandoned, it may still write the use at any time)."""
+
+    __slots__ = ("pic", "registry", "kind", "agent", "state", "late")
+
+    def __init__(self, pic: Any, registry: Any, kind: Any, agent: Any, state: Any, late: bool):
+        self.pic, self.registry, self.kind, self.agent, self.state, self.late = pic, registry, kind, agent, state, late
+
+
+def _same_use(pic: Any, use: Any) -> bool:
+    """``use`` is the tool use the batch gates judged (pictured ``pic``)."""
+    if pic is CHANGED:
+        return False
+    now = fingerprint(use)
+    try:
+        return now is not CHANGED and bool(now == pic)
+    except Exception:  # noqa: BLE001 - a hostile __eq__ inside a picture: not the same use
+        return False
+
+
 def _is(value: Any, cls: Any) -> bool:
     """``isinstance`` against a class looked up at call time (not a narrowing check)."""
     return isinstance(cls, type) and isinstance(value, cls)
@@ -231,9 +256,11 @@ class StrandsAdapter(Adapter):
         self._interrupt_cls: Any = None
         self._ids = IdCache()  # intervention handler class -> hook id
         self._gated: dict[type, bool] = {}
-        self._batch: dict[type, bool] = {}
+        self._batch: dict[tuple, bool] = {}
         #: call id -> (tool, fingerprint of the tool use, event class) the gates last allowed
         self._judged: dict[Any, tuple] = {}
+        #: call id -> what the batch gates judged of that tool use (``_carry``)
+        self._batch_seen: dict[Any, _BatchSeen] = {}
         self._executor: Any = None  # the executor module once its terminal is wrapped
         self._stage: Any = None  # (ExecuteToolStage, ExecuteToolContext) once compose is wrapped
         self._lookup: Any = None
@@ -276,10 +303,14 @@ class StrandsAdapter(Adapter):
             if not adapter._is_gated(event):
                 if adapter._is_batch(event):
                     return adapter._abatch(instance, event, wrapped, args, kwargs)
+                if adapter._batch_seen and adapter._is_batch(event, AFTER_BATCH_EVENT):
+                    adapter._batch_done(event)
                 return wrapped(*args, **kwargs)
             if adapter._executor is None:
                 adapter._wrap_executor()
             adapter.bind_loaded()
+            if adapter._batch_seen:  # a batch gate judged a turn's tool uses: this one may have changed since
+                return adapter._entered(instance, event)
             return adapter._agate(instance, event)
 
         def invoke_callbacks(wrapped, instance, args, kwargs):
@@ -464,6 +495,7 @@ class StrandsAdapter(Adapter):
         self.restore()
         self._ids.clear()
         self._judged.clear()
+        self._batch_seen.clear()
         self._executor = self._lookup = self._stage = None
 
     def _lockdown(self) -> None:
@@ -503,16 +535,29 @@ class StrandsAdapter(Adapter):
 
     # ------------------------------------------------------------ the batch gate
 
-    def _is_batch(self, event: Any) -> bool:
+    def _is_batch(self, event: Any, name: str = BATCH_EVENT) -> bool:
+        """``event`` is a ``BeforeToolsEvent`` (``name``: or the ``AfterToolsEvent`` ending
+        its turn)."""
         cls = type(event)
-        known = self._batch.get(cls)
+        known = self._batch.get((cls, name))
         if known is None:
             known = any(
-                k.__name__ == BATCH_EVENT and str(getattr(k, "__module__", "")).startswith("strands.")
+                k.__name__ == name and str(getattr(k, "__module__", "")).startswith("strands.")
                 for k in getattr(cls, "__mro__", ())
-            ) and "cancel" in getattr(cls, "__dataclass_fields__", {})
-            self._batch[cls] = known
+            ) and (name != BATCH_EVENT or "cancel" in getattr(cls, "__dataclass_fields__", {}))
+            self._batch[(cls, name)] = known
         return known
+
+    def _batch_done(self, event: Any) -> None:
+        """``AfterToolsEvent``: the turn's tool uses ran (or were refused); what the batch
+        gates judged of them is dropped (a later turn fires its own ``BeforeToolsEvent``)."""
+        try:
+            for c in event.message["content"]:
+                result = c.get("toolResult") if isinstance(c, dict) else None
+                if isinstance(result, dict):
+                    self._batch_seen.pop(result.get("toolUseId"), None)
+        except Exception:  # noqa: BLE001 - the results message can hold anything: the entries stay (dropped as the oldest later)
+            pass
 
     async def _abatch(self, registry: Any, event: Any, wrapped: Any, args: tuple, kwargs: dict) -> tuple:
         """``BeforeToolsEvent``: a user's callback decides whether the batch of tool uses
@@ -520,40 +565,153 @@ class StrandsAdapter(Adapter):
         return, ``cancel`` sticking, an interrupt an ask), decided as a later stage of the
         turn's calls (the plugin gates and ``required`` belong to each call's own
         ``BeforeToolCallEvent``, which still judges every tool). With no callback of a
-        user's (only strands' own, such as 1.62's ``AgentDelegation``) it is upstream's."""
+        user's (only strands' own, such as 1.62's ``AgentDelegation``) it is upstream's.
+        What the gates judged of each tool use is carried to its call (``_carry``)."""
         try:
             callbacks = list(registry.get_callbacks_for(event))
             if not any(not _strands_own(cb) for cb in callbacks):
                 return await wrapped(*args, **kwargs)
             self.mark_gated()  # a batch gate registered since the run began is in force for it too
             start = event.cancel
-            loop = asyncio.get_running_loop()
-            outcomes = await self._abatch_settle(callbacks, event, start, loop)
-            ran = list(callbacks)
-            for relist in range(_RELISTS + 1):  # a batch gate registered now judges this batch (live list upstream)
-                now = list(registry.get_callbacks_for(event))
-                if len(now) == len(callbacks) and all(x is y for x, y in zip(now, callbacks)):
-                    break
-                if relist == _RELISTS:
-                    outcomes.append(Outcome(hook=self.hook_id(BATCH_EVENT), failure=Failure.INVALID))
-                    break
-                callbacks = now
-                # the callbacks that ran already keep their outcomes (upstream runs each once:
-                # one registering a callback every time it runs is no list that never settles)
-                outcomes = _merged(outcomes, await self._abatch_settle(callbacks, event, start, loop, _judged(callbacks, ran)))
-                ran = list(callbacks)
-            tool, call_id = self._batch_call(event)
-            decision = self.decide_stage(tool, outcomes, call_id=call_id)
+            before = self._use_pics(event)  # the tool uses as the gates are given them
+            decision, late = await self._batch_round(lambda: list(registry.get_callbacks_for(event)), event, start)
             if decision.action is Action.DENY:
                 self._write(event, "cancel", decision.deny_text)
                 return event, []
             self._write(event, "cancel", start)
             if decision.action is Action.ASK:
                 return event, [o.verdict.data for o in decision.deciding if o.verdict is not None and o.verdict.data is not None]
+            self._carry(event, registry, before, late)
             return event, []
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the batch is cancelled
             self._write(event, "cancel", self.failed(exc).deny_text)
             return event, []
+
+    async def _batch_round(self, listing: Any, event: Any, start: Any) -> tuple:
+        """One round of the batch gates (``listing()``: the callbacks, listed again while
+        they register others) -> (the Decision, whether a gate missed its deadline: a gate
+        abandoned then may still be running, and writing)."""
+        callbacks = listing()
+        loop = asyncio.get_running_loop()
+        outcomes = await self._abatch_settle(callbacks, event, start, loop)
+        ran = list(callbacks)
+        for relist in range(_RELISTS + 1):  # a batch gate registered now judges this batch (live list upstream)
+            now = listing()
+            if len(now) == len(callbacks) and all(x is y for x, y in zip(now, callbacks)):
+                break
+            if relist == _RELISTS:
+                outcomes.append(Outcome(hook=self.hook_id(BATCH_EVENT), failure=Failure.INVALID))
+                break
+            callbacks = now
+            # the callbacks that ran already keep their outcomes (upstream runs each once:
+            # one registering a callback every time it runs is no list that never settles)
+            outcomes = _merged(outcomes, await self._abatch_settle(callbacks, event, start, loop, _judged(callbacks, ran)))
+            ran = list(callbacks)
+        tool, call_id = self._batch_call(event)
+        late = any(o.failure is Failure.TIMEOUT for o in outcomes)
+        return self.decide_stage(tool, outcomes, call_id=call_id), late
+
+    # ------------------------------------------------------------ the batch's judged tool uses
+
+    @staticmethod
+    def _uses(event: Any) -> list:
+        """The tool uses of a ``BeforeToolsEvent``'s message (as the executor reads them)."""
+        return [c["toolUse"] for c in event.message["content"] if isinstance(c, dict) and "toolUse" in c]
+
+    def _use_pics(self, event: Any) -> dict:
+        """Call id -> picture of each tool use of the batch."""
+        try:
+            return {u.get("toolUseId"): fingerprint(u) for u in self._uses(event) if type(u) is dict}
+        except Exception:  # noqa: BLE001 - the message can hold anything: no picture, each use is judged again at its call
+            return {}
+
+    def _carry(self, event: Any, registry: Any, before: dict, late: bool) -> None:
+        """What the batch gates judged of each tool use, carried to its call (``_batch_seen``,
+        by call id): a use that reaches its call changed is judged again by them. Pictured
+        as the round left it; where a gate missed its deadline (it may still be writing) and
+        the use is not as the gates were given it, not known (``CHANGED``: judged again)."""
+        try:
+            uses = self._uses(event)
+            agent, state, kind = event.agent, event.invocation_state, type(event)
+        except Exception:  # noqa: BLE001 - the message or event cannot be read: nothing to carry (upstream reads the same message to run the tools)
+            return
+        seen = self._batch_seen
+        if len(seen) > 4096:  # the oldest half: a batch's calls run before the next batch of their agent
+            for key in list(seen)[:2048]:
+                seen.pop(key, None)
+        for use in uses:
+            call_id = nonempty_str(use.get("toolUseId")) if type(use) is dict else None
+            if call_id is None:
+                continue
+            pic = fingerprint(use)
+            if late and (pic is CHANGED or before.get(call_id, CHANGED) != pic):
+                pic = CHANGED
+            seen[call_id] = _BatchSeen(pic, registry, kind, agent, state, late)
+
+    async def _entered(self, registry: Any, event: Any) -> tuple:
+        """A tool use at its ``BeforeToolCallEvent``, before any of its callbacks ran: one
+        the batch gates judged and that changed since (a gate of theirs abandoned at its
+        deadline writing after the batch's decision, a tool of the batch run before it
+        editing the message) is judged again by them first (``_batch_again``)."""
+        call_id = self._call_id(event)
+        seen = self._batch_seen.get(call_id) if call_id is not None else None
+        if seen is not None:
+            use = self._tool_use(event)
+            if not _same_use(seen.pic, use):
+                text = await self._batch_again(seen, use, self._tool(event), call_id)
+                if text is not None:
+                    self._deny(event, None, text)
+                    return event, []
+        out = await self._agate(registry, event)
+        if seen is not None:
+            now = self._call_id(event)
+            if now is not None and now != call_id and not event.cancel_tool:
+                self._batch_seen[now] = seen  # a callback renamed the call id: what the batch judged follows it
+        return out
+
+    async def _batch_again(self, seen: Any, use: Any, tool: Optional[str], call_id: Optional[str]) -> Optional[str]:
+        """The batch gates judge ``use`` (a tool use changed since they judged it) again, in
+        a ``BeforeToolsEvent`` of its own (its message that one use; the agent, invocation
+        state and registry of the batch; each user's callback a gate as in the batch, with
+        its deadline and role; strands' own callbacks, such as ``AgentDelegation``'s batch
+        bookkeeping, do not run again): None when they let it run (``seen`` then holds it as
+        judged), else the text of the refusal. A use changed while they judge it again,
+        where a gate of theirs missed its deadline, is judged once more; beyond
+        ``_RELISTS`` rounds it never settles: invalid."""
+        hook = self.hook_id(BATCH_EVENT)
+        registry = seen.registry
+        for _ in range(_RELISTS):
+            before = fingerprint(use)
+            try:
+                event = seen.kind(agent=seen.agent, message={"role": "assistant", "content": [{"toolUse": use}]},
+                                  invocation_state=seen.state)
+
+                def listing(event: Any = event) -> list:
+                    return [cb for cb in registry.get_callbacks_for(event) if not _strands_own(cb)]
+
+                if not listing():  # no batch gate of a user's any more: upstream would run no batch gate
+                    seen.pic, seen.late = before, False
+                    return None
+                decision, late = await self._batch_round(listing, event, event.cancel)
+            except Exception as exc:  # noqa: BLE001 - the round cannot be built or run: the call is refused (audited), never run unjudged
+                self._batch_seen.pop(call_id, None)
+                return self.failed(exc, tool, call_id, hook=hook).deny_text
+            if decision.action is Action.DENY:
+                self._batch_seen.pop(call_id, None)
+                return decision.deny_text
+            if decision.action is Action.ASK:  # the batch's interrupt cannot stop a single tool call: refused
+                self._batch_seen.pop(call_id, None)
+                asked = next((o.hook for o in decision.deciding), hook)
+                refusal = Verdict(action=Action.DENY, reason=ask_unsupported(asked, f"{self.name} (a batch gate judging a changed tool use again)"))
+                return self.decide_stage(tool, [Outcome(hook=asked, verdict=refusal)], call_id=call_id).deny_text
+            seen.late = seen.late or late
+            after = fingerprint(use)
+            if after is not CHANGED and (not seen.late or after == before):
+                seen.pic = after
+                return None
+        decision = self.decide_stage(tool, [Outcome(hook=hook, failure=Failure.INVALID)], call_id=call_id)
+        self._batch_seen.pop(call_id, None)
+        return decision.reason or f"failsecure: hook '{hook}' failed closed (invalid)"
 
     async def _abatch_settle(self, callbacks: list, event: Any, start: Any, loop: Any, judged: Optional[list] = None) -> list:
         """The ``BeforeToolsEvent`` gates of ``callbacks`` under the settling rule; those
@@ -1381,16 +1539,48 @@ class StrandsAdapter(Adapter):
                 same = adapter._same_judged(seen, ctx)
             except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: not the call judged, so it is judged again
                 same = False
+            kind = seen[2] if seen is not None else None
+            text = None
             if not same:
-                ctx, text = await adapter._regate(ctx, seen[2] if seen is not None else None)
-                if text is not None:
-                    result = {"toolUseId": str(adapter._ctx_call_id(ctx)), "status": "error", "content": [{"text": text}]}
-                    yield adapter._executor.ToolResultEvent(result)
-                    return
+                ctx, text = await adapter._regate(ctx, kind)
+            if text is None and adapter._batch_seen:  # a batch gate judged the turn's tool uses
+                ctx, text = await adapter._batch_terminal(ctx, kind)
+            if text is not None:
+                result = {"toolUseId": str(adapter._ctx_call_id(ctx)), "status": "error", "content": [{"text": text}]}
+                yield adapter._executor.ToolResultEvent(result)
+                return
             async for item in terminal(ctx):
                 yield item
 
         return judged
+
+    async def _batch_terminal(self, ctx: Any, kind: Any) -> tuple:
+        """The call about to run, where a batch gate of its turn missed its deadline (an
+        abandoned gate may write the tool use at any time, also while its callbacks or the
+        plugin gates judge it): changed from what the batch gates judged, it is judged
+        again by them (``_batch_again``); changed while they judge it, by the per-call
+        gates again (``_regate``). ``(context to run, None)`` or ``(context, refusal)``. A
+        batch whose gates all answered in time is not judged again here: a change since
+        the call's entry is its callbacks' own (judged by the per-call gates)."""
+        call_id = self._ctx_call_id(ctx)
+        for _ in range(_RELISTS):
+            seen = self._batch_seen.get(call_id) if nonempty_str(call_id) is not None else None
+            try:
+                use = ctx.tool_use
+            except Exception:  # noqa: BLE001 - the context's tool_use property can raise anything: pictured as changed
+                use = _UNSET
+            if seen is None or not seen.late or (use is not _UNSET and _same_use(seen.pic, use)):
+                return ctx, None
+            judged = self._ctx_pic(ctx)  # as the per-call gates judged it (just checked)
+            text = await self._batch_again(seen, use, self._ctx_tool(ctx), call_id)
+            if text is not None:
+                return ctx, text
+            if not _same_pic(self._ctx_pic(ctx), judged):  # changed while the batch gates judged it again
+                ctx, text = await self._regate(ctx, kind)
+                if text is not None:
+                    return ctx, text
+        decision = self.decide_stage(self._ctx_tool(ctx), [Outcome(hook=self.hook_id(BATCH_EVENT), failure=Failure.INVALID)], call_id=call_id)
+        return ctx, decision.reason or f"failsecure: hook '{self.hook_id(BATCH_EVENT)}' failed closed (invalid)"
 
     @staticmethod
     def _ctx_call_id(ctx: Any) -> Any:

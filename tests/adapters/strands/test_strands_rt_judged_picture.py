@@ -468,11 +468,6 @@ def _run_late_batch(rig, adapter, to):
     return late, result
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a BeforeToolsEvent gate abandoned at its deadline (on_error = allow) rewriting a tool use after the batch "
-    "decision is judged only by the per-call gates, never by the batch gates again: what the batch gates judged "
-    "is not remembered per tool use (a per-call callback may rewrite it legitimately, so a changed call cannot "
-    "simply be refused there); a fix needs the batch's judged pictures carried to the per-call settling"))
 def test_a_late_batch_gate_rewrite_after_the_batch_policy_does_not_run_unjudged(rig, adapter):
     late, result = _run_late_batch(rig, adapter, "forbidden rm")
     assert not rig.marker.ran
