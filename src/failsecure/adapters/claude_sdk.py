@@ -163,11 +163,43 @@ def _matches(matcher: Any, tool: Any) -> bool:
     return pattern.search(tool) is not None or any(pattern.search(old) is not None for old in _LEGACY.get(tool, ()))
 
 
+class _NotPlain(Exception):
+    pass
+
+
+def _plain_copy(value: Any, depth: int) -> Any:
+    """A copy of ``value`` when it holds only what a JSON round trip gives back unchanged
+    (``dict`` with ``str`` keys, ``list``, ``str``, ``int``, ``bool``, ``None``, a finite
+    ``float``; exact types), else :class:`_NotPlain` (the round trip decides)."""
+    kind = type(value)
+    if kind is str or kind is bool or kind is int or value is None:
+        return value
+    if depth > 32:
+        raise _NotPlain()
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain()
+            out[key] = _plain_copy(item, depth + 1)
+        return out
+    if kind is list:
+        return [_plain_copy(item, depth + 1) for item in value]
+    if kind is float and value - value == 0.0:  # finite: inf - inf and nan - nan are nan
+        return value
+    raise _NotPlain()
+
+
 def _wire(native: dict) -> dict:
     """A hook answer as the SDK writes it to the CLI (``json.dumps``) and the CLI reads it
     back (``JSON.parse``: no NaN or Infinity): what the gates judge and the CLI is sent. An
     answer the SDK cannot write (an object, a set, a cycle) would be an error response,
-    which the CLI reads as no decision: INVALID."""
+    which the CLI reads as no decision: INVALID. An answer of plain values only (the
+    usual one) is copied as it would come back, without the text in between."""
+    try:
+        return _plain_copy(native, 0)
+    except (_NotPlain, RuntimeError):  # RuntimeError: changed while copied (another thread): the round trip decides
+        pass
     try:
         return json.loads(json.dumps(native, allow_nan=False))
     except Exception:  # noqa: BLE001 - the answer's own objects (a hostile __str__, a dict subclass's items()) can raise anything while written: junk, denied
