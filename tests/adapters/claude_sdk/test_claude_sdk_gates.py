@@ -18,8 +18,6 @@ sdk_rig = sys.modules["failsecure_claude_sdk_rig"]  # loaded by conftest.py
 SECRET, named = sdk_rig.SECRET, sdk_rig.named
 
 import failsecure  # noqa: E402
-from failsecure import guard  # noqa: E402
-from failsecure.verdict import Action, Failure, Verdict  # noqa: E402
 
 PRE, PERM = "PreToolUse", "PermissionRequest"
 DEADLINE = 0.3  # the rig's config deadline
@@ -82,24 +80,6 @@ def allowing_permission(name="perm_allow", seen=None):
         return PermissionResultAllow()
 
     return named(cb, name)
-
-
-def _late_rule() -> bool:
-    """The core guard takes an answer that came after its deadline as a timeout (the
-    rule the guard owns: an async gate that blocked the loop past its deadline)."""
-
-    async def blocker():
-        time.sleep(0.05)
-        return 1
-
-    async def probe():
-        return await guard.acall("probe", blocker, validate=lambda r: Verdict(action=Action.ALLOW), timeout=0.01)
-
-    return asyncio.run(probe()).failure is Failure.TIMEOUT
-
-
-#: tests that pass once the core guard has the late-answer rule (core/guard.py)
-needs_late_rule = pytest.mark.xfail(not _late_rule(), strict=True, reason="the core guard's late-answer rule is not in this build")
 
 
 # ---------------------------------------------------------------- a stop answer
@@ -364,7 +344,6 @@ def test_allow_twin_a_rewrite_every_round_allows_runs(rig):
 # ---------------------------------------------------------------- late answers, one guard path
 
 
-@needs_late_rule
 def test_an_async_callback_that_blocks_the_loop_past_its_deadline_times_out(rig):
     async def blocking(input_data, tool_use_id, context):
         time.sleep(DEADLINE * 2)  # synchronous work inside async def: no deadline can interrupt it
@@ -375,7 +354,6 @@ def test_an_async_callback_that_blocks_the_loop_past_its_deadline_times_out(rig)
     assert rig.last()["failure"] == "timeout"
 
 
-@needs_late_rule
 def test_an_async_permission_request_callback_that_blocks_the_loop_past_its_deadline_times_out(rig):
     async def blocking(input_data, tool_use_id, context):
         time.sleep(DEADLINE * 2)
@@ -386,7 +364,6 @@ def test_an_async_permission_request_callback_that_blocks_the_loop_past_its_dead
     assert rig.last()["failure"] == "timeout"
 
 
-@needs_late_rule
 def test_can_use_tool_that_sleeps_past_its_deadline_then_allows_is_a_timeout(rig, adapter):
     from claude_agent_sdk import PermissionResultAllow
 
