@@ -449,7 +449,7 @@ class CodePuppyAdapter(Adapter):
             env = executor._build_environment(event_data, env_vars)
             timeout = max(float(hook.timeout) / 1000.0, 0.001)
             ran = await asyncio.to_thread(run_command, ["/bin/sh", "-c", line], payload, timeout, env)
-            category, blocked_by, reason, stdout = _judge_command(executor, ran)
+            category, blocked_by, reason, stdout = _judge_command(executor, ran, payload)
         except Exception as exc:  # noqa: BLE001 - judging must not reopen what it judges: any failure to run or read the command is its block, audited
             decision = self.failed(exc, hook=self.hook_id("command"))
             return result_type(blocked=True, hook_command=hook_id, error=decision.reason or "failsecure: denied", exit_code=-1, hook_id=getattr(hook, "id", None))
@@ -802,14 +802,17 @@ class CodePuppyAdapter(Adapter):
 _CONTROL_KEYS = frozenset({"result", "decision", "reason", "hookSpecificOutput", "continue", "stopReason"})
 
 
-def _judge_command(executor: Any, ran: Any) -> tuple:
+def _judge_command(executor: Any, ran: Any, shown: bytes = b"") -> tuple:
     """One command hook's raw run -> (failure category or None, "block" or None, the
     hook's own reason or None, stdout for code-puppy). code-puppy's exit codes: 0 runs,
     1 blocks (stderr is the reason), 2 is Claude Code's block. An exit-0 answer that
     looks like a control payload (stdout starting with ``{``, as code-puppy tests it)
     must be exactly one JSON object code-puppy honours as a decision, else INVALID:
     trailing text or a second document, an unknown or wrong-case value (``Block``),
-    ``permissionDecision: "ask"`` or ``"defer"`` (nobody is asked) are all denies."""
+    ``permissionDecision: "ask"`` or ``"defer"`` (nobody is asked), an ``updatedInput``
+    other than the tool input the hook was shown (``shown``, its stdin payload: code-puppy
+    never applies a rewrite, so the original input would run, which the hook did not
+    approve) are all denies."""
 
     own_block = ran.status in (1, 2) and not ran.timed_out and ran.spawn_errno is None
     category = None if own_block else process_failure(ran.spawn_errno is not None, ran.timed_out, ran.status)
@@ -838,6 +841,8 @@ def _judge_command(executor: Any, ran: Any) -> tuple:
     if not (_CONTROL_KEYS & payload.keys()):
         return None, None, None, text  # ordinary JSON output
     verdict = _control_verdict(payload)
+    if verdict == "allow" and _rewrites(payload, shown):
+        return INVALID, None, None, ""
     if verdict is None:
         return INVALID, None, None, ""
     if verdict == "block":
@@ -846,6 +851,23 @@ def _judge_command(executor: Any, ran: Any) -> tuple:
         return None, "block", reason if isinstance(reason, str) else None, ""
     new_stdout, _blocked, _error = executor._interpret_control_payload(text, False, None)
     return None, None, None, new_stdout
+
+
+def _rewrites(payload: dict, shown: bytes) -> bool:
+    """The answer carries Claude Code's ``hookSpecificOutput.updatedInput`` and it is not
+    the tool input the hook was shown (code-puppy runs the original input whatever it is)."""
+    import json
+
+    updated = payload.get("hookSpecificOutput", {}).get("updatedInput", _NO_INPUT)
+    if updated is _NO_INPUT:
+        return False
+    try:
+        return updated != json.loads(shown).get("tool_input")
+    except Exception:  # noqa: BLE001 - the payload code-puppy built cannot be read back: the rewrite cannot be shown to be none
+        return True
+
+
+_NO_INPUT = object()
 
 
 def _control_verdict(payload: dict) -> Optional[str]:
