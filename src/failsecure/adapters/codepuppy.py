@@ -68,9 +68,12 @@ from failsecure.adapter import (
     names_in_code,
     on_loop,
     plain_str,
+    plugin_gates,
     problem,
     process_failure,
     run_command,
+    same,
+    snapshot,
     when_imported,
 )
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, exactly, failure_reason
@@ -291,6 +294,17 @@ class _Carried:
 
     def close(self) -> None:  # closed unrun: so is what it carries
         close_awaitable(self.answer)
+
+
+def _judged_object(phase: str, args: tuple, kwargs: dict) -> Any:
+    """What a phase's callbacks may edit in place and the tool then uses: ``tool_args``
+    (``pre_tool_call``), ``operation_data`` (``file_permission``: the file tool applies the
+    very replacements it holds); None for ``run_shell_command`` (a string command)."""
+    if phase == PRE_TOOL:
+        return _bind(phase, args, kwargs).get("tool_args")
+    if phase == FILE:
+        return _bind(phase, args, kwargs).get("operation_data")
+    return None
 
 
 def _bind(phase: str, args: tuple, kwargs: dict) -> dict:
@@ -651,13 +665,16 @@ class CodePuppyAdapter(Adapter):
             # stamping callback settles; one after the last rewrite runs once). Pass 1 is
             # one batch (the sync callbacks one hand-off), each callback with its own list
             # of the command hooks it ran, booked ahead of its answer as its step does
-            tool_args = _bind(phase, args, kwargs).get("tool_args") if phase == PRE_TOOL else None
+            tool_args = _judged_object(phase, args, kwargs)
+            before = snapshot(tool_args) if phase == FILE else None
             ran: list = [[] for _ in calls]
             batch = [(h, _carrying(fn, ran[i]), a, k, v) for i, (h, fn, a, k, v) in enumerate(calls)]
             outcomes = await self.asettle_calls(batch, lambda: tool_args, self.hook_id(phase), [step(c) for c in calls],
                                                 interactive, caused=ran.__getitem__,
                                                 fail_closed=frozenset(opted), finish_pass=True)
             tool, arguments = self._tool_and_arguments(phase, args, kwargs)
+            if phase == FILE:
+                outcomes = outcomes + self._edited_after_pre_tool(before, tool_args)
             decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments, fail_closed=frozenset(opted))
             if phase == PRE_TOOL:
                 self.granted(decision, tool, None, arguments)  # the arguments after every callback
@@ -711,12 +728,29 @@ class CodePuppyAdapter(Adapter):
                 calls.append((hook_id, _run_sync_callback, (callback, loop, args, kwargs), None, validate))
             asking -= plain  # a hook id one callback that asks nobody has too keeps its deadline
             interactive = frozenset(asking) if asking and _interactive() else False
-            outcomes = self.hook_calls(calls, interactive)  # one thread hand-off for all of them
+            data = _judged_object(phase, args, kwargs)
+            before = snapshot(data)
+            # one thread hand-off for all of them; a callback that edits the operation data
+            # in place: the ones that judged it before judge it again (as for pre_tool_call)
+            outcomes = self.settle_calls(calls, lambda: data, self.hook_id(phase), None, interactive,
+                                         fail_closed=frozenset(opted), finish_pass=True)
+            outcomes = outcomes + self._edited_after_pre_tool(before, data)
             return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes, frozenset(opted)), outcomes)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not read as "no callback objected"; failed() says it and blocks
             return self._broken(phase, exc)
+
+    def _edited_after_pre_tool(self, before: Any, data: Any) -> list[Outcome]:
+        """A ``file_permission`` callback edited ``operation_data`` in place (the file tool
+        applies that very object: ``replace_in_file``'s replacements are the tool's own
+        arguments) while ``pre_tool_call`` gates (callbacks, plugin gates) judged the tool
+        call before: they cannot be asked again from inside the tool, so the edit is
+        refused (``invalid``). Without them the ``file_permission`` callbacks, which judged
+        the edit again, decide alone."""
+        if data is None or same(before, data) or not (self.user_gates() or plugin_gates()):
+            return []
+        return [Outcome(hook=self.hook_id(FILE), failure=Failure.INVALID)]
 
     def _decide_sync(self, phase: str, args: tuple, kwargs: dict, outcomes: list, fail_closed=frozenset()):
         tool, arguments = self._tool_and_arguments(phase, args, kwargs)
