@@ -743,8 +743,8 @@ class CodePuppyAdapter(Adapter):
 
     def _edited_after_pre_tool(self, before: Any, data: Any) -> list[Outcome]:
         """A ``file_permission`` callback edited ``operation_data`` in place (the file tool
-        applies that very object: ``replace_in_file``'s replacements are the tool's own
-        arguments) while ``pre_tool_call`` gates (callbacks, plugin gates) judged the tool
+        applies that very object: ``replace_in_file``'s replacements, the tool's arguments
+        as the ``pre_tool_call`` gates judged them, normalized) while ``pre_tool_call`` gates (callbacks, plugin gates) judged the tool
         call before: they cannot be asked again from inside the tool, so the edit is
         refused (``invalid``). Without them the ``file_permission`` callbacks, which judged
         the edit again, decide alone."""
