@@ -5,7 +5,6 @@ awaits it on the loop, so nothing can cancel it while it blocks, and its late an
 arrives as if on time. A ContextVar a callback sets reaches the tool as upstream (a sync
 callback runs on failsecure's worker when a deadline applies)."""
 
-import asyncio
 import contextvars
 import time
 
