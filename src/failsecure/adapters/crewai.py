@@ -264,6 +264,7 @@ class CrewAIAdapter(Adapter):
         self._usage_watch = False
         self._usage_patched = False
         self._names: dict = {}  # id(tool) -> (tool, its sanitized name)
+        self._schema_cache: dict = {}  # args_schema class -> its JSON schema's property names
 
     # ------------------------------------------------------------ patching
 
@@ -458,6 +459,7 @@ class CrewAIAdapter(Adapter):
     def _unpatch(self) -> None:
         self.restore()
         self._names.clear()
+        self._schema_cache.clear()
         self._flow_patched = False
         self._usage_patched = False
         for hooks, hook in self._locked:
@@ -555,16 +557,37 @@ class CrewAIAdapter(Adapter):
         self._telemetry(hooks, start, reason, source)
         raise _HookAborted.cls(reason, source)
 
-    @staticmethod
-    def _normalised(tool: Any, arguments: Any) -> tuple:
+    def _normalised(self, tool: Any, arguments: Any) -> tuple:
         """The judged arguments as CrewAI's ReAct path passes them to the tool: only the
-        keys of the tool's argument schema (``ToolUsage`` filters the rest out)."""
+        keys of the tool's argument schema, as ``ToolUsage`` filters them (the properties
+        of ``args_schema.model_json_schema()``: a field's alias where it has one)."""
         if type(arguments) is not dict:
             return ()
-        fields = getattr(getattr(tool, "args_schema", None), "model_fields", None)
-        if not isinstance(fields, dict) or all(k in fields for k in arguments):
+        accepted = self._schema_keys(getattr(tool, "args_schema", None))
+        if accepted is None or all(k in accepted for k in arguments):
             return ()
-        return ({k: v for k, v in arguments.items() if k in fields},)
+        return ({k: v for k, v in arguments.items() if k in accepted},)
+
+    def _schema_keys(self, schema: Any) -> Optional[frozenset]:
+        """The property names of an argument schema's JSON schema (cached per schema
+        class), or None when it has none (``ToolUsage`` then passes every argument)."""
+        try:
+            keys = self._schema_cache.get(schema)
+        except TypeError:  # an unhashable schema object: read it each time
+            keys = None
+        if keys is not None:
+            return keys or None
+        try:
+            keys = frozenset(schema.model_json_schema()["properties"].keys())
+        except Exception:  # noqa: BLE001 - no schema, or one pydantic cannot render: ToolUsage passes every argument too
+            keys = frozenset()
+        try:
+            if len(self._schema_cache) > 1024:
+                self._schema_cache.clear()
+            self._schema_cache[schema] = keys
+        except TypeError:
+            pass
+        return keys or None
 
     def _tell(self, ctx: Any) -> None:
         """After the after-hooks of a call failsecure denied: the reason goes into

@@ -254,3 +254,60 @@ def test_a_flow_action_of_another_tool_name_is_not_caught_by_the_filter(rig, tmp
     action, marker = _flow_action(tmp_path, monkeypatch)
     assert action.run() == "ran"
     assert [json.loads(line) for line in marker.read_text().splitlines()] == [{"command": "rm"}]
+
+
+# ------------------------------------------------------------ an aliased argument
+
+
+class AliasedTool(BaseTool):
+    """A tool whose argument schema names a field by an alias (``path`` for
+    ``file_path``): the ReAct path keeps the keys of the schema's JSON properties."""
+
+    name: str = TOOL
+    description: str = "Writes a path to the marker file."
+    marker: str = ""
+
+    def __init__(self, **kwargs):
+        from pydantic import BaseModel, ConfigDict, Field
+
+        class Args(BaseModel):
+            model_config = ConfigDict(populate_by_name=True)
+            file_path: str = Field(alias="path")
+
+        super().__init__(args_schema=Args, **kwargs)
+
+    def _run(self, **kwargs) -> str:
+        with open(self.marker, "a") as fh:
+            fh.write(json.dumps(kwargs) + "\n")
+        return "ran"
+
+
+def test_an_aliased_argument_with_an_extra_key_runs_as_upstream(rig, adapter):
+    """The model sends the alias and a key the schema lacks: the ReAct path drops the
+    extra key (by the schema's JSON properties, which name the alias) and runs the tool.
+    The call the hooks allowed is that call: it runs, not denied as ungoverned."""
+    def watcher(context):
+        return True
+
+    register_before_tool_call_hook(watcher)
+    scripted = type(rig.parts()[0])
+
+    def run_it():
+        if rig.marker.exists():
+            rig.marker.unlink()
+        llm = scripted({"path": "notes.txt", "extra": 1})
+        agent = Agent(role="operator", goal="write", backstory="a test agent", llm=llm,
+                      tools=[AliasedTool(marker=str(rig.marker))], verbose=False, max_iter=3)
+        crew = Crew(agents=[agent], tasks=[Task(description="Write.", expected_output="done", agent=agent)],
+                    verbose=False)
+        return rig.run_crew(crew, llm)
+
+    adapter.unpatch()
+    try:
+        upstream = run_it()
+    finally:
+        adapter.patch()
+    run = run_it()
+    assert upstream.calls, "upstream ran the tool"
+    assert run.calls == upstream.calls
+    assert all(e["failure"] != "ungoverned" for e in rig.events())
