@@ -68,9 +68,12 @@ from failsecure.adapter import (
     names_in_code,
     on_loop,
     plain_str,
+    plugin_gates,
     problem,
     process_failure,
     run_command,
+    same,
+    snapshot,
     when_imported,
 )
 from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict, exactly, failure_reason
@@ -293,6 +296,17 @@ class _Carried:
         close_awaitable(self.answer)
 
 
+def _judged_object(phase: str, args: tuple, kwargs: dict) -> Any:
+    """What a phase's callbacks may edit in place and the tool then uses: ``tool_args``
+    (``pre_tool_call``), ``operation_data`` (``file_permission``: the file tool applies the
+    very replacements it holds); None for ``run_shell_command`` (a string command)."""
+    if phase == PRE_TOOL:
+        return _bind(phase, args, kwargs).get("tool_args")
+    if phase == FILE:
+        return _bind(phase, args, kwargs).get("operation_data")
+    return None
+
+
 def _bind(phase: str, args: tuple, kwargs: dict) -> dict:
     names = PARAMS[phase]
     bound = dict(zip(names, args))
@@ -449,7 +463,7 @@ class CodePuppyAdapter(Adapter):
             env = executor._build_environment(event_data, env_vars)
             timeout = max(float(hook.timeout) / 1000.0, 0.001)
             ran = await asyncio.to_thread(run_command, ["/bin/sh", "-c", line], payload, timeout, env)
-            category, blocked_by, reason, stdout = _judge_command(executor, ran)
+            category, blocked_by, reason, stdout = _judge_command(executor, ran, payload)
         except Exception as exc:  # noqa: BLE001 - judging must not reopen what it judges: any failure to run or read the command is its block, audited
             decision = self.failed(exc, hook=self.hook_id("command"))
             return result_type(blocked=True, hook_command=hook_id, error=decision.reason or "failsecure: denied", exit_code=-1, hook_id=getattr(hook, "id", None))
@@ -651,13 +665,16 @@ class CodePuppyAdapter(Adapter):
             # stamping callback settles; one after the last rewrite runs once). Pass 1 is
             # one batch (the sync callbacks one hand-off), each callback with its own list
             # of the command hooks it ran, booked ahead of its answer as its step does
-            tool_args = _bind(phase, args, kwargs).get("tool_args") if phase == PRE_TOOL else None
+            tool_args = _judged_object(phase, args, kwargs)
+            before = snapshot(tool_args) if phase == FILE else None
             ran: list = [[] for _ in calls]
             batch = [(h, _carrying(fn, ran[i]), a, k, v) for i, (h, fn, a, k, v) in enumerate(calls)]
             outcomes = await self.asettle_calls(batch, lambda: tool_args, self.hook_id(phase), [step(c) for c in calls],
                                                 interactive, caused=ran.__getitem__,
                                                 fail_closed=frozenset(opted), finish_pass=True)
             tool, arguments = self._tool_and_arguments(phase, args, kwargs)
+            if phase == FILE:
+                outcomes = outcomes + self._edited_after_pre_tool(before, tool_args)
             decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments, fail_closed=frozenset(opted))
             if phase == PRE_TOOL:
                 self.granted(decision, tool, None, arguments)  # the arguments after every callback
@@ -711,12 +728,29 @@ class CodePuppyAdapter(Adapter):
                 calls.append((hook_id, _run_sync_callback, (callback, loop, args, kwargs), None, validate))
             asking -= plain  # a hook id one callback that asks nobody has too keeps its deadline
             interactive = frozenset(asking) if asking and _interactive() else False
-            outcomes = self.hook_calls(calls, interactive)  # one thread hand-off for all of them
+            data = _judged_object(phase, args, kwargs)
+            before = snapshot(data)
+            # one thread hand-off for all of them; a callback that edits the operation data
+            # in place: the ones that judged it before judge it again (as for pre_tool_call)
+            outcomes = self.settle_calls(calls, lambda: data, self.hook_id(phase), None, interactive,
+                                         fail_closed=frozenset(opted), finish_pass=True)
+            outcomes = outcomes + self._edited_after_pre_tool(before, data)
             return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes, frozenset(opted)), outcomes)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not read as "no callback objected"; failed() says it and blocks
             return self._broken(phase, exc)
+
+    def _edited_after_pre_tool(self, before: Any, data: Any) -> list[Outcome]:
+        """A ``file_permission`` callback edited ``operation_data`` in place (the file tool
+        applies that very object: ``replace_in_file``'s replacements, the tool's arguments
+        as the ``pre_tool_call`` gates judged them, normalized) while ``pre_tool_call`` gates (callbacks, plugin gates) judged the tool
+        call before: they cannot be asked again from inside the tool, so the edit is
+        refused (``invalid``). Without them the ``file_permission`` callbacks, which judged
+        the edit again, decide alone."""
+        if data is None or same(before, data) or not (self.user_gates() or plugin_gates()):
+            return []
+        return [Outcome(hook=self.hook_id(FILE), failure=Failure.INVALID)]
 
     def _decide_sync(self, phase: str, args: tuple, kwargs: dict, outcomes: list, fail_closed=frozenset()):
         tool, arguments = self._tool_and_arguments(phase, args, kwargs)
@@ -802,14 +836,17 @@ class CodePuppyAdapter(Adapter):
 _CONTROL_KEYS = frozenset({"result", "decision", "reason", "hookSpecificOutput", "continue", "stopReason"})
 
 
-def _judge_command(executor: Any, ran: Any) -> tuple:
+def _judge_command(executor: Any, ran: Any, shown: bytes = b"") -> tuple:
     """One command hook's raw run -> (failure category or None, "block" or None, the
     hook's own reason or None, stdout for code-puppy). code-puppy's exit codes: 0 runs,
     1 blocks (stderr is the reason), 2 is Claude Code's block. An exit-0 answer that
     looks like a control payload (stdout starting with ``{``, as code-puppy tests it)
     must be exactly one JSON object code-puppy honours as a decision, else INVALID:
     trailing text or a second document, an unknown or wrong-case value (``Block``),
-    ``permissionDecision: "ask"`` or ``"defer"`` (nobody is asked) are all denies."""
+    ``permissionDecision: "ask"`` or ``"defer"`` (nobody is asked), an ``updatedInput``
+    other than the tool input the hook was shown (``shown``, its stdin payload: code-puppy
+    never applies a rewrite, so the original input would run, which the hook did not
+    approve) are all denies."""
 
     own_block = ran.status in (1, 2) and not ran.timed_out and ran.spawn_errno is None
     category = None if own_block else process_failure(ran.spawn_errno is not None, ran.timed_out, ran.status)
@@ -838,6 +875,8 @@ def _judge_command(executor: Any, ran: Any) -> tuple:
     if not (_CONTROL_KEYS & payload.keys()):
         return None, None, None, text  # ordinary JSON output
     verdict = _control_verdict(payload)
+    if verdict == "allow" and _rewrites(payload, shown):
+        return INVALID, None, None, ""
     if verdict is None:
         return INVALID, None, None, ""
     if verdict == "block":
@@ -846,6 +885,23 @@ def _judge_command(executor: Any, ran: Any) -> tuple:
         return None, "block", reason if isinstance(reason, str) else None, ""
     new_stdout, _blocked, _error = executor._interpret_control_payload(text, False, None)
     return None, None, None, new_stdout
+
+
+def _rewrites(payload: dict, shown: bytes) -> bool:
+    """The answer carries Claude Code's ``hookSpecificOutput.updatedInput`` and it is not
+    the tool input the hook was shown (code-puppy runs the original input whatever it is)."""
+    import json
+
+    updated = payload.get("hookSpecificOutput", {}).get("updatedInput", _NO_INPUT)
+    if updated is _NO_INPUT:
+        return False
+    try:
+        return updated != json.loads(shown).get("tool_input")
+    except Exception:  # noqa: BLE001 - the payload code-puppy built cannot be read back: the rewrite cannot be shown to be none
+        return True
+
+
+_NO_INPUT = object()
 
 
 def _control_verdict(payload: dict) -> Optional[str]:

@@ -228,8 +228,10 @@ class _GatedTool:
         if adapter.state != "patched":
             return tool.run(*args, **kwargs)
         tool_hooks = sys.modules[TOOL_HOOKS]
-        name = getattr(tool, "name", None)
-        ctx = tool_hooks.ToolCallHookContext(tool_name=name if isinstance(name, str) else "", tool_input=kwargs, tool=tool)
+        # named as an agent's call sites name it (``sanitize_tool_name``): the hooks' tool
+        # filters (``@before_tool_call(tools=[...])``) and policies compare with that name
+        name = adapter._clean(getattr(tool, "name", None))
+        ctx = tool_hooks.ToolCallHookContext(tool_name=name or "", tool_input=kwargs, tool=tool)
         if tool_hooks.run_before_tool_call_hooks(ctx):
             pending = _denied.get()
             _denied.set(None)
@@ -262,6 +264,7 @@ class CrewAIAdapter(Adapter):
         self._usage_watch = False
         self._usage_patched = False
         self._names: dict = {}  # id(tool) -> (tool, its sanitized name)
+        self._schema_cache: dict = {}  # args_schema class -> its JSON schema's property names
 
     # ------------------------------------------------------------ patching
 
@@ -301,7 +304,8 @@ class CrewAIAdapter(Adapter):
             if point == pre:
                 ctx = args[1] if len(args) > 1 else kwargs.get("ctx")
                 tool = getattr(ctx, "tool", None)
-                _judged_tool.set((tool, adapter._clean(getattr(ctx, "tool_name", None))) if tool is not None else None)
+                judged = (tool, adapter._clean(getattr(ctx, "tool_name", None)), getattr(ctx, "tool_input", None))
+                _judged_tool.set(judged if tool is not None else None)
                 return adapter._gate(ctx)
             if point == post:
                 result = wrapped(*args, **kwargs)
@@ -382,7 +386,14 @@ class CrewAIAdapter(Adapter):
         usage = getattr(module, "ToolUsage", None)
         if not isinstance(usage, type) or not callable(vars(usage).get("_select_tool")):
             raise PatchError(f"{TOOL_USAGE}.ToolUsage._select_tool")
+        for attr in ("use", "ause"):
+            if not callable(vars(usage).get(attr)):
+                raise PatchError(f"{TOOL_USAGE}.ToolUsage.{attr}")
         adapter = self
+
+        def use(wrapped, instance, args, kwargs):
+            adapter._judged_input(args[0] if args else kwargs.get("calling"))
+            return wrapped(*args, **kwargs)
 
         def select(wrapped, instance, args, kwargs):
             judged = _judged_tool.get()
@@ -390,7 +401,7 @@ class CrewAIAdapter(Adapter):
             selected = wrapped(*args, **kwargs)
             if judged is None or selected is judged[0] or adapter.state != "patched":
                 return selected
-            tool, name = judged
+            tool, name = judged[0], judged[1]
             try:
                 same = name is not None and adapter._clean(getattr(selected, "name", None)) == name
                 offered = any(t is tool for t in (getattr(instance, "tools", None) or ()))
@@ -399,7 +410,29 @@ class CrewAIAdapter(Adapter):
             return tool if same and offered else selected
 
         self.wrap(usage, "_select_tool", select)
+        for attr in ("use", "ause"):
+            self.wrap(usage, attr, use)
         self._usage_patched = True
+
+    def _judged_input(self, calling: Any) -> None:
+        """The ReAct path gives the hooks a dict of its own when the model gave no
+        arguments (``tool_calling.arguments if tool_calling.arguments else {}``), then runs
+        the tool from ``calling.arguments``: a hook's in-place rewrite of that empty input
+        was judged and never ran (the tool's defaults did). The calling carries the input
+        the hooks judged, so that is what runs."""
+        judged = _judged_tool.get()
+        if judged is None or self.state != "patched":
+            return
+        judged_input = judged[2]
+        try:
+            arguments = calling.arguments
+            if arguments is judged_input or arguments or type(judged_input) is not dict or not judged_input:
+                return
+            if self._clean(getattr(calling, "tool_name", None)) != judged[1]:
+                return
+            calling.arguments = judged_input
+        except Exception as exc:  # noqa: BLE001 - crewai's calling object (a pydantic model) refused the judged input: said; the boundary still checks what runs
+            internal(exc, "failsecure: crewai judged input not handed to the tool ({type})")
 
     def _late_flow_actions(self, module: Any) -> None:
         if self.state == "patched" and not self._flow_patched:
@@ -426,6 +459,7 @@ class CrewAIAdapter(Adapter):
     def _unpatch(self) -> None:
         self.restore()
         self._names.clear()
+        self._schema_cache.clear()
         self._flow_patched = False
         self._usage_patched = False
         for hooks, hook in self._locked:
@@ -523,16 +557,37 @@ class CrewAIAdapter(Adapter):
         self._telemetry(hooks, start, reason, source)
         raise _HookAborted.cls(reason, source)
 
-    @staticmethod
-    def _normalised(tool: Any, arguments: Any) -> tuple:
+    def _normalised(self, tool: Any, arguments: Any) -> tuple:
         """The judged arguments as CrewAI's ReAct path passes them to the tool: only the
-        keys of the tool's argument schema (``ToolUsage`` filters the rest out)."""
+        keys of the tool's argument schema, as ``ToolUsage`` filters them (the properties
+        of ``args_schema.model_json_schema()``: a field's alias where it has one)."""
         if type(arguments) is not dict:
             return ()
-        fields = getattr(getattr(tool, "args_schema", None), "model_fields", None)
-        if not isinstance(fields, dict) or all(k in fields for k in arguments):
+        accepted = self._schema_keys(getattr(tool, "args_schema", None))
+        if accepted is None or all(k in accepted for k in arguments):
             return ()
-        return ({k: v for k, v in arguments.items() if k in fields},)
+        return ({k: v for k, v in arguments.items() if k in accepted},)
+
+    def _schema_keys(self, schema: Any) -> Optional[frozenset]:
+        """The property names of an argument schema's JSON schema (cached per schema
+        class), or None when it has none (``ToolUsage`` then passes every argument)."""
+        try:
+            keys = self._schema_cache.get(schema)
+        except TypeError:  # an unhashable schema object: read it each time
+            keys = None
+        if keys is not None:
+            return keys or None
+        try:
+            keys = frozenset(schema.model_json_schema()["properties"].keys())
+        except Exception:  # noqa: BLE001 - no schema, or one pydantic cannot render: ToolUsage passes every argument too
+            keys = frozenset()
+        try:
+            if len(self._schema_cache) > 1024:
+                self._schema_cache.clear()
+            self._schema_cache[schema] = keys
+        except TypeError:
+            pass
+        return keys or None
 
     def _tell(self, ctx: Any) -> None:
         """After the after-hooks of a call failsecure denied: the reason goes into
