@@ -209,14 +209,16 @@ class LangChainAdapter(Adapter):
         self.wrap(manager, "ahandle_event", ahandle_event)
         self._late_done.clear()
         for module in _LATE:  # imported already: patched now (a PatchError refuses)
-            if module in sys.modules:
+            if module in sys.modules and not _executing(sys.modules[module]):
                 self._late_done.add(module)
                 _LATE[module](self, sys.modules[module])
         if not self._hooks_registered:
 
             self._hooks_registered = True
             for module in _LATE:
-                if module not in sys.modules:
+                # not imported yet, or still executing (its import imported the trigger:
+                # ``from langchain.agents import create_agent`` first): patched once it ran
+                if module not in sys.modules or _executing(sys.modules[module]):
                     when_imported(module, _late_hook(adapter, module))
 
     def _late(self, module: str) -> None:
@@ -1262,6 +1264,11 @@ class _GuardedWhen:
             tool, call_id = _request_ids(request)
             decision = self.adapter.failed(exc, self.tool or tool, call_id)
             raise ToolCallDenied(decision.reason or "failsecure: denied") from None
+
+
+def _executing(module: Any) -> bool:
+    """A module in ``sys.modules`` whose code is still running (it imported the trigger)."""
+    return getattr(getattr(module, "__spec__", None), "_initializing", False) is True
 
 
 def _reviewers_of(node: Any) -> tuple:
