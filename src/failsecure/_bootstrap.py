@@ -160,7 +160,7 @@ def when_imported(module_name, callback):
 
 
 #: ModuleSpec class -> its subclass that tells when a module's import has ended
-_READY_SPECS = {}
+_READY_SPECS: dict = {}
 
 
 def _when_executed(module, callback):
