@@ -148,7 +148,8 @@ def when_imported(module_name, callback):
     trigger. Works with the drop-in off too (the finder is installed for it)."""
     module = sys.modules.get(module_name)
     if module is not None:
-        callback(module)
+        if not _when_executed(module, callback):
+            callback(module)
         return
     global finder
     if finder is None:
@@ -156,6 +157,59 @@ def when_imported(module_name, callback):
     finder.callbacks.setdefault(module_name, []).append(callback)
     if finder not in sys.meta_path:
         sys.meta_path.insert(0, finder)
+
+
+#: ModuleSpec class -> its subclass that tells when a module's import has ended
+_READY_SPECS: dict = {}
+
+
+def _when_executed(module, callback):
+    """A module still executing (it is in ``sys.modules`` while its own imports run: a
+    framework module whose import imported the trigger): ``callback(module)`` once its
+    code has run to the end, not now (its functions below the import are not defined
+    yet). The import machinery ends every import with ``spec._initializing = False``;
+    the module's spec tells it then. True when deferred; False (call it now) when the
+    module is not executing or its spec cannot be told."""
+    spec = getattr(module, "__spec__", None)
+    if spec is None or getattr(spec, "_initializing", False) is not True:
+        return False
+    try:
+        pending = spec.__dict__.get("_failsecure_ready")
+        if pending is None:
+            base = type(spec)
+            ready = _READY_SPECS.get(base)
+            if ready is None:
+
+                def __setattr__(self, name, value, _base=base):
+                    _base.__setattr__(self, name, value)
+                    if name == "_initializing" and value is False:
+                        _executed(self, _base)
+
+                ready = _READY_SPECS[base] = type(base.__name__, (base,), {"__setattr__": __setattr__, "__slots__": ()})
+            spec.__dict__["_failsecure_ready"] = pending = []
+            spec.__class__ = ready
+        pending.append(callback)
+        return True
+    except BaseException:  # noqa: BLE001 - a spec that cannot be told (another class, no __dict__): the callback runs now, as before
+        return False
+
+
+def _executed(spec, base):
+    """The import of ``spec``'s module has ended: its deferred callbacks run (if it is
+    still the module imported: a failed import left none)."""
+    callbacks = spec.__dict__.pop("_failsecure_ready", None) or ()
+    try:
+        spec.__class__ = base
+    except BaseException:  # noqa: BLE001 - keeps the subclass: it only calls the base's __setattr__ from now on
+        pass
+    module = sys.modules.get(spec.name)
+    if module is None or getattr(module, "__spec__", None) is not spec:
+        return
+    for callback in callbacks:
+        try:
+            callback(module)
+        except BaseException as exc:  # noqa: BLE001 - a post-import step must never break the user's import
+            _say(f"failsecure: a post-import step for {spec.name} failed ({type(exc).__name__})")
 
 
 def disable():

@@ -253,6 +253,42 @@ def test_when_imported_runs_now_or_after_the_import(tmp_path, monkeypatch):
             _bootstrap.finder.callbacks.pop("fs_toy_later", None)
 
 
+def test_when_imported_waits_for_a_module_still_executing(tmp_path, monkeypatch):
+    """A module whose own import asks for it (its import imported a trigger, whose
+    adapter asks for this module while it is still executing): the callback runs once
+    its code has run to the end, seeing what it defines below that point; its spec is
+    handed back as it was. A failed import runs no callback."""
+    (tmp_path / "fs_toy_executing.py").write_text(
+        "import sys\n"
+        "from failsecure import _bootstrap\n"
+        "seen = sys.modules['fs_toy_seen']\n"
+        "_bootstrap.when_imported('fs_toy_executing', lambda m: seen.append(getattr(m, 'LATER', None)))\n"
+        "seen.append('asked')\n"
+        "LATER = 7\n"
+    )
+    (tmp_path / "fs_toy_failing.py").write_text(
+        "import sys\n"
+        "from failsecure import _bootstrap\n"
+        "seen = sys.modules['fs_toy_seen']\n"
+        "_bootstrap.when_imported('fs_toy_failing', lambda m: seen.append('ran'))\n"
+        "raise RuntimeError('boom')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list = []
+    monkeypatch.setitem(sys.modules, "fs_toy_seen", seen)
+    try:
+        import fs_toy_executing
+
+        assert seen == ["asked", 7]  # after the module's last line, not at the ask
+        assert type(fs_toy_executing.__spec__) is type(sys.modules["os"].__spec__)
+        with pytest.raises(RuntimeError):
+            import fs_toy_failing  # noqa: F401
+        assert seen == ["asked", 7]
+    finally:
+        sys.modules.pop("fs_toy_executing", None)
+        sys.modules.pop("fs_toy_failing", None)
+
+
 # ---------------------------------------------------------------- a fresh import is patched too
 
 

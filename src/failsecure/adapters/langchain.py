@@ -125,6 +125,8 @@ _WHEN_ANSWERS = ((True, _REVIEW), (False, ABSTAIN))
 #: runs judges the final call again (``_settle_middleware``)
 #: what a proxy puts in ``from_handler`` when the middleware hands the call on
 _ENTERED = object()
+#: the batched HITL middleware of the agent ``create_agent`` is building (its ToolNode keeps them)
+_BUILDING: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_building", default=())
 _HANDED: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_handed", default=())
 #: the key (``_call_key``) of the call ToolNode built from the model's message, before any
 #: middleware had it: a middleware that hands the call on under another tool call id, or
@@ -166,6 +168,11 @@ class LangChainAdapter(Adapter):
         #: picture of the call as the review let it run): calls of a tool HITL reviews
         #: every time (no ``when``), so a call rewritten after the review is one nobody saw
         self._always: dict = {}
+        #: (thread id, model message id, tool call id) -> (the HITL middleware, the name of
+        #: the tool the call named when HITL's batched ``after_model`` saw it, after the
+        #: review): a call that reaches another tool (a middleware renamed it, or swapped
+        #: the tool) is judged by HITL's setting for the tool that runs
+        self._seen: dict = {}
 
     def handler_id(self, handler: Any) -> str:
         """The hook id of a callback handler: ``langchain:<module>.<qualname>`` of its class."""
@@ -202,14 +209,16 @@ class LangChainAdapter(Adapter):
         self.wrap(manager, "ahandle_event", ahandle_event)
         self._late_done.clear()
         for module in _LATE:  # imported already: patched now (a PatchError refuses)
-            if module in sys.modules:
+            if module in sys.modules and not _executing(sys.modules[module]):
                 self._late_done.add(module)
                 _LATE[module](self, sys.modules[module])
         if not self._hooks_registered:
 
             self._hooks_registered = True
             for module in _LATE:
-                if module not in sys.modules:
+                # not imported yet, or still executing (its import imported the trigger:
+                # ``from langchain.agents import create_agent`` first): patched once it ran
+                if module not in sys.modules or _executing(sys.modules[module]):
                     when_imported(module, _late_hook(adapter, module))
 
     def _late(self, module: str) -> None:
@@ -488,6 +497,87 @@ class LangChainAdapter(Adapter):
             return False, None
         return False, decision.reason or _failure_text(hook_id, outcome.failure)
 
+    @staticmethod
+    def _thread() -> Any:
+        """The thread id of the graph run the current code runs in (None outside one)."""
+        from langgraph.config import get_config
+
+        try:
+            configurable = get_config().get("configurable")
+        except RuntimeError:
+            configurable = None
+        thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
+        return thread if type(thread) in (str, int) else None
+
+    def _review_seen(self, state: Any, middleware: Any) -> None:
+        """HITL's batched ``after_model`` is about to judge the calls of the state's last
+        model message (a call naming a tool it does not review is let through unasked):
+        each call is remembered with the tool it names, so a call that reaches another
+        tool is judged by HITL's setting for that tool (``_renamed``)."""
+        try:
+            if getattr(middleware, "interrupt_mode", "batched") != "batched":
+                return  # per_call: HITL reviews each call in its own wrap_tool_call, on the call it gets
+            messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+            last = next((m for m in reversed(list(messages or ())) if getattr(m, "type", None) == "ai"), None)
+            message_id = getattr(last, "id", None)
+            if last is None or not isinstance(message_id, str) or not getattr(last, "tool_calls", None):
+                return
+            thread = self._thread()
+            for call in last.tool_calls:
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    _remember(self._seen, (thread, message_id, call["id"]), (middleware, call.get("name")))
+        except Exception:  # noqa: BLE001 - the state's messages (user objects) can raise anything: nothing recorded, the check at the tool has no record of this call
+            return
+
+    def _unreviewed(self, request: Any, keys: list, reviewers: tuple) -> Optional[str]:
+        """HITL's batched review judges each call of the model message by the tool it
+        names. A call that reaches a tool one of the agent's batched HITL middleware
+        (``reviewers``) reviews, and that HITL did not see naming that tool, skipped the
+        review: a middleware renamed the call or swapped the tool, or the call was never
+        in a message HITL judged (a tool's ``Command(goto="tools")`` with a message of its
+        own, an ``after_model`` jumping to the tools past HITL's). Not the reviewer's edit.
+        HITL's setting for the tool that runs judges it: a tool reviewed every time is
+        denied (nobody can be asked at the tool), under the HITL middleware's hook id; one
+        with a ``when`` predicate is judged by it (a review wanted is denied, a failure
+        denies); a tool HITL does not review runs. Returns the deny text, or None."""
+        call_name, call_id = _request_ids(request)
+        try:
+            tool = getattr(request, "tool", None)
+            names = [n for n in (call_name, getattr(tool, "name", None) if tool is not None else None) if isinstance(n, str)]
+        except Exception:  # noqa: BLE001 - the tool's name property can raise anything: judged under the call's own name
+            names = [call_name] if call_name is not None else []
+        names = list(dict.fromkeys(names))
+        for middleware in reviewers:
+            configs = getattr(middleware, "interrupt_on", None)
+            if not isinstance(configs, dict) or getattr(middleware, "interrupt_mode", "batched") != "batched":
+                continue
+            wanted = [n for n in names if isinstance(configs.get(n), dict)]
+            if not wanted:
+                continue
+            seen = next((self._seen.get(k) for k in keys if k is not None and self._seen.get(k) is not None), None)
+            if seen is None and not any(k is not None and isinstance(k[1], str) for k in keys):
+                continue  # a call with no model message id cannot be told: as before
+            seen_name = seen[1] if seen is not None and seen[0] is middleware else None
+            wanted = [n for n in wanted if n != seen_name]
+            if not wanted:
+                continue
+            edited = _edited_picture(request)
+            if edited is not None and _same_picture(_call_picture(request), edited):
+                return None  # the reviewer's edit
+            for name in wanted:
+                hook = self.callable_id(type(middleware))
+                when = configs[name].get("when")
+                if isinstance(when, _GuardedWhen):
+                    review, denied = self._ask_when(when, request)
+                    if denied is not None:
+                        return denied
+                    if not review:
+                        continue
+                    hook = self.callable_id(when.original)
+                decision = self.decide_stage(name, [Outcome(hook=hook, verdict=_REVIEW)], call_id=call_id)
+                return decision.reason or f"failsecure: hook '{hook}' asks for a review of a call it never saw"
+        return None
+
     def _review_done(self, result: Any, middleware: Any = None) -> None:
         """HITL's batched ``after_model`` has the human's decisions: the model message it
         hands on holds each reviewed call as the reviewer let it run (approved, or edited
@@ -497,14 +587,7 @@ class LangChainAdapter(Adapter):
             messages = result.get("messages") if isinstance(result, dict) else None
             if not messages:
                 return
-            from langgraph.config import get_config
-
-            try:
-                configurable = get_config().get("configurable")
-            except RuntimeError:
-                configurable = None
-            thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
-            thread = thread if type(thread) in (str, int) else None
+            thread = self._thread()
             configs = getattr(middleware, "interrupt_on", None)
             configs = configs if isinstance(configs, dict) else {}
             for message in messages:
@@ -516,6 +599,8 @@ class LangChainAdapter(Adapter):
                     picture = _picture(call.get("name"), call.get("args"), call.get("name"))
                     if key in self._reviewed:
                         self._reviewed[key] = picture
+                    if key in self._seen:  # the call as the review let it run (an edit's name)
+                        self._seen[key] = (middleware, call.get("name"))
                     config = configs.get(call.get("name"))
                     if isinstance(config, dict) and config.get("when") is None and key[2] is not None:
                         _remember(self._always, key, (self.callable_id(type(middleware)), picture))
@@ -533,7 +618,7 @@ class LangChainAdapter(Adapter):
         except Exception:  # noqa: BLE001 - the keys and callable_id never raise; should they, no predicate took part, so a required one is unmet
             return ()
 
-    def _at_tool(self, request: Any) -> Optional[str]:
+    def _at_tool(self, request: Any, reviewers: tuple = ()) -> Optional[str]:
         """A tool call has reached its tool (every ``wrap_tool_call`` middleware has had
         it). When a HITL ``when`` predicate judged this call and the call that runs now
         is not one it judged, nor the model's call a human reviewed, nor the reviewer's
@@ -550,6 +635,9 @@ class LangChainAdapter(Adapter):
         failed = next((f for _, _, f in found if f is not None), None)
         if failed is not None:
             return failed  # the call's `when` predicate failed: denied, nobody was asked
+        unreviewed = self._unreviewed(request, keys, reviewers)
+        if unreviewed is not None:
+            return unreviewed
         key = keys[0]
         call_id = key[2] if key is not None else None
         final = _call_picture(request)
@@ -643,11 +731,16 @@ class LangChainAdapter(Adapter):
         start = perf_counter()
         from_handler: list = []
         cond = threading.Condition()
-        state = {"inside": 0, "since": start, "done": False, "abandoned": False}
+        state = {"inside": 0, "since": start, "done": False, "abandoned": False, "late": False, "ended": start}
         box: dict = {}
 
         def proxy(req):
             with cond:
+                if not state["abandoned"] and limit and not state["inside"] and perf_counter() - state["since"] > limit:
+                    # past its deadline, and the caller has not woken to say so (the
+                    # middleware held the GIL): late, whoever noticed it first
+                    state["abandoned"] = state["late"] = True
+                    cond.notify_all()
                 if state["abandoned"]:
                     raise ToolCallDenied(_failure_text(hook_id, Failure.TIMEOUT))
                 state["inside"] += 1
@@ -677,14 +770,18 @@ class LangChainAdapter(Adapter):
             except BaseException as exc:  # noqa: BLE001 - SystemExit too: whatever the middleware raised in its thread is handed to the caller's
                 box["exc"] = exc
             finally:
+                ended = perf_counter()
                 with cond:
-                    state["done"] = True
+                    state["done"], state["ended"] = True, ended
                     cond.notify_all()
 
         threading.Thread(target=run, name="failsecure-middleware", daemon=True).start()
         timed_out = False
         with cond:
             while not state["done"]:
+                if state["late"]:
+                    timed_out = True
+                    break
                 if state["inside"]:
                     cond.wait()
                     continue
@@ -693,6 +790,10 @@ class LangChainAdapter(Adapter):
                     state["abandoned"] = timed_out = True
                     break
                 cond.wait(remaining)
+            if not timed_out and (state["late"] or state["ended"] - state["since"] > limit):
+                # it answered (or handed on) past its deadline: the caller could not wake in
+                # time (a middleware holding the GIL), the clock decides
+                state["abandoned"] = timed_out = True
         if timed_out:
             decision = self._middleware_failed(hook_id, request, Failure.TIMEOUT, None, start)
             if decision.denied:
@@ -809,7 +910,7 @@ class LangChainAdapter(Adapter):
             records = records[:-1]
         if not records:
             return []
-        final = _call_picture(request)
+        final = _handed_picture(request)
         return [r for r in records if not _same_picture(r[3], final)]
 
     def _settle_middleware(self, request: Any) -> Any:
@@ -831,10 +932,10 @@ class LangChainAdapter(Adapter):
         return None
 
     def _rerun(self, hook_id: str, wrapper: Any, request: Any) -> Any:
-        final, handed, placeholder = _call_picture(request), [], _tool_message(request, "")
+        final, handed, placeholder = _handed_picture(request), [], _tool_message(request, "")
 
         def probe(req):
-            handed.append(_call_picture(req))
+            handed.append(_handed_picture(req))
             return placeholder
 
         failed: list = []
@@ -848,10 +949,10 @@ class LangChainAdapter(Adapter):
         return self._settled(hook_id, request, final, handed, result, failed)
 
     async def _arerun(self, hook_id: str, wrapper: Any, request: Any) -> Any:
-        final, handed, placeholder = _call_picture(request), [], _tool_message(request, "")
+        final, handed, placeholder = _handed_picture(request), [], _tool_message(request, "")
 
         async def probe(req):
-            handed.append(_call_picture(req))
+            handed.append(_handed_picture(req))
             return placeholder
 
         failed: list = []
@@ -936,7 +1037,7 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
     def execute_sync(wrapped, instance, args, kwargs):
         request = args[0] if args else kwargs.get("request")
         judged = adapter._predicates_of(request)
-        reason = adapter._at_tool(request)
+        reason = adapter._at_tool(request, _reviewers_of(instance))
         if reason is not None:
             return _tool_message(request, reason)
         answer = adapter._settle_middleware(request)
@@ -950,10 +1051,10 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
         finally:
             _dispatched_done(tokens)
 
-    async def _execute_async(wrapped, args, kwargs):
+    async def _execute_async(wrapped, instance, args, kwargs):
         request = args[0] if args else kwargs.get("request")
         judged = adapter._predicates_of(request)
-        reason = adapter._at_tool(request)
+        reason = adapter._at_tool(request, _reviewers_of(instance))
         if reason is not None:
             return _tool_message(request, reason)
         answer = await adapter._asettle_middleware(request)
@@ -968,12 +1069,18 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
             _dispatched_done(tokens)
 
     def execute_async(wrapped, instance, args, kwargs):
-        return _execute_async(wrapped, args, kwargs)
+        return _execute_async(wrapped, instance, args, kwargs)
 
     def init(wrapped, instance, args, kwargs):
         # ``wrap_tool_call`` / ``awrap_tool_call`` handed to a ToolNode directly (a custom
         # graph, no ``create_agent``) get the same deadline as agent middleware
         wrapped(*args, **kwargs)
+        reviewers = _BUILDING.get()
+        if reviewers:
+            try:  # the batched HITL middleware of the agent this ToolNode is built for
+                instance._failsecure_reviewers = reviewers
+            except Exception:  # noqa: BLE001 - a ToolNode that takes no attribute: its calls are judged without them (as before)
+                pass
         if getattr(instance, "_wrap_tool_call", None) is not None:
             instance._wrap_tool_call = adapter._guard_wrapper(instance._wrap_tool_call)
         if getattr(instance, "_awrap_tool_call", None) is not None:
@@ -1018,6 +1125,8 @@ def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:
                     configs[tool] = {**config, "when": adapter._guard_when(config["when"], tool)}
 
     def after_model(wrapped, instance, args, kwargs):
+        if adapter.state == "patched":
+            adapter._review_seen(args[0] if args else kwargs.get("state"), instance)
         result = wrapped(*args, **kwargs)
         if adapter.state == "patched":
             adapter._review_done(result, instance)
@@ -1041,6 +1150,21 @@ def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
         wrappers = args[0] if args else kwargs.pop("wrappers")
         return _guarded(wrapped([adapter._aguard_wrapper(w) for w in wrappers], *args[1:], **kwargs))
 
+    def create(wrapped, instance, args, kwargs):
+        # the ToolNode built here gets the agent's HITL middleware (``_unreviewed``)
+        hitl = getattr(sys.modules.get(HITL), "HumanInTheLoopMiddleware", None)
+        try:
+            reviewers = tuple(m for m in (kwargs.get("middleware") or ()) if isinstance(hitl, type) and isinstance(m, hitl))
+        except Exception:  # noqa: BLE001 - the application's middleware sequence can raise anything: none known (create_agent itself reads it next)
+            reviewers = ()
+        token = _BUILDING.set(reviewers)
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            _BUILDING.reset(token)
+
+    if callable(vars(module).get("create_agent")):
+        adapter.wrap_everywhere(module, "create_agent", create, "langchain")
     adapter.wrap(module, "_chain_tool_call_wrappers", chain)
     adapter.wrap(module, "_chain_async_tool_call_wrappers", achain)
     if callable(vars(module).get("traceable")):
@@ -1140,6 +1264,21 @@ class _GuardedWhen:
             tool, call_id = _request_ids(request)
             decision = self.adapter.failed(exc, self.tool or tool, call_id)
             raise ToolCallDenied(decision.reason or "failsecure: denied") from None
+
+
+def _executing(module: Any) -> bool:
+    """A module in ``sys.modules`` whose code is still running (it imported the trigger)."""
+    return getattr(getattr(module, "__spec__", None), "_initializing", False) is True
+
+
+def _reviewers_of(node: Any) -> tuple:
+    """The HITL middleware of the agent a ToolNode was built for (none for a ToolNode
+    built by hand)."""
+    try:
+        reviewers = vars(node).get("_failsecure_reviewers", ())
+    except TypeError:  # no __dict__
+        return ()
+    return reviewers if type(reviewers) is tuple else ()
 
 
 def _dispatching(request: Any, judged: tuple) -> tuple:
@@ -1329,7 +1468,7 @@ def _handing_on(hook_id: str, wrapper: Any, is_async: bool, request: Any, from_h
     tool. ``from_handler`` gets ``_ENTERED`` (the tool may run from here on) and whatever
     the handler raised."""
     token = _TOOK_PART.set(_TOOK_PART.get() + (hook_id,))
-    handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, is_async, _call_picture(request), request),))
+    handed = _HANDED.set(_HANDED.get() + ((hook_id, wrapper, is_async, _handed_picture(request), request),))
     from_handler.append(_ENTERED)
     try:
         yield
@@ -1348,6 +1487,20 @@ def _call_picture(request: Any) -> Any:
         tool = getattr(request, "tool", None)
         return _picture(call.get("name"), call.get("args"), getattr(tool, "name", None) if tool is not None else call.get("name"))
     except Exception:  # noqa: BLE001 - the request's tool_call or tool (user objects) can raise anything: pictured as changed (judged again)
+        return CHANGED
+
+
+def _handed_picture(request: Any) -> Any:
+    """What a middleware handed on, as the tool will run it: the call (``_call_picture``)
+    and the tool object itself, by identity (``request.override(tool=...)`` with another
+    tool of the same name is another call: the middleware that judged the first one
+    judges it again)."""
+    picture = _call_picture(request)
+    if picture is CHANGED:
+        return CHANGED
+    try:
+        return (picture, fingerprint(getattr(request, "tool", None)))
+    except Exception:  # noqa: BLE001 - the request's tool (a user object) can raise anything: pictured as changed (judged again)
         return CHANGED
 
 

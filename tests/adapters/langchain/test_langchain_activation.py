@@ -181,3 +181,66 @@ def test_a_copied_reference_calls_upstream_after_unpatch(rig, adapter):
     with pytest.raises(Exception) as denied:
         copied([strict], "on_tool_start", "ignore_agent", {"name": "t"}, "x", run_id=None)
     assert type(denied.value).__name__ == "ToolCallDenied"
+
+
+@pytest.mark.parametrize("how", ["drop-in", "install"])
+def test_importing_create_agent_first_patches_the_factory_once_it_ran(tmp_path, how):
+    """``from langchain.agents import create_agent`` as the first import: the factory's
+    own import imports the trigger, so the adapter activates while the factory is still
+    executing (its functions below that import not defined yet). The factory is patched
+    once it has run, not refused (a refused adapter denies every gated call: a false
+    deny of every tool). A tool call of a real agent then runs, and a middleware that
+    answers junk is judged."""
+    if how == "drop-in":
+        import site
+
+        paths = site.getsitepackages() + [site.getusersitepackages()]
+        if not any(os.path.exists(os.path.join(p, "failsecure-auto.pth")) for p in paths):
+            pytest.skip("failsecure-auto.pth not installed (editable install)")
+    code = textwrap.dedent(
+        """
+        import sys
+        if sys.argv[1] == "install":
+            import failsecure
+            failsecure.install()
+        from langchain.agents import create_agent
+        import wrapt
+        import langchain.agents.factory as factory
+        from failsecure import activation
+        adapter = activation.get("langchain")
+        print(adapter.state, isinstance(vars(factory)["_chain_tool_call_wrappers"], wrapt.FunctionWrapper))
+        from langchain.agents.middleware import AgentMiddleware
+        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage, ToolMessage
+        from langchain_core.tools import tool
+
+        class Chat(GenericFakeChatModel):
+            def bind_tools(self, tools, **kw):
+                return self
+
+        @tool
+        def echo(x: str) -> str:
+            "echo"
+            return "ran " + x
+
+        class Junk(AgentMiddleware):
+            def wrap_tool_call(self, request, handler):
+                return "junk" if request.tool_call["args"]["x"] == "junk" else handler(request)
+
+        for x in ("ok", "junk"):
+            model = Chat(messages=iter([AIMessage(content="", tool_calls=[{"name": "echo", "args": {"x": x}, "id": "c1"}]),
+                                        AIMessage(content="done")]))
+            result = create_agent(model, tools=[echo], middleware=[Junk()]).invoke({"messages": [{"role": "user", "content": "go"}]})
+            [message] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+            print(message.status, message.content.endswith("(invalid)"))
+        """
+    )
+    import failsecure
+
+    src = os.path.dirname(os.path.dirname(os.path.abspath(failsecure.__file__)))  # the failsecure under test
+    env = dict(os.environ, FAILSECURE_AUTO="1" if how == "drop-in" else "0", PYTHONPATH=src)
+    env.pop("FAILSECURE_CONFIG", None)
+    out = subprocess.run([sys.executable, "-c", code, how], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "cannot patch" not in out.stderr, out.stderr
+    assert out.stdout.split() == ["patched", "True", "success", "False", "error", "True"], out.stdout
