@@ -77,14 +77,17 @@ import contextvars
 import dataclasses
 import importlib
 import sys
+import types
 from time import perf_counter
 from typing import Any, Awaitable
 
 from failsecure.adapter import (
+    CHANGED,
     Adapter,
     PatchError,
     Ungoverned,
     asettle,
+    fingerprint,
     is_async,
     on_loop,
     past_deadline,
@@ -588,7 +591,12 @@ class PydanticAIAdapter(Adapter):
                 # rewrote them judge again; a stamping hook settles; a deny (upstream stops
                 # at a raise too) ends it. Compared by fingerprint: no code of the
                 # arguments' objects runs.
-                outcomes = await asettle([step(e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
+                outcomes = await asettle([step(e) for e in entries], lambda: state["args"], self.hook_id(EVENT), _picture)
+            # what the gates judged, copied now: a gate still holding the arguments (one
+            # abandoned at its deadline, tolerated by the config) cannot write into what runs
+            frozen = snapshot(state["args"]) if type(state["args"]) is dict else CHANGED
+            if frozen is not CHANGED:
+                state["args"] = frozen
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later(call_id))
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
@@ -744,7 +752,7 @@ class PydanticAIAdapter(Adapter):
         decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
         self._grant(decision, ctx, call, final)
         final = self._render(decision, ctx, final)
-        _JUDGED.set(_Judged(call, snapshot(final), instance, tool_def))
+        _JUDGED.set(_Judged(call, snapshot(_opened(final)), instance, tool_def))
         return final
 
     # ------------------------------------------------------------ the toolsets
@@ -848,9 +856,14 @@ class PydanticAIAdapter(Adapter):
         if bound is None:  # a call shape that cannot be judged
             raise self._failed_type(failure_reason(self.hook_id(EVENT), Failure.INVALID))
         name, tool_args, ctx, tool = bound
+        # the tool runs with a copy of what is checked here: a gate, hook or wrapper still
+        # holding the arguments cannot change them after the check
+        frozen = snapshot(tool_args) if type(tool_args) is dict else CHANGED
+        if frozen is not CHANGED:
+            tool_args = frozen
         judged = dispatch.judged
         swapped = self._swapped(dispatch.listed, name, tool)
-        if judged is None or swapped or not same(judged.snapshot, tool_args):
+        if judged is None or swapped or not same(judged.snapshot, _opened(tool_args)):
             call = dispatch.call
             tool_def = judged.tool_def if judged is not None and not swapped else getattr(tool, "tool_def", None)
             try:
@@ -866,7 +879,7 @@ class PydanticAIAdapter(Adapter):
             self._grant(decision, ctx, dispatch.call, final)
             tool_args = self._render(decision, ctx, final)
         for predicate, allowed in dispatch.approvals:
-            if not same(allowed, tool_args):  # asked about other arguments: ask again
+            if not same(allowed, _opened(tool_args)):  # asked about other arguments: ask again
                 await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
         # one execution per decision: a wrapper that runs the judged call twice is ungoverned
         call_id = getattr(dispatch.call, "tool_call_id", None)
@@ -1160,7 +1173,7 @@ class PydanticAIAdapter(Adapter):
         if held is not None and dispatch.held is held:  # the predicate's time (its own deadline) is not the wrapper's
             dispatch.held = (held[0], held[1] + (perf_counter() - asked))
         if dispatch is not None:
-            dispatch.approvals = dispatch.approvals + ((predicate, snapshot(tool_args)),)
+            dispatch.approvals = dispatch.approvals + ((predicate, snapshot(_opened(tool_args))),)
         return await self._wrapper_toolset.call_tool(instance, name, tool_args, ctx, tool)
 
     async def _ask_predicate(self, predicate: Any, dispatch: Any, name: Any, ctx: Any, tool: Any, tool_args: Any) -> None:
@@ -1387,3 +1400,112 @@ def _abandon_flag(utils: Any) -> Any:
         return flag if inside is True and flag.get(None) is before else None
     except Exception:  # noqa: BLE001 - upstream's helper changed shape: use it as it is, on every call
         return None
+
+
+_PLAIN_ATOMS = (str, int, float, bool, bytes, type(None))
+#: the most objects and containers ``_opened`` walks for one call's arguments
+_OPEN_BUDGET = 20_000
+
+
+def _opened(value: Any) -> Any:
+    """The arguments as the pictures should see them: pydantic-ai validates a tool's
+    arguments into the parameters' own types, so a ``BaseModel`` or a dataclass instance,
+    or a ``set``, is a value a later hook or a toolset wrapper can change in place, where a
+    picture by identity would not see it. Each such object becomes ``("object", it, its
+    fields)`` (its instance ``__dict__`` and slots, read through the builtin descriptors:
+    no code of the object runs), a set of plain values ``("set", its values, sorted)``,
+    any depth; plain containers are copied, other objects kept (by identity). The value
+    itself when there is nothing to open; ``CHANGED`` when it cannot be read (a cycle
+    through an object, past ``_OPEN_BUDGET``): it then reads as changed."""
+    budget = [_OPEN_BUDGET]
+    try:
+        found = _open(value, budget, set())
+    except BaseException:  # noqa: BLE001 - a racing or hostile object: read as changed, the call is judged again
+        return CHANGED
+    return value if found is _NOTHING_OPENED else found
+
+
+_NOTHING_OPENED = object()
+
+
+def _picture(value: Any) -> Any:
+    """The settling rule's picture of the arguments: their fingerprint, objects opened
+    (``_opened``)."""
+    opened = _opened(value)
+    return CHANGED if opened is CHANGED else fingerprint(opened)
+_BASE_MODEL: list = []  # pydantic.BaseModel, looked up once
+
+
+def _open(value: Any, budget: list, path: set) -> Any:
+    """``_opened`` of one value: ``_NOTHING_OPENED`` when it holds nothing to open."""
+    kind = type(value)
+    if kind in _PLAIN_ATOMS:
+        return _NOTHING_OPENED
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise Invalid()
+    if kind is dict or kind is list or kind is tuple:
+        if id(value) in path:
+            raise Invalid()  # a cycle: read as changed
+        path.add(id(value))
+        items = list(dict.items(value)) if kind is dict else list(value)
+        opened, any_opened = [], False
+        for item in items:
+            if kind is dict:
+                inner = _open(item[1], budget, path)
+                opened.append((item[0], item[1] if inner is _NOTHING_OPENED else inner))
+            else:
+                inner = _open(item, budget, path)
+                opened.append(item if inner is _NOTHING_OPENED else inner)
+            any_opened = any_opened or inner is not _NOTHING_OPENED
+        path.discard(id(value))
+        if not any_opened:
+            return _NOTHING_OPENED
+        return dict(opened) if kind is dict else (opened if kind is list else tuple(opened))
+    if kind is set or kind is frozenset:
+        members = list(value)
+        if all(type(m) in _PLAIN_ATOMS for m in members):
+            return ("set", kind.__name__, tuple(sorted(members, key=lambda m: (type(m).__name__, repr(m)))))
+        return _NOTHING_OPENED  # by identity
+    fields = _fields(kind, value)
+    if fields is None:
+        return _NOTHING_OPENED
+    if id(value) in path:
+        raise Invalid()
+    path.add(id(value))
+    inner = _open(fields, budget, path)
+    path.discard(id(value))
+    return ("object", value, fields if inner is _NOTHING_OPENED else inner)
+
+
+def _fields(kind: type, value: Any) -> Any:
+    """The fields of a pydantic model or a dataclass instance (its instance ``__dict__``
+    and slots, read through the builtin descriptors), None for any other object."""
+    mro = kind.__mro__
+    if type(mro) is not tuple:
+        return None
+    if not _BASE_MODEL:
+        pydantic = sys.modules.get("pydantic")
+        base = getattr(pydantic, "BaseModel", None) if pydantic is not None else None
+        if isinstance(base, type):
+            _BASE_MODEL.append(base)
+    if not ((_BASE_MODEL and _BASE_MODEL[0] in mro) or any("__dataclass_fields__" in vars(c) for c in mro)):
+        return None
+    fields: dict = {}
+    for cls in mro:
+        names = vars(cls).get("__slots__", ())
+        for name in ((names,) if type(names) is str else tuple(names)) + ("__dict__",):
+            descriptor = vars(cls).get(name)
+            if type(descriptor) is _MEMBER and name != "__dict__":
+                try:
+                    fields[f"{cls.__qualname__}.{name}"] = descriptor.__get__(value, kind)
+                except AttributeError:
+                    pass  # an empty slot
+            elif name == "__dict__" and type(descriptor) is _GETSET and "__dict__" not in fields:
+                found = descriptor.__get__(value, kind)
+                fields["__dict__"] = dict(found) if type(found) is dict else found
+    return fields
+
+
+_MEMBER = types.MemberDescriptorType  # a slot
+_GETSET = types.GetSetDescriptorType  # an instance's __dict__
