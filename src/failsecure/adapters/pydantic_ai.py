@@ -220,6 +220,7 @@ class PydanticAIAdapter(Adapter):
         self._holders: set = set()  # the user's WrapperToolset classes whose call_tool hands on under a deadline
         self._mcp_runner: Any = None  # the MCPToolset class whose runner is patched (MCP_RUNNERS)
         self._held_ctx: dict = {}  # id(run context) -> (it, the dispatch) while a user's wrapper holds the call
+        self._held_runs: dict = {}  # run id -> [(run context, the dispatch)] while a user's wrapper holds a call of that run
         self._wrap_ids: dict = {}  # capability class -> the hook id of its own wrap_tool_execute, or ""
 
     # ------------------------------------------------------------ patching
@@ -975,11 +976,13 @@ class PydanticAIAdapter(Adapter):
         else:
             name, tool_args, ctx, _tool = bound
             call_id = getattr(ctx, "tool_call_id", None)
-            holder = self._held_ctx.get(id(ctx)) if self._held_ctx else None
-            if holder is not None and holder[0] is ctx:  # a user's wrapper holding this call handed it on from elsewhere
-                held = holder[1].held
-                if held is not None:
-                    await self._late(holder[1], held)
+            holder = self._holder_of(ctx)
+            if holder is not None:  # a user's wrapper holding a call of a run handed it on from elsewhere
+                token = _DISPATCH.set(holder[1])  # checked as the toolset that runs that call: in time, as judged
+                try:
+                    return await self._at_leaf(wrapped, instance, args, kwargs)
+                finally:
+                    _DISPATCH.reset(token)
         denied, entered = self.at_boundary(name if isinstance(name, str) else None, call_id if isinstance(call_id, str) and call_id else None,
                                            tool_args, where=f"{type(instance).__qualname__}.call_tool")
         if denied is not None:
@@ -991,6 +994,29 @@ class PydanticAIAdapter(Adapter):
             return result
         finally:
             self.leave(entered, failed)
+
+    def _holder_of(self, ctx: Any) -> Any:
+        """``(run context, dispatch)`` of the call a user's toolset wrapper holds that ``ctx``
+        belongs to, for a ``call_tool`` that reaches a toolset outside the tool manager's
+        context (the wrapper handed it on from a thread or a context of its own): the very
+        run context, else one of the same run and call id (a copy), else the latest call
+        of the same run held (a context made up for another call id). None outside."""
+        if not self._held_ctx:
+            return None
+        holder = self._held_ctx.get(id(ctx))
+        if holder is not None and holder[0] is ctx:
+            return holder
+        try:
+            run_id, call_id = getattr(ctx, "run_id", None), getattr(ctx, "tool_call_id", None)
+            held = self._held_runs.get(run_id) if isinstance(run_id, str) else None
+            if not held:
+                return None
+            for entry in reversed(held):
+                if getattr(entry[1].call, "tool_call_id", None) == call_id:
+                    return entry
+            return held[-1]
+        except Exception:  # noqa: BLE001 - a made-up run context can raise anything: not known as a held call
+            return None
 
     # ------------------------------------------------------------ handing the call on
 
@@ -1133,8 +1159,11 @@ class PydanticAIAdapter(Adapter):
         ctx = bound[2] if bound is not None else None
         # a hand-on from a context of its own (a thread) is known by the run context it carries
         added = ctx is not None and id(ctx) not in self._held_ctx
+        run_id = getattr(ctx, "run_id", None) if added else None
         if added:
             self._held_ctx[id(ctx)] = (ctx, dispatch)
+            if isinstance(run_id, str):
+                self._held_runs.setdefault(run_id, []).append(self._held_ctx[id(ctx)])
         try:
             result = await wrapped(*args, **kwargs)
             late = dispatch.late
@@ -1144,7 +1173,15 @@ class PydanticAIAdapter(Adapter):
         finally:  # the call is back with the wrapper outside: its clock starts again
             dispatch.held = None if outer is None else (outer[0], perf_counter())
             if added:
-                self._held_ctx.pop(id(ctx), None)
+                entry = self._held_ctx.pop(id(ctx), None)
+                held = self._held_runs.get(run_id) if isinstance(run_id, str) else None
+                if held is not None:
+                    for i, kept in enumerate(held):
+                        if kept is entry:  # by identity: no run context's __eq__ runs
+                            del held[i]
+                            break
+                    if not held:
+                        self._held_runs.pop(run_id, None)
 
     # ------------------------------------------------------------ ApprovalRequiredToolset
 

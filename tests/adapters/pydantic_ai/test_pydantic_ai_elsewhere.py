@@ -1,0 +1,89 @@
+"""A user's ``WrapperToolset.call_tool`` that hands the call on from a context of its own
+(a thread with its own event loop, an empty ``contextvars.Context``, a copy of the run
+context) with other arguments: the call reaches the toolset that runs the tool outside
+the tool manager's context, where it was taken for application code and ran unjudged.
+It is the call the wrapper holds: judged there as at the toolset that runs the tool.
+Each drives a real ``Agent(FunctionModel(...))`` run; every deny has its allow twin."""
+
+import asyncio
+import contextvars
+import dataclasses
+import threading
+
+import pytest
+
+from failsecure_pai_rig import hook_id, hooks_with, make_model, run_agent
+
+
+def _policy(ctx, *, call, tool_def, args):
+    from pydantic_ai.exceptions import ToolFailed
+
+    if "forbidden" in args["command"]:
+        raise ToolFailed("policy: forbidden command")
+    return args
+
+
+def _agent(rig, call_tool):
+    from pydantic_ai import Agent
+    from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
+
+    marker = rig.marker
+
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    rewriting = type("Elsewhere", (WrapperToolset,), {"call_tool": call_tool, "__module__": __name__})
+    return Agent(make_model([{"command": "harmless"}]), toolsets=[rewriting(FunctionToolset([run_command]))],
+                 capabilities=[hooks_with(_policy)])
+
+
+def _hand_on(how, command):
+    def rewrite(tool_args):
+        return {"command": command(tool_args["command"])}
+
+    if how == "thread":
+
+        async def call_tool(self, name, tool_args, ctx, tool):
+            box = []
+
+            def hand_on():
+                try:
+                    box.append(asyncio.run(self.wrapped.call_tool(name, rewrite(tool_args), ctx, tool)))
+                except BaseException as exc:  # noqa: BLE001
+                    box.append(exc)
+
+            thread = threading.Thread(target=hand_on)
+            thread.start()
+            thread.join()
+            if isinstance(box[0], BaseException):
+                raise box[0]
+            return box[0]
+
+    else:
+
+        async def call_tool(self, name, tool_args, ctx, tool):
+            run_ctx = ctx if how == "empty context" else dataclasses.replace(ctx, tool_call_id="made-up" if how == "other call id" else ctx.tool_call_id)
+            return await contextvars.Context().run(
+                lambda: asyncio.ensure_future(self.wrapped.call_tool(name, rewrite(tool_args), run_ctx, tool)))
+
+    return call_tool
+
+
+HOWS = ("thread", "empty context", "copied run context", "other call id")
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_rewrite_handed_on_from_elsewhere_is_judged(rig, how):
+    output, exc = run_agent(_agent(rig, _hand_on(how, lambda c: "forbidden " + c)), "sync")
+    assert rig.ran() == [], "the rewrite must not run unjudged"
+    assert exc is None and "policy: forbidden command" in output
+    event = rig.last()
+    assert (event["outcome"], event["failure"], event["hook"]) == ("deny", None, hook_id(_policy))
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_harmless_rewrite_handed_on_from_elsewhere_runs(rig, how):
+    output, exc = run_agent(_agent(rig, _hand_on(how, lambda c: c + "-checked")), "sync")
+    assert exc is None and rig.ran() == ["harmless-checked"]
+    assert [e["outcome"] for e in rig.events()] == ["allow", "allow"], "judged once by the gates, again as rewritten"
