@@ -142,10 +142,11 @@ class _Judged:
 class _Dispatch:
     """A tool call on its way from the tool manager to the toolset that runs it."""
 
-    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held", "late", "mcp")
+    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held", "late", "mcp", "root")
 
-    def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any):
+    def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any, root: Any = None):
         self.call, self.ctx, self.judged, self.listed = call, ctx, judged, listed
+        self.root = root  # the tool manager's root capability: its gates judge a call no gate's judgement reached
         self.approvals: tuple = ()  # (approval predicate, the arguments it let run unasked)
         self.held: Any = None  # (hook id, since when) of the user's toolset wrapper holding the call
         self.late: Any = None  # (hook id, the deny raised) of a late hand-on by such a wrapper
@@ -770,7 +771,9 @@ class PydanticAIAdapter(Adapter):
         if judged is not None and judged.call is not call:
             judged = None
         listed = self._observe(tool)
-        token = _DISPATCH.set(_Dispatch(call, getattr(validated, "ctx", None), judged, listed))
+        root = getattr(instance, "root_capability", None)
+        root = root if root is not None and self._owner(type(root)) is self._combined.CombinedCapability else None
+        token = _DISPATCH.set(_Dispatch(call, getattr(validated, "ctx", None), judged, listed, root))
         try:
             return await wrapped(*args, **kwargs)
         finally:
@@ -871,7 +874,11 @@ class PydanticAIAdapter(Adapter):
                 if swapped:  # the gates judge the tool that runs, under its name
                     runs = getattr(tool_def, "name", name)
                     call = dataclasses.replace(call, tool_name=runs if isinstance(runs, str) else name)
-                entries = self._entries(judged.root, ctx, call) if judged is not None else []
+                # a call whose gates' judgement did not reach here (handed on from a context of
+                # its own, 2.42.0's wrap_tool_execute handler run from a thread): every gate of
+                # the tool manager's root capability judges it
+                root = judged.root if judged is not None else dispatch.root
+                entries = self._entries(root, ctx, call) if root is not None else []
             except (KeyboardInterrupt, asyncio.CancelledError):
                 raise
             except BaseException:  # noqa: BLE001 - SystemExit too: gates that cannot be listed are None entries, which _judge denies

@@ -87,3 +87,58 @@ def test_a_harmless_rewrite_handed_on_from_elsewhere_runs(rig, how):
     output, exc = run_agent(_agent(rig, _hand_on(how, lambda c: c + "-checked")), "sync")
     assert exc is None and rig.ran() == ["harmless-checked"]
     assert [e["outcome"] for e in rig.events()] == ["allow", "allow"], "judged once by the gates, again as rewritten"
+
+
+# ------------------------------------------------------------ a wrap_tool_execute hook's handler
+
+
+def _wrap_agent(rig, command):
+    """A ``Hooks().on.tool_execute`` wrap hook that runs its handler in a thread of its own
+    (its own event loop, a fresh context) with other arguments. 2.42.0 calls the wrap after
+    the gates, with the handler that runs the tool; 2.68.0 calls it around the gates."""
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities import Hooks
+
+    marker = rig.marker
+    hooks = Hooks()
+    hooks.on.before_tool_execute(_policy)
+
+    @hooks.on.tool_execute
+    async def elsewhere(ctx, *, call, tool_def, args, handler):
+        box = []
+
+        def hand_on():
+            try:
+                box.append(asyncio.run(handler({"command": command(args["command"])})))
+            except BaseException as exc:  # noqa: BLE001
+                box.append(exc)
+
+        thread = threading.Thread(target=hand_on)
+        thread.start()
+        thread.join()
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
+
+    agent = Agent(make_model([{"command": "harmless"}]), capabilities=[hooks])
+
+    @agent.tool_plain
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    return agent
+
+
+def test_a_wrap_hooks_rewrite_run_from_its_own_thread_is_judged(rig):
+    output, exc = run_agent(_wrap_agent(rig, lambda c: "forbidden " + c), "sync")
+    assert rig.ran() == [], "the rewrite must not run unjudged"
+    assert exc is None and "policy: forbidden command" in output
+    event = rig.last()
+    assert (event["outcome"], event["failure"], event["hook"]) == ("deny", None, hook_id(_policy))
+
+
+def test_a_wrap_hooks_harmless_rewrite_run_from_its_own_thread_runs(rig):
+    output, exc = run_agent(_wrap_agent(rig, lambda c: c + "-checked"), "sync")
+    assert exc is None and rig.ran() == ["harmless-checked"]
+    assert rig.last()["outcome"] == "allow"
