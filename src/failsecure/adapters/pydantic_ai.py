@@ -546,7 +546,7 @@ class PydanticAIAdapter(Adapter):
             raise
         except BaseException:  # noqa: BLE001 - SystemExit too: hooks that cannot be listed are None entries, which _judge denies
             entries = None
-        decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        decision, final, _ = await self._judge(entries, ctx, call, tool_def, arguments)
         self._grant(decision, ctx, call, final)
         return self._render(decision, ctx, final)
 
@@ -559,19 +559,21 @@ class PydanticAIAdapter(Adapter):
         tool, call_id = getattr(call, "tool_name", None), getattr(call, "tool_call_id", None)
         self.granted(decision, tool if isinstance(tool, str) else None, call_id if isinstance(call_id, str) and call_id else None, final)
 
-    async def _judge(self, entries: Any, ctx: Any, call: Any, tool_def: Any, arguments: Any) -> tuple[Any, Any]:
+    async def _judge(self, entries: Any, ctx: Any, call: Any, tool_def: Any, arguments: Any) -> tuple[Any, Any, Any]:
         """One decision on a tool call: ``entries`` (``(kind, gate, ctx)``, in dispatch
         order) run in rounds until none changes the arguments it was given, then the
         core decides on the final arguments (the plugin gates see them). ``None`` entries:
-        the gates could not be listed (a deny)."""
+        the gates could not be listed (a deny). Returns the decision, the final arguments
+        (a copy made right after the gates) and their picture then (objects opened:
+        ``_opened``), what the toolset that runs the tool compares with."""
         tool = getattr(call, "tool_name", None)
         tool = tool if isinstance(tool, str) else None
         call_id = getattr(call, "tool_call_id", None)
         call_id = call_id if isinstance(call_id, str) and call_id else None
-        state = {"args": arguments}
+        state = {"args": arguments, "picture": CHANGED}
         try:
             if entries == [] and not self.must_decide():
-                return None, arguments  # no gate at all for this call: upstream's, no audit
+                return None, arguments, CHANGED  # no gate at all for this call: upstream's, no audit
             if entries is None:
                 raise PatchError("the before-tool gates of this call could not be listed")
 
@@ -599,12 +601,15 @@ class PydanticAIAdapter(Adapter):
             frozen = snapshot(state["args"]) if type(state["args"]) is dict else CHANGED
             if frozen is not CHANGED:
                 state["args"] = frozen
+            # and pictured now, objects opened: what the plugin gates are shown shares the
+            # arguments' objects, and a change they make is not what the gates judged
+            state["picture"] = snapshot(_opened(state["args"]))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later(call_id))
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not let the tool run unjudged; failed() says it and denies
             decision = self.failed(exc, tool, call_id)
-        return decision, state["args"]
+        return decision, state["args"], state["picture"]
 
     def _one(self, gate: tuple, call: Any, tool_def: Any, args: Any) -> Any:
         """The guarded call of one entry ``(kind, gate, ctx)`` of ``_judge``: the guard's
@@ -751,10 +756,10 @@ class PydanticAIAdapter(Adapter):
             raise
         except BaseException:  # noqa: BLE001 - SystemExit too: gates that cannot be listed are None entries, which _judge denies
             entries = None
-        decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        decision, final, picture = await self._judge(entries, ctx, call, tool_def, arguments)
         self._grant(decision, ctx, call, final)
         final = self._render(decision, ctx, final)
-        _JUDGED.set(_Judged(call, snapshot(_opened(final)), instance, tool_def))
+        _JUDGED.set(_Judged(call, picture, instance, tool_def))
         return final
 
     # ------------------------------------------------------------ the toolsets
@@ -883,7 +888,7 @@ class PydanticAIAdapter(Adapter):
                 raise
             except BaseException:  # noqa: BLE001 - SystemExit too: gates that cannot be listed are None entries, which _judge denies
                 entries = None
-            decision, final = await self._judge(entries, ctx, call, tool_def, tool_args)
+            decision, final, _ = await self._judge(entries, ctx, call, tool_def, tool_args)
             self._grant(decision, ctx, dispatch.call, final)
             tool_args = self._render(decision, ctx, final)
         for predicate, allowed in dispatch.approvals:

@@ -232,3 +232,48 @@ def test_a_tolerated_gate_answering_late_without_writing_runs_the_tool(rig, mode
     event = rig.last()
     assert event["outcome"] == "allow"
     assert rig.outcome_of("late_reader", event)["failure"] == "timeout"
+
+
+# ------------------------------------------------------------ a plugin gate changing what it is shown
+
+
+def _plugin(change):
+    from failsecure import plugins
+
+    class Changing:
+        @plugins.hookimpl
+        def failsecure_pre_tool_call(self, call):
+            if call.arguments.get("spec") is not None and "forbidden" not in call.arguments["spec"].command:
+                change(call.arguments["spec"])
+            return None  # no opinion
+
+    return Changing()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_plugin_gate_changing_a_field_it_is_shown_is_judged(rig, mode):
+    from failsecure import plugins
+
+    plugin = _plugin(lambda spec: setattr(spec, "command", "forbidden " + spec.command))
+    plugins.register(plugin, name="pai-inplace-plugin")
+    try:
+        output, exc = run_agent(_spec_agent(rig, "model", [hooks_with(_policy)]), mode)
+    finally:
+        plugins.unregister(plugin)
+    assert rig.ran() == [], "a plugin gate is a gate, not a rewriter: its change must not run unjudged"
+    assert exc is None and "policy: forbidden command" in output
+    assert (rig.last()["outcome"], rig.last()["hook"]) == ("deny", hook_id(_policy))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_plugin_gate_leaving_the_fields_runs_the_tool(rig, mode):
+    from failsecure import plugins
+
+    plugin = _plugin(lambda spec: None)
+    plugins.register(plugin, name="pai-inplace-plugin")
+    try:
+        output, exc = run_agent(_spec_agent(rig, "model", [hooks_with(_policy)]), mode)
+    finally:
+        plugins.unregister(plugin)
+    assert exc is None and rig.ran() == ["harmless"]
+    assert [e["outcome"] for e in rig.events()] == ["allow"], "judged once"
