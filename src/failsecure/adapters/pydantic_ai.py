@@ -1453,7 +1453,7 @@ def _abandon_flag(utils: Any) -> Any:
 
 _PLAIN_ATOMS = (str, int, float, bool, bytes, type(None))
 #: the most objects and containers ``_opened`` walks for one call's arguments
-_OPEN_BUDGET = 20_000
+_OPEN_BUDGET = 1_000_000  # as the pictures' own budget (integrity.BUDGET)
 
 
 def _opened(value: Any) -> Any:
@@ -1510,7 +1510,9 @@ def _open(value: Any, budget: list, path: set) -> Any:
         path.discard(id(value))
         if not any_opened:
             return _NOTHING_OPENED
-        return dict(opened) if kind is dict else (opened if kind is list else tuple(opened))
+        if kind is dict:  # keys of the builtin atoms are hashed again; other keys are not (their __hash__ could be anyone's)
+            return dict(opened) if all(type(k) in _PLAIN_ATOMS for k, _v in opened) else ("dict", tuple(opened))
+        return opened if kind is list else tuple(opened)
     if kind is set or kind is frozenset:
         members = list(value)
         if all(type(m) in _PLAIN_ATOMS for m in members):
@@ -1530,7 +1532,7 @@ def _open(value: Any, budget: list, path: set) -> Any:
 def _fields(kind: type, value: Any) -> Any:
     """The fields of a pydantic model or a dataclass instance (its instance ``__dict__``
     and slots, read through the builtin descriptors), None for any other object."""
-    mro = kind.__mro__
+    mro = _TYPE_MRO(kind)  # through type's own descriptors: no metaclass code runs
     if type(mro) is not tuple:
         return None
     if not _BASE_MODEL:
@@ -1538,16 +1540,18 @@ def _fields(kind: type, value: Any) -> Any:
         base = getattr(pydantic, "BaseModel", None) if pydantic is not None else None
         if isinstance(base, type):
             _BASE_MODEL.append(base)
-    if not ((_BASE_MODEL and _BASE_MODEL[0] in mro) or any("__dataclass_fields__" in vars(c) for c in mro)):
+    namespaces = [_TYPE_DICT(c) for c in mro]
+    if not ((_BASE_MODEL and any(c is _BASE_MODEL[0] for c in mro)) or any("__dataclass_fields__" in ns for ns in namespaces)):
         return None
     fields: dict = {}
-    for cls in mro:
-        names = vars(cls).get("__slots__", ())
-        for name in ((names,) if type(names) is str else tuple(names)) + ("__dict__",):
-            descriptor = vars(cls).get(name)
+    for i, namespace in enumerate(namespaces):
+        names = namespace.get("__slots__", ())
+        names = (names,) if type(names) is str else tuple(names) if type(names) in (tuple, list) else ()
+        for name in names + ("__dict__",):
+            descriptor = namespace.get(name) if type(name) is str else None
             if type(descriptor) is _MEMBER and name != "__dict__":
                 try:
-                    fields[f"{cls.__qualname__}.{name}"] = descriptor.__get__(value, kind)
+                    fields[f"{i}.{name}"] = descriptor.__get__(value, kind)
                 except AttributeError:
                     pass  # an empty slot
             elif name == "__dict__" and type(descriptor) is _GETSET and "__dict__" not in fields:
@@ -1557,4 +1561,6 @@ def _fields(kind: type, value: Any) -> Any:
 
 
 _MEMBER = types.MemberDescriptorType  # a slot
+_TYPE_MRO = type.__dict__["__mro__"].__get__  # a class's own, whatever its metaclass
+_TYPE_DICT = type.__dict__["__dict__"].__get__
 _GETSET = types.GetSetDescriptorType  # an instance's __dict__

@@ -277,3 +277,33 @@ def test_a_plugin_gate_leaving_the_fields_runs_the_tool(rig, mode):
         plugins.unregister(plugin)
     assert exc is None and rig.ran() == ["harmless"]
     assert [e["outcome"] for e in rig.events()] == ["allow"], "judged once"
+
+
+@dataclasses.dataclass
+class Batch:
+    items: list[int]
+    label: str = "batch"
+
+
+def test_a_large_object_argument_with_two_gates_runs_once_judged(rig):
+    """No false deny: the opened picture of a dataclass holding 20,000 values settles."""
+    from pydantic_ai import Agent
+
+    marker = rig.marker
+
+    def keep(ctx, *, call, tool_def, args):
+        return args
+
+    def keep_too(ctx, *, call, tool_def, args):
+        return args
+
+    agent = Agent(_model("run_batch", {"batch": {"items": list(range(20_000))}}), capabilities=[hooks_with(keep, keep_too)])
+
+    @agent.tool_plain
+    def run_batch(batch: Batch) -> str:
+        marker.record(f"{batch.label}:{len(batch.items)}")
+        return "ran"
+
+    output, exc = run_agent(agent)
+    assert exc is None and rig.ran() == ["batch:20000"]
+    assert [e["outcome"] for e in rig.events()] == ["allow"]
