@@ -1432,6 +1432,12 @@ def _after(outcome: Outcome, args: Any) -> Any:
     failure (an observer's, a tolerated one), a deny or an ask leaves them."""
     if outcome.failure is None and outcome.action is Action.ALLOW:
         return outcome.verdict.data  # type: ignore[union-attr]
+    if outcome.failure is Failure.TIMEOUT and type(args) is dict:
+        # the gate may still be running (a sync hook abandoned in its worker thread) and
+        # holds these arguments: the gates after it are handed a copy it cannot write into
+        frozen = snapshot(args)
+        if frozen is not CHANGED:
+            return frozen
     return args
 
 

@@ -307,3 +307,63 @@ def test_a_large_object_argument_with_two_gates_runs_once_judged(rig):
     output, exc = run_agent(agent)
     assert exc is None and rig.ran() == ["batch:20000"]
     assert [e["outcome"] for e in rig.events()] == ["allow"]
+
+
+async def _slow_policy(ctx, *, call, tool_def, args):
+    """Reads the arguments at once, then takes 0.2 s (a policy server) before it answers
+    with the arguments it was handed."""
+    from pydantic_ai.exceptions import ToolFailed
+
+    forbidden = any("forbidden" in c for c in args["commands"])
+    await asyncio.sleep(0.2)
+    if forbidden:
+        raise ToolFailed("policy: forbidden command")
+    return args
+
+
+def _plain_list_agent(rig, gates):
+    from pydantic_ai import Agent
+
+    marker = rig.marker
+    agent = Agent(_model("run_commands", {"commands": ["harmless"]}), capabilities=[hooks_with(*gates)])
+
+    @agent.tool_plain
+    def run_commands(commands: list[str]) -> str:
+        for command in commands:
+            marker.record(command)
+        return "ran " + ",".join(commands)
+
+    return agent
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_tolerated_gate_writing_while_the_next_gate_judges_does_not_reach_the_tool(rig, mode):
+    """The abandoned gate writes at 0.45 s, while the policy after it (handed the call at
+    0.3 s, when the gate's deadline passed) is still deciding on what it read."""
+    release = threading.Event()
+
+    def writer(ctx, *, call, tool_def, args):
+        release.wait(0.45)
+        args["commands"].append("forbidden")
+        return args
+
+    rig.config(tables=f'[hooks."{hook_id(writer)}"]\non_error = "allow"\n')
+    output, exc = run_agent(_plain_list_agent(rig, [writer, _slow_policy]), mode)
+    release.set()
+    assert exc is None
+    assert rig.ran() == ["harmless"], "the late write was judged by nobody: it must not run"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_tolerated_gate_late_without_writing_before_a_slow_policy_runs_the_tool(rig, mode):
+    release = threading.Event()
+
+    def reader(ctx, *, call, tool_def, args):
+        release.wait(0.45)
+        return args
+
+    rig.config(tables=f'[hooks."{hook_id(reader)}"]\non_error = "allow"\n')
+    output, exc = run_agent(_plain_list_agent(rig, [reader, _slow_policy]), mode)
+    release.set()
+    assert exc is None and rig.ran() == ["harmless"]
+    assert rig.last()["outcome"] == "allow"
