@@ -888,9 +888,10 @@ class PydanticAIAdapter(Adapter):
                 raise
             except BaseException:  # noqa: BLE001 - SystemExit too: gates that cannot be listed are None entries, which _judge denies
                 entries = None
-            decision, final, _ = await self._judge(entries, ctx, call, tool_def, tool_args)
-            self._grant(decision, ctx, dispatch.call, final)
-            tool_args = self._render(decision, ctx, final)
+            judge_ctx = _unapproved(ctx, dispatch)
+            decision, final, _ = await self._judge(entries, judge_ctx, call, tool_def, tool_args)
+            self._grant(decision, judge_ctx, dispatch.call, final)
+            tool_args = self._render(decision, judge_ctx, final)
         for predicate, allowed in dispatch.approvals:
             if not same(allowed, _opened(tool_args)):  # asked about other arguments: ask again
                 await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
@@ -1213,9 +1214,10 @@ class PydanticAIAdapter(Adapter):
         if bound is None:
             return await wrapped(*args, **kwargs)  # upstream's own error for a wrong call
         name, tool_args, ctx, tool = bound
-        if getattr(ctx, "tool_call_approved", False):
-            return await wrapped(*args, **kwargs)
         dispatch = _DISPATCH.get()
+        if getattr(ctx, "tool_call_approved", False) and (dispatch is None or getattr(dispatch.ctx, "tool_call_approved", False) is True):
+            return await wrapped(*args, **kwargs)  # a call a person approved (as the tool manager dispatched it)
+        # else unapproved, or an approval made up on the way (a wrapper's run context): asked
         predicate = instance.approval_required_func
         held, asked = (dispatch.held if dispatch is not None else None), perf_counter()
         await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
@@ -1425,6 +1427,18 @@ def _timed(outcome: Outcome, gate: tuple = (None,)) -> Outcome:
     if outcome.failure is Failure.RAISED and outcome.exception_type == "HookTimeoutError" and gate[0] is not _CAPABILITY:
         return Outcome(hook=outcome.hook, failure=Failure.TIMEOUT, exception_type=outcome.exception_type, elapsed_ms=outcome.elapsed_ms)
     return outcome
+
+
+def _unapproved(ctx: Any, dispatch: Any) -> Any:
+    """``ctx`` as a toolset is handed it, unless it says the call was approved where the
+    tool manager dispatched it unapproved (an approval made up on the way, by a
+    wrapper's run context): then a copy that says it was not."""
+    try:
+        if getattr(ctx, "tool_call_approved", False) is True and getattr(dispatch.ctx, "tool_call_approved", False) is not True:
+            return dataclasses.replace(ctx, tool_call_approved=False)
+    except Exception:  # noqa: BLE001 - a made-up run context that cannot be copied: the tool manager's own
+        return dispatch.ctx
+    return ctx
 
 
 def _after(outcome: Outcome, args: Any) -> Any:
