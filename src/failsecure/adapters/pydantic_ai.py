@@ -1482,7 +1482,8 @@ def _opened(value: Any) -> Any:
     or a ``set``, is a value a later hook or a toolset wrapper can change in place, where a
     picture by identity would not see it. Each such object becomes ``("object", it, its
     fields)`` (its instance ``__dict__`` and slots, read through the builtin descriptors:
-    no code of the object runs), a set of plain values ``("set", its values, sorted)``,
+    no code of the object runs), a set of plain values ``("set", its values, sorted)``, a
+    ``bytearray`` its bytes,
     any depth; plain containers are copied, other objects kept (by identity). The value
     itself when there is nothing to open; ``CHANGED`` when it cannot be read (a cycle
     through an object, past ``_OPEN_BUDGET``): it then reads as changed."""
@@ -1538,6 +1539,8 @@ def _open(value: Any, budget: list, path: set) -> Any:
         if all(type(m) in _PLAIN_ATOMS for m in members):
             return ("set", kind.__name__, tuple(sorted(members, key=lambda m: (type(m).__name__, repr(m)))))
         return _NOTHING_OPENED  # by identity
+    if kind is bytearray:
+        return ("bytearray", bytes(value))
     fields = _fields(kind, value)
     if fields is None:
         return _NOTHING_OPENED
