@@ -756,6 +756,10 @@ class PydanticAIAdapter(Adapter):
             raise
         except BaseException:  # noqa: BLE001 - SystemExit too: gates that cannot be listed are None entries, which _judge denies
             entries = None
+        if entries != []:
+            # a gate is in force in this run (one given to the run itself, not the agent,
+            # too): its ungoverned calls are denied from now on
+            self.mark_gated()
         decision, final, picture = await self._judge(entries, ctx, call, tool_def, arguments)
         self._grant(decision, ctx, call, final)
         final = self._render(decision, ctx, final)
@@ -1214,6 +1218,7 @@ class PydanticAIAdapter(Adapter):
         if bound is None:
             return await wrapped(*args, **kwargs)  # upstream's own error for a wrong call
         name, tool_args, ctx, tool = bound
+        self.mark_gated()  # an approval gate is in force in this run (one a toolset function builds per run too)
         dispatch = _DISPATCH.get()
         if getattr(ctx, "tool_call_approved", False) and (dispatch is None or getattr(dispatch.ctx, "tool_call_approved", False) is True):
             return await wrapped(*args, **kwargs)  # a call a person approved (as the tool manager dispatched it)
