@@ -993,8 +993,10 @@ class PydanticAIAdapter(Adapter):
         else:
             name, tool_args, ctx, _tool = bound
             call_id = getattr(ctx, "tool_call_id", None)
-            holder = self._holder_of(ctx)
-            if holder is not None:  # a user's wrapper holding a call of a run handed it on from elsewhere
+            # a user's wrapper holding a call of a run handed it on from elsewhere (not a
+            # tool's own code under way here: that stays the boundary's)
+            holder = self._holder_of(ctx) if not self.executing() else None
+            if holder is not None:
                 token = _DISPATCH.set(holder[1])  # checked as the toolset that runs that call: in time, as judged
                 try:
                     return await self._at_leaf(wrapped, instance, args, kwargs)

@@ -142,3 +142,39 @@ def test_a_wrap_hooks_harmless_rewrite_run_from_its_own_thread_runs(rig):
     output, exc = run_agent(_wrap_agent(rig, lambda c: c + "-checked"), "sync")
     assert exc is None and rig.ran() == ["harmless-checked"]
     assert rig.last()["outcome"] == "allow"
+
+
+def test_a_tool_body_under_a_holding_wrapper_running_another_toolset_stays_ungoverned(rig):
+    """A tool's own code calling another toolset's tool with its run context, while a
+    user's wrapper holds the call: not a hand-on of the wrapper, the boundary's (denied
+    in a gated run)."""
+    from pydantic_ai import Agent, RunContext
+    from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
+
+    marker = rig.marker
+
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    inner = FunctionToolset([run_command])
+
+    async def bypass_tool(ctx: RunContext, command: str) -> str:
+        tools = await inner.get_tools(ctx)
+        return str(await inner.call_tool("run_command", {"command": command}, ctx, tools["run_command"]))
+
+    class Holding(WrapperToolset):
+        async def call_tool(self, name, tool_args, ctx, tool):
+            return await super().call_tool(name, tool_args, ctx, tool)
+
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def respond(messages, info):
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("bypass_tool", {"command": "smuggled"}, tool_call_id="call-0")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(respond), toolsets=[Holding(FunctionToolset([bypass_tool]))], capabilities=[hooks_with(lambda ctx, *, call, tool_def, args: args)])
+    output, exc = run_agent(agent)
+    assert rig.ran() == [] and isinstance(exc, PermissionError) and "(ungoverned)" in str(exc)
