@@ -869,11 +869,6 @@ class PydanticAIAdapter(Adapter):
         if bound is None:  # a call shape that cannot be judged
             raise self._failed_type(failure_reason(self.hook_id(EVENT), Failure.INVALID))
         name, tool_args, ctx, tool = bound
-        # the tool runs with a copy of what is checked here: a gate, hook or wrapper still
-        # holding the arguments cannot change them after the check
-        frozen = snapshot(tool_args) if type(tool_args) is dict else CHANGED
-        if frozen is not CHANGED:
-            tool_args = frozen
         judged = dispatch.judged
         swapped = self._swapped(dispatch.listed, name, tool)
         if judged is None or swapped or not same(judged.snapshot, _opened(tool_args)):
