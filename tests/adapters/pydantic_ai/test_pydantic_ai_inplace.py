@@ -196,7 +196,7 @@ def _late_agent(rig, gates, hooks_first):
     return agent
 
 
-def _list_policy(ctx, *, call, tool_def, args):
+async def _list_policy(ctx, *, call, tool_def, args):  # async: no worker thread to wait for on a loaded machine
     from pydantic_ai.exceptions import ToolFailed
 
     if any("forbidden" in c for c in args["commands"]):
