@@ -5,8 +5,6 @@ tool body running another toolset's tool past the tool manager ran (audited only
 run is gated from the first time its approval predicate is asked. Each drives a real
 ``Agent(FunctionModel(...))`` run; the deny has its twin."""
 
-import pytest
-
 from failsecure_pai_rig import BYPASS_TOOL, TOOL, make_model, run_agent
 
 
