@@ -998,6 +998,12 @@ class Adapter(abc.ABC):
         """This code runs inside an agent run (a context-variable read)."""
         return _boundary.current() is not None
 
+    @staticmethod
+    def executing() -> bool:
+        """A tool's execution that the boundary let run is under way in this context (this
+        code is the tool's own, or what it calls)."""
+        return _boundary.inside() is not None
+
     def mark_gated(self) -> None:
         """A gate of this framework is in force for the rest of the run this code is in
         (its ungoverned calls are denied); no-op outside a run."""

@@ -77,14 +77,17 @@ import contextvars
 import dataclasses
 import importlib
 import sys
+import types
 from time import perf_counter
 from typing import Any, Awaitable
 
 from failsecure.adapter import (
+    CHANGED,
     Adapter,
     PatchError,
     Ungoverned,
     asettle,
+    fingerprint,
     is_async,
     on_loop,
     past_deadline,
@@ -139,10 +142,11 @@ class _Judged:
 class _Dispatch:
     """A tool call on its way from the tool manager to the toolset that runs it."""
 
-    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held", "late", "mcp")
+    __slots__ = ("call", "ctx", "judged", "listed", "approvals", "held", "late", "mcp", "root")
 
-    def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any):
+    def __init__(self, call: Any, ctx: Any, judged: Any, listed: Any, root: Any = None):
         self.call, self.ctx, self.judged, self.listed = call, ctx, judged, listed
+        self.root = root  # the tool manager's root capability: its gates judge a call no gate's judgement reached
         self.approvals: tuple = ()  # (approval predicate, the arguments it let run unasked)
         self.held: Any = None  # (hook id, since when) of the user's toolset wrapper holding the call
         self.late: Any = None  # (hook id, the deny raised) of a late hand-on by such a wrapper
@@ -217,6 +221,7 @@ class PydanticAIAdapter(Adapter):
         self._holders: set = set()  # the user's WrapperToolset classes whose call_tool hands on under a deadline
         self._mcp_runner: Any = None  # the MCPToolset class whose runner is patched (MCP_RUNNERS)
         self._held_ctx: dict = {}  # id(run context) -> (it, the dispatch) while a user's wrapper holds the call
+        self._held_runs: dict = {}  # run id -> [(run context, the dispatch)] while a user's wrapper holds a call of that run
         self._wrap_ids: dict = {}  # capability class -> the hook id of its own wrap_tool_execute, or ""
 
     # ------------------------------------------------------------ patching
@@ -541,7 +546,7 @@ class PydanticAIAdapter(Adapter):
             raise
         except BaseException:  # noqa: BLE001 - SystemExit too: hooks that cannot be listed are None entries, which _judge denies
             entries = None
-        decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        decision, final, _ = await self._judge(entries, ctx, call, tool_def, arguments)
         self._grant(decision, ctx, call, final)
         return self._render(decision, ctx, final)
 
@@ -554,19 +559,21 @@ class PydanticAIAdapter(Adapter):
         tool, call_id = getattr(call, "tool_name", None), getattr(call, "tool_call_id", None)
         self.granted(decision, tool if isinstance(tool, str) else None, call_id if isinstance(call_id, str) and call_id else None, final)
 
-    async def _judge(self, entries: Any, ctx: Any, call: Any, tool_def: Any, arguments: Any) -> tuple[Any, Any]:
+    async def _judge(self, entries: Any, ctx: Any, call: Any, tool_def: Any, arguments: Any) -> tuple[Any, Any, Any]:
         """One decision on a tool call: ``entries`` (``(kind, gate, ctx)``, in dispatch
         order) run in rounds until none changes the arguments it was given, then the
         core decides on the final arguments (the plugin gates see them). ``None`` entries:
-        the gates could not be listed (a deny)."""
+        the gates could not be listed (a deny). Returns the decision, the final arguments
+        (a copy made right after the gates) and their picture then (objects opened:
+        ``_opened``), what the toolset that runs the tool compares with."""
         tool = getattr(call, "tool_name", None)
         tool = tool if isinstance(tool, str) else None
         call_id = getattr(call, "tool_call_id", None)
         call_id = call_id if isinstance(call_id, str) and call_id else None
-        state = {"args": arguments}
+        state = {"args": arguments, "picture": CHANGED}
         try:
             if entries == [] and not self.must_decide():
-                return None, arguments  # no gate at all for this call: upstream's, no audit
+                return None, arguments, CHANGED  # no gate at all for this call: upstream's, no audit
             if entries is None:
                 raise PatchError("the before-tool gates of this call could not be listed")
 
@@ -588,13 +595,21 @@ class PydanticAIAdapter(Adapter):
                 # rewrote them judge again; a stamping hook settles; a deny (upstream stops
                 # at a raise too) ends it. Compared by fingerprint: no code of the
                 # arguments' objects runs.
-                outcomes = await asettle([step(e) for e in entries], lambda: state["args"], self.hook_id(EVENT))
+                outcomes = await asettle([step(e) for e in entries], lambda: state["args"], self.hook_id(EVENT), _picture)
+            # what the gates judged, copied now: a gate still holding the arguments (one
+            # abandoned at its deadline, tolerated by the config) cannot write into what runs
+            frozen = snapshot(state["args"]) if type(state["args"]) is dict else CHANGED
+            if frozen is not CHANGED:
+                state["args"] = frozen
+            # and pictured now, objects opened: what the plugin gates are shown shares the
+            # arguments' objects, and a change they make is not what the gates judged
+            state["picture"] = snapshot(_opened(state["args"]))
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=state["args"], later=self._later(call_id))
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit too: a bug here must not let the tool run unjudged; failed() says it and denies
             decision = self.failed(exc, tool, call_id)
-        return decision, state["args"]
+        return decision, state["args"], state["picture"]
 
     def _one(self, gate: tuple, call: Any, tool_def: Any, args: Any) -> Any:
         """The guarded call of one entry ``(kind, gate, ctx)`` of ``_judge``: the guard's
@@ -741,10 +756,14 @@ class PydanticAIAdapter(Adapter):
             raise
         except BaseException:  # noqa: BLE001 - SystemExit too: gates that cannot be listed are None entries, which _judge denies
             entries = None
-        decision, final = await self._judge(entries, ctx, call, tool_def, arguments)
+        if entries != []:
+            # a gate is in force in this run (one given to the run itself, not the agent,
+            # too): its ungoverned calls are denied from now on
+            self.mark_gated()
+        decision, final, picture = await self._judge(entries, ctx, call, tool_def, arguments)
         self._grant(decision, ctx, call, final)
         final = self._render(decision, ctx, final)
-        _JUDGED.set(_Judged(call, snapshot(final), instance, tool_def))
+        _JUDGED.set(_Judged(call, picture, instance, tool_def))
         return final
 
     # ------------------------------------------------------------ the toolsets
@@ -761,7 +780,9 @@ class PydanticAIAdapter(Adapter):
         if judged is not None and judged.call is not call:
             judged = None
         listed = self._observe(tool)
-        token = _DISPATCH.set(_Dispatch(call, getattr(validated, "ctx", None), judged, listed))
+        root = getattr(instance, "root_capability", None)
+        root = root if root is not None and self._owner(type(root)) is self._combined.CombinedCapability else None
+        token = _DISPATCH.set(_Dispatch(call, getattr(validated, "ctx", None), judged, listed, root))
         try:
             return await wrapped(*args, **kwargs)
         finally:
@@ -850,23 +871,28 @@ class PydanticAIAdapter(Adapter):
         name, tool_args, ctx, tool = bound
         judged = dispatch.judged
         swapped = self._swapped(dispatch.listed, name, tool)
-        if judged is None or swapped or not same(judged.snapshot, tool_args):
+        if judged is None or swapped or not same(judged.snapshot, _opened(tool_args)):
             call = dispatch.call
             tool_def = judged.tool_def if judged is not None and not swapped else getattr(tool, "tool_def", None)
             try:
                 if swapped:  # the gates judge the tool that runs, under its name
                     runs = getattr(tool_def, "name", name)
                     call = dataclasses.replace(call, tool_name=runs if isinstance(runs, str) else name)
-                entries = self._entries(judged.root, ctx, call) if judged is not None else []
+                # a call whose gates' judgement did not reach here (handed on from a context of
+                # its own, 2.42.0's wrap_tool_execute handler run from a thread): every gate of
+                # the tool manager's root capability judges it
+                root = judged.root if judged is not None else dispatch.root
+                entries = self._entries(root, ctx, call) if root is not None else []
             except (KeyboardInterrupt, asyncio.CancelledError):
                 raise
             except BaseException:  # noqa: BLE001 - SystemExit too: gates that cannot be listed are None entries, which _judge denies
                 entries = None
-            decision, final = await self._judge(entries, ctx, call, tool_def, tool_args)
-            self._grant(decision, ctx, dispatch.call, final)
-            tool_args = self._render(decision, ctx, final)
+            judge_ctx = _unapproved(ctx, dispatch)
+            decision, final, _ = await self._judge(entries, judge_ctx, call, tool_def, tool_args)
+            self._grant(decision, judge_ctx, dispatch.call, final)
+            tool_args = self._render(decision, judge_ctx, final)
         for predicate, allowed in dispatch.approvals:
-            if not same(allowed, tool_args):  # asked about other arguments: ask again
+            if not same(allowed, _opened(tool_args)):  # asked about other arguments: ask again
                 await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
         # one execution per decision: a wrapper that runs the judged call twice is ungoverned
         call_id = getattr(dispatch.call, "tool_call_id", None)
@@ -962,11 +988,15 @@ class PydanticAIAdapter(Adapter):
         else:
             name, tool_args, ctx, _tool = bound
             call_id = getattr(ctx, "tool_call_id", None)
-            holder = self._held_ctx.get(id(ctx)) if self._held_ctx else None
-            if holder is not None and holder[0] is ctx:  # a user's wrapper holding this call handed it on from elsewhere
-                held = holder[1].held
-                if held is not None:
-                    await self._late(holder[1], held)
+            # a user's wrapper holding a call of a run handed it on from elsewhere (not a
+            # tool's own code under way here: that stays the boundary's)
+            holder = self._holder_of(ctx) if not self.executing() else None
+            if holder is not None:
+                token = _DISPATCH.set(holder[1])  # checked as the toolset that runs that call: in time, as judged
+                try:
+                    return await self._at_leaf(wrapped, instance, args, kwargs)
+                finally:
+                    _DISPATCH.reset(token)
         denied, entered = self.at_boundary(name if isinstance(name, str) else None, call_id if isinstance(call_id, str) and call_id else None,
                                            tool_args, where=f"{type(instance).__qualname__}.call_tool")
         if denied is not None:
@@ -978,6 +1008,29 @@ class PydanticAIAdapter(Adapter):
             return result
         finally:
             self.leave(entered, failed)
+
+    def _holder_of(self, ctx: Any) -> Any:
+        """``(run context, dispatch)`` of the call a user's toolset wrapper holds that ``ctx``
+        belongs to, for a ``call_tool`` that reaches a toolset outside the tool manager's
+        context (the wrapper handed it on from a thread or a context of its own): the very
+        run context, else one of the same run and call id (a copy), else the latest call
+        of the same run held (a context made up for another call id). None outside."""
+        if not self._held_ctx:
+            return None
+        holder = self._held_ctx.get(id(ctx))
+        if holder is not None and holder[0] is ctx:
+            return holder
+        try:
+            run_id, call_id = getattr(ctx, "run_id", None), getattr(ctx, "tool_call_id", None)
+            held = self._held_runs.get(run_id) if isinstance(run_id, str) else None
+            if not held:
+                return None
+            for entry in reversed(held):
+                if getattr(entry[1].call, "tool_call_id", None) == call_id:
+                    return entry
+            return held[-1]
+        except Exception:  # noqa: BLE001 - a made-up run context can raise anything: not known as a held call
+            return None
 
     # ------------------------------------------------------------ handing the call on
 
@@ -1120,8 +1173,11 @@ class PydanticAIAdapter(Adapter):
         ctx = bound[2] if bound is not None else None
         # a hand-on from a context of its own (a thread) is known by the run context it carries
         added = ctx is not None and id(ctx) not in self._held_ctx
+        run_id = getattr(ctx, "run_id", None) if added else None
         if added:
             self._held_ctx[id(ctx)] = (ctx, dispatch)
+            if isinstance(run_id, str):
+                self._held_runs.setdefault(run_id, []).append(self._held_ctx[id(ctx)])
         try:
             result = await wrapped(*args, **kwargs)
             late = dispatch.late
@@ -1131,7 +1187,15 @@ class PydanticAIAdapter(Adapter):
         finally:  # the call is back with the wrapper outside: its clock starts again
             dispatch.held = None if outer is None else (outer[0], perf_counter())
             if added:
-                self._held_ctx.pop(id(ctx), None)
+                entry = self._held_ctx.pop(id(ctx), None)
+                held = self._held_runs.get(run_id) if isinstance(run_id, str) else None
+                if held is not None:
+                    for i, kept in enumerate(held):
+                        if kept is entry:  # by identity: no run context's __eq__ runs
+                            del held[i]
+                            break
+                    if not held:
+                        self._held_runs.pop(run_id, None)
 
     # ------------------------------------------------------------ ApprovalRequiredToolset
 
@@ -1151,16 +1215,18 @@ class PydanticAIAdapter(Adapter):
         if bound is None:
             return await wrapped(*args, **kwargs)  # upstream's own error for a wrong call
         name, tool_args, ctx, tool = bound
-        if getattr(ctx, "tool_call_approved", False):
-            return await wrapped(*args, **kwargs)
+        self.mark_gated()  # an approval gate is in force in this run (one a toolset function builds per run too)
         dispatch = _DISPATCH.get()
+        if getattr(ctx, "tool_call_approved", False) and (dispatch is None or getattr(dispatch.ctx, "tool_call_approved", False) is True):
+            return await wrapped(*args, **kwargs)  # a call a person approved (as the tool manager dispatched it)
+        # else unapproved, or an approval made up on the way (a wrapper's run context): asked
         predicate = instance.approval_required_func
         held, asked = (dispatch.held if dispatch is not None else None), perf_counter()
         await self._ask_predicate(predicate, dispatch, name, ctx, tool, tool_args)
         if held is not None and dispatch.held is held:  # the predicate's time (its own deadline) is not the wrapper's
             dispatch.held = (held[0], held[1] + (perf_counter() - asked))
         if dispatch is not None:
-            dispatch.approvals = dispatch.approvals + ((predicate, snapshot(tool_args)),)
+            dispatch.approvals = dispatch.approvals + ((predicate, snapshot(_opened(tool_args))),)
         return await self._wrapper_toolset.call_tool(instance, name, tool_args, ctx, tool)
 
     async def _ask_predicate(self, predicate: Any, dispatch: Any, name: Any, ctx: Any, tool: Any, tool_args: Any) -> None:
@@ -1365,11 +1431,29 @@ def _timed(outcome: Outcome, gate: tuple = (None,)) -> Outcome:
     return outcome
 
 
+def _unapproved(ctx: Any, dispatch: Any) -> Any:
+    """``ctx`` as a toolset is handed it, unless it says the call was approved where the
+    tool manager dispatched it unapproved (an approval made up on the way, by a
+    wrapper's run context): then a copy that says it was not."""
+    try:
+        if getattr(ctx, "tool_call_approved", False) is True and getattr(dispatch.ctx, "tool_call_approved", False) is not True:
+            return dataclasses.replace(ctx, tool_call_approved=False)
+    except Exception:  # noqa: BLE001 - a made-up run context that cannot be copied: the tool manager's own
+        return dispatch.ctx
+    return ctx
+
+
 def _after(outcome: Outcome, args: Any) -> Any:
     """The arguments after one gate: an allow's answer is the arguments it returns; a
     failure (an observer's, a tolerated one), a deny or an ask leaves them."""
     if outcome.failure is None and outcome.action is Action.ALLOW:
         return outcome.verdict.data  # type: ignore[union-attr]
+    if outcome.failure is Failure.TIMEOUT and type(args) is dict:
+        # the gate may still be running (a sync hook abandoned in its worker thread) and
+        # holds these arguments: the gates after it are handed a copy it cannot write into
+        frozen = snapshot(args)
+        if frozen is not CHANGED:
+            return frozen
     return args
 
 
@@ -1387,3 +1471,121 @@ def _abandon_flag(utils: Any) -> Any:
         return flag if inside is True and flag.get(None) is before else None
     except Exception:  # noqa: BLE001 - upstream's helper changed shape: use it as it is, on every call
         return None
+
+
+_PLAIN_ATOMS = (str, int, float, bool, bytes, type(None))
+#: the most objects and containers ``_opened`` walks for one call's arguments
+_OPEN_BUDGET = 1_000_000  # as the pictures' own budget (integrity.BUDGET)
+
+
+def _opened(value: Any) -> Any:
+    """The arguments as the pictures should see them: pydantic-ai validates a tool's
+    arguments into the parameters' own types, so a ``BaseModel`` or a dataclass instance,
+    or a ``set``, is a value a later hook or a toolset wrapper can change in place, where a
+    picture by identity would not see it. Each such object becomes ``("object", it, its
+    fields)`` (its instance ``__dict__`` and slots, read through the builtin descriptors:
+    no code of the object runs), a set of plain values ``("set", its values, sorted)``, a
+    ``bytearray`` its bytes,
+    any depth; plain containers are copied, other objects kept (by identity). The value
+    itself when there is nothing to open; ``CHANGED`` when it cannot be read (a cycle
+    through an object, past ``_OPEN_BUDGET``): it then reads as changed."""
+    budget = [_OPEN_BUDGET]
+    try:
+        found = _open(value, budget, set())
+    except BaseException:  # noqa: BLE001 - a racing or hostile object: read as changed, the call is judged again
+        return CHANGED
+    return value if found is _NOTHING_OPENED else found
+
+
+_NOTHING_OPENED = object()
+
+
+def _picture(value: Any) -> Any:
+    """The settling rule's picture of the arguments: their fingerprint, objects opened
+    (``_opened``)."""
+    opened = _opened(value)
+    return CHANGED if opened is CHANGED else fingerprint(opened)
+_BASE_MODEL: list = []  # pydantic.BaseModel, looked up once
+
+
+def _open(value: Any, budget: list, path: set) -> Any:
+    """``_opened`` of one value: ``_NOTHING_OPENED`` when it holds nothing to open."""
+    kind = type(value)
+    if kind in _PLAIN_ATOMS:
+        return _NOTHING_OPENED
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise Invalid()
+    if kind is dict or kind is list or kind is tuple:
+        if id(value) in path:
+            raise Invalid()  # a cycle: read as changed
+        path.add(id(value))
+        items = list(dict.items(value)) if kind is dict else list(value)
+        opened, any_opened = [], False
+        for item in items:
+            if kind is dict:
+                inner = _open(item[1], budget, path)
+                opened.append((item[0], item[1] if inner is _NOTHING_OPENED else inner))
+            else:
+                inner = _open(item, budget, path)
+                opened.append(item if inner is _NOTHING_OPENED else inner)
+            any_opened = any_opened or inner is not _NOTHING_OPENED
+        path.discard(id(value))
+        if not any_opened:
+            return _NOTHING_OPENED
+        if kind is dict:  # keys of the builtin atoms are hashed again; other keys are not (their __hash__ could be anyone's)
+            return dict(opened) if all(type(k) in _PLAIN_ATOMS for k, _v in opened) else ("dict", tuple(opened))
+        return opened if kind is list else tuple(opened)
+    if kind is set or kind is frozenset:
+        members = list(value)
+        if all(type(m) in _PLAIN_ATOMS for m in members):
+            return ("set", kind.__name__, tuple(sorted(members, key=lambda m: (type(m).__name__, repr(m)))))
+        return _NOTHING_OPENED  # by identity
+    if kind is bytearray:
+        return ("bytearray", bytes(value))
+    fields = _fields(kind, value)
+    if fields is None:
+        return _NOTHING_OPENED
+    if id(value) in path:
+        raise Invalid()
+    path.add(id(value))
+    inner = _open(fields, budget, path)
+    path.discard(id(value))
+    return ("object", value, fields if inner is _NOTHING_OPENED else inner)
+
+
+def _fields(kind: type, value: Any) -> Any:
+    """The fields of a pydantic model or a dataclass instance (its instance ``__dict__``
+    and slots, read through the builtin descriptors), None for any other object."""
+    mro = _TYPE_MRO(kind)  # through type's own descriptors: no metaclass code runs
+    if type(mro) is not tuple:
+        return None
+    if not _BASE_MODEL:
+        pydantic = sys.modules.get("pydantic")
+        base = getattr(pydantic, "BaseModel", None) if pydantic is not None else None
+        if isinstance(base, type):
+            _BASE_MODEL.append(base)
+    namespaces = [_TYPE_DICT(c) for c in mro]
+    if not ((_BASE_MODEL and any(c is _BASE_MODEL[0] for c in mro)) or any("__dataclass_fields__" in ns for ns in namespaces)):
+        return None
+    fields: dict = {}
+    for i, namespace in enumerate(namespaces):
+        names = namespace.get("__slots__", ())
+        names = (names,) if type(names) is str else tuple(names) if type(names) in (tuple, list) else ()
+        for name in names + ("__dict__",):
+            descriptor = namespace.get(name) if type(name) is str else None
+            if type(descriptor) is _MEMBER and name != "__dict__":
+                try:
+                    fields[f"{i}.{name}"] = descriptor.__get__(value, kind)
+                except AttributeError:
+                    pass  # an empty slot
+            elif name == "__dict__" and type(descriptor) is _GETSET and "__dict__" not in fields:
+                found = descriptor.__get__(value, kind)
+                fields["__dict__"] = dict(found) if type(found) is dict else found
+    return fields
+
+
+_MEMBER = types.MemberDescriptorType  # a slot
+_TYPE_MRO = type.__dict__["__mro__"].__get__  # a class's own, whatever its metaclass
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+_GETSET = types.GetSetDescriptorType  # an instance's __dict__
