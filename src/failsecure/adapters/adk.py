@@ -81,7 +81,7 @@ from failsecure.adapter import (
     plain_str,
     when_imported,
 )
-from failsecure.verdict import ABSTAIN, Action, Failure, Invalid, Outcome, Verdict
+from failsecure.verdict import ABSTAIN, Action, Decision, Failure, Invalid, Outcome, Verdict
 
 PLUGIN_MANAGER = "google.adk.plugins.plugin_manager"
 LLM_AGENT = "google.adk.agents.llm_agent"
@@ -113,6 +113,11 @@ RUN_ENTRIES = (
 #: ... and the innermost tool execution: every BaseTool class's own ``run_async``
 TOOL_BASE = ("google.adk.tools.base_tool", "BaseTool", ("run_async",))
 
+
+#: the decision of a call ADK holds for a human's confirmation (``granted``: its grant goes)
+_HELD = Decision(verdict=Verdict(action=Action.ASK))
+#: ... and of one a confirmation stage denied
+_DENIED = Decision(verdict=Verdict(action=Action.DENY))
 
 #: the tool context whose agent callbacks the plugin stage already ran (this task only)
 _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_adk_judged", default=None)
@@ -551,12 +556,20 @@ class ADKAdapter(Adapter):
         if asked is None:
             return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
         check, hook = asked
+        # the gate gets the objects the tool runs with (the arguments dict itself, or a
+        # copy of it holding the same values): what it rewrites in place, after every
+        # before-tool gate judged the call, no gate judged
+        judged = fingerprint(call_args)
         decision, answer = await self._judge_confirmation(check, tool, (tool, call_args, tool_context), {}, tool_context, hook)
         if decision is not None and decision.denied:
             reason = decision.reason
             _reject(tool_context, reason)
             self._stick(tool_context, reason)
             return {"error": reason}
+        if judged is not CHANGED and fingerprint(call_args) != judged:
+            denied = await self._changed(tool, tool_context)
+            if denied is not None:
+                return denied
         _asked.set((tool_context, answer))
         return await self._pausing(wrapped, tool, call_args, tool_context, args, kwargs)
 
@@ -569,6 +582,9 @@ class ADKAdapter(Adapter):
             actions = getattr(tool_context, "actions", None)
             requested = getattr(actions, "requested_tool_confirmations", None)
             if key is not None and isinstance(requested, dict) and key[1] in requested:
+                # held for a human: the before-tool stages' allow no longer lets the tool
+                # run (a retry of the held call, a wrapper, would run it unconfirmed)
+                self.granted(_HELD, _tool_name(tool), key[1], None)
                 shape = self._call_shape(tool, call_args, tool_context)
                 if shape is not None:
                     _remember(self._paused, key, shape)
@@ -591,11 +607,18 @@ class ADKAdapter(Adapter):
             return None  # not paused in this process, or rejected (ADK answers it rejected)
         if self._call_shape(tool, call_args, tool_context) == paused:
             return None
+        return await self._changed(tool, tool_context)
+
+    async def _changed(self, tool: Any, tool_context: Any) -> Optional[dict]:
+        """The call's arguments are not those every gate judged (a resume of another
+        call, a confirmation gate's rewrite in place) -> its deny (``google-adk:arguments``,
+        invalid), which stands on resume; None when the config lets it through."""
         hook = self.hook_id("arguments")
+        call_id = _call_id(tool_context)
         try:
-            decision = await self.adecide_stage(_tool_name(tool), [Outcome(hook=hook, failure=Failure.INVALID)], call_id=key[1])
-        except Exception as exc:  # noqa: BLE001 - the resumed call changed since it was paused: any failure to decide it is its deny, audited
-            decision = self.failed(exc, _tool_name(tool), key[1], hook=hook)
+            decision = await self.adecide_stage(_tool_name(tool), [Outcome(hook=hook, failure=Failure.INVALID)], call_id=call_id)
+        except Exception as exc:  # noqa: BLE001 - the call changed since the gates judged it: any failure to decide it is its deny, audited
+            decision = self.failed(exc, _tool_name(tool), call_id, hook=hook)
         if not decision.denied:
             return None
         reason = decision.deny_text
@@ -605,21 +628,30 @@ class ADKAdapter(Adapter):
 
     def _call_shape(self, tool: Any, call_args: Any, tool_context: Any = None) -> Optional[tuple]:
         """What identifies a call for its resume: the tool (name, class, function) and the
-        picture of the arguments the model's call has keys for (a key a callback added
-        on each pass, a stamp, is left out); None when they cannot be pictured."""
+        picture of the arguments the model's call has keys for, and the keys callbacks
+        added (by name only: a stamp's fresh value on each pass is the same call); None
+        when they cannot be pictured."""
         known = _model_keys.get()
+        added: frozenset = frozenset()
         if known is not None and known[0] is tool_context and type(call_args) is dict:
+            # a key a callback added counts by its presence (a stamp's value changes on
+            # every pass; a key added on one pass only is another call)
+            added = frozenset(k for k in call_args if k not in known[1])
             call_args = {k: call_args[k] for k in known[1] if k in call_args}
         picture = fingerprint(call_args)
         if picture is CHANGED:
             return None
         func = getattr(tool, "func", None)
-        return (_tool_name(tool), type(tool).__qualname__, self.callable_id(func) if callable(func) else None, picture)
+        return (_tool_name(tool), type(tool).__qualname__, self.callable_id(func) if callable(func) else None, picture,
+                added)
 
     def _stick(self, tool_context: Any, reason: str) -> None:
+        """A confirmation stage denied the call: the deny stands on resume, and the grant
+        the before-tool stages' allow gave the call goes (no other path runs it)."""
         key = _call_key(tool_context)
         if key is not None:
             _remember(self._stuck, key, reason)
+            self.granted(_DENIED, None, key[1], None)
 
     async def _judge_confirmation(self, check: Any, tool: Any, args: tuple, kwargs: dict, tool_context: Any,
                                   hook: Optional[str]) -> tuple:

@@ -118,13 +118,15 @@ def run_agent(
     call: str = TOOL,
     wrapper: bool = False,
     tool_class: Any = None,
+    tool_factory: Any = None,
 ) -> Outcome:
     """One real agent run: the model calls ``run_command(**arguments)`` once. ``resume``:
     when ADK asks for a confirmation, the human's answer (``{"confirmed": True}``) is sent
     in a second turn of the same session and the run resumes (``on_resume(agent)`` is called
     between the two turns). ``call``: the tool the model calls; ``wrapper``: the agent also
     has ``smuggle``, a wrapper tool that runs ``run_command`` through its inner
-    ``run_async`` (a path ADK's before-tool stages never see for ``run_command``)."""
+    ``run_async`` (a path ADK's before-tool stages never see for ``run_command``);
+    ``tool_factory(marker, outcome, confirm)``: the tool itself (another signature)."""
     LlmAgent, _, _, _, InMemoryRunner, _, types = _imports()
     outcome = Outcome()
     kwargs = {}
@@ -132,7 +134,7 @@ def run_agent(
         kwargs["before_tool_callback"] = before
     if after is not None:
         kwargs["after_tool_callback"] = after
-    tool = make_tool(marker, outcome, confirm, tool_class)
+    tool = (tool_factory or (lambda m, o, c: make_tool(m, o, c, tool_class)))(marker, outcome, confirm)
     tools = [tool]
     if wrapper:
         tools.append(wrapper_tool(tool))
