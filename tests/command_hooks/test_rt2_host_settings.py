@@ -78,3 +78,48 @@ def test_the_twin_a_quick_allow_under_the_same_copies_runs(tmp_path):
                                  int(HOST_SECONDS * 1000))
     proc, _ = _run_as_gemini(command)
     assert (proc.stdout, proc.stderr, proc.returncode) == (b'{"decision":"allow"}\n', b"", 0)
+
+
+# ---------------------------------------------------------------- a BOM-prefixed Claude Code settings file
+
+def _claude_settings(tmp_path, hook_command, bom):
+    """Claude Code 2.1.332 reads a settings file after a UTF-8 byte-order mark (measured,
+    tests/command_hooks/claude_code/test_project_settings_reading.py): the user lowers the
+    wrapped hook's timeout to 2 s in a file an editor saved with a BOM."""
+    audit = tmp_path / "audit.jsonl"
+    config = tmp_path / "failsecure.toml"
+    config.write_text('[audit]\npath = "%s"\n' % audit)
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": hook_command, "timeout": 5}]}]}}, indent=2))
+    settings.wrap_settings(str(path), "claude", python=sys.executable,
+                           environ={"PATH": "/usr/bin:/bin", "FAILSECURE_CONFIG": str(config)})
+    document = json.loads(path.read_text())
+    handler = document["hooks"]["PreToolUse"][0]["hooks"][0]
+    handler["timeout"] = int(HOST_SECONDS)
+    path.write_text(("\ufeff" if bom else "") + json.dumps(document, indent=2), encoding="utf-8")
+    return handler["command"], audit
+
+
+def _run_as_claude(command):
+    import subprocess
+
+    start = time.monotonic()
+    proc = subprocess.run(["bash", "-c", command], input=payload_for("claude"), capture_output=True, timeout=30)
+    return proc, time.monotonic() - start
+
+
+@pytest.mark.parametrize("bom", [False, True])
+def test_a_bom_prefixed_claude_settings_file_still_gives_the_hosts_lowered_clock(tmp_path, bom):
+    command, audit = _claude_settings(tmp_path, "sleep 30", bom)
+    proc, elapsed = _run_as_claude(command)
+    assert (proc.stdout.decode(), proc.stderr.decode(), proc.returncode) == expected_deny(
+        "claude", failure_reason(hook_id("sleep 30"), "timeout"))
+    assert elapsed < HOST_SECONDS, "the runner answered after the host's %.1f s clock: %.2f s" % (HOST_SECONDS, elapsed)
+
+
+def test_the_twin_a_bom_prefixed_claude_settings_file_leaves_a_quick_allow_alone(tmp_path):
+    answer = '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'
+    command, audit = _claude_settings(tmp_path, "cat >/dev/null; echo '%s'" % answer, True)
+    proc, _ = _run_as_claude(command)
+    assert (proc.stdout, proc.stderr, proc.returncode) == (answer.encode() + b"\n", b"", 0)

@@ -594,6 +594,11 @@ def host_timeout(token):
         text = _read_settings(host["settings"])
         if text is None:
             return None
+        if text.startswith("\ufeff"):
+            # Claude Code reads a settings file after a UTF-8 byte-order mark (an editor's):
+            # its clock there is the host's. (A host that cannot read such a file does not
+            # run the hook from it: a clock read from it changes nothing.)
+            text = text[1:]
         handlers = _find_handlers(_settings_document(text), token, [])
         if not handlers:
             return None  # not where install wrote it: moved or edited by hand
