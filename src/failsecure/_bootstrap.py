@@ -14,6 +14,7 @@ interpreter start.) ``FAILSECURE_AUTO=0`` turns it off and says so on stderr; a 
 that cannot start says so on stderr too.
 """
 
+import _thread  # loaded by the interpreter's own import system at start
 import os
 import sys
 
@@ -164,16 +165,7 @@ _READY_SPECS: dict = {}
 #: held while a deferral is checked and recorded, and while an ended import takes its
 #: callbacks (another thread asking between the check and the record must not lose one);
 #: never while a callback runs
-_READY_LOCK = None
-
-
-def _ready_lock():
-    global _READY_LOCK
-    if _READY_LOCK is None:
-        import _thread
-
-        _READY_LOCK = _thread.allocate_lock()
-    return _READY_LOCK
+_READY_LOCK = _thread.allocate_lock()
 
 
 def _when_executed(module, callback):
@@ -187,7 +179,7 @@ def _when_executed(module, callback):
     if spec is None or getattr(spec, "_initializing", False) is not True:
         return False
     try:
-        with _ready_lock():
+        with _READY_LOCK:
             if getattr(spec, "_initializing", False) is not True:
                 return False  # ended since the check above (another thread's import)
             pending = spec.__dict__.get("_failsecure_ready")
@@ -216,7 +208,7 @@ def _executed(spec, base):
     (or on what it put in its place in ``sys.modules``, as the finder's ``fire`` gives).
     A failed import left none: they wait for the next import of the name (a caller that
     caught a transient error and imports again gets the module patched)."""
-    with _ready_lock():
+    with _READY_LOCK:
         callbacks = spec.__dict__.pop("_failsecure_ready", None) or ()
         try:
             spec.__class__ = base
