@@ -89,3 +89,66 @@ def test_a_module_that_replaces_itself_in_sys_modules_runs_the_callback(tmp_path
         assert box["ran"] == [9]
     finally:
         _cleanup("fs_rt2_proxy")
+
+
+def test_a_thread_waiting_on_the_import_gets_the_module_after_the_callback(tmp_path, monkeypatch):
+    """Thread A imports the module (which asks for itself, then takes a while); thread B
+    imports it meanwhile and waits on its import lock: B must get the module only once
+    the callback ran (never the unpatched module), and neither import hangs."""
+    import threading
+
+    (tmp_path / "fs_rt2_slow.py").write_text(
+        "import sys, time\n"
+        "from failsecure import _bootstrap\n"
+        "box = sys.modules['fs_rt2_seen']\n"
+        "_bootstrap.when_imported('fs_rt2_slow', lambda m: (time.sleep(0.2), box['ran'].append(m.LATER)))\n"
+        "box['started'].set()\n"
+        "time.sleep(0.3)\n"
+        "LATER = 5\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    box = {"ran": [], "started": threading.Event(), "b_saw": None}
+    monkeypatch.setitem(sys.modules, "fs_rt2_seen", box)
+
+    def a():
+        import fs_rt2_slow  # noqa: F401
+
+    def b():
+        box["started"].wait(5)
+        import fs_rt2_slow
+
+        box["b_saw"] = list(box["ran"]), fs_rt2_slow.LATER
+
+    try:
+        threads = [threading.Thread(target=a), threading.Thread(target=b)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert not any(thread.is_alive() for thread in threads), "an import hung"
+        assert box["b_saw"] == ([5], 5)
+        assert box["ran"] == [5]
+    finally:
+        _cleanup("fs_rt2_slow")
+
+
+def test_a_module_that_replaces_its_spec_runs_the_callback(tmp_path, monkeypatch):
+    """The module sets another ``__spec__`` while executing: the import still ends on the
+    spec it began with, and the callback must run on the module."""
+    (tmp_path / "fs_rt2_respec.py").write_text(
+        "import sys, importlib.machinery\n"
+        "from failsecure import _bootstrap\n"
+        "box = sys.modules['fs_rt2_seen']\n"
+        "_bootstrap.when_imported('fs_rt2_respec', lambda m: box['ran'].append(m.LATER))\n"
+        "__spec__ = importlib.machinery.ModuleSpec(__name__, None)\n"
+        "LATER = 6\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    box = {"ran": []}
+    monkeypatch.setitem(sys.modules, "fs_rt2_seen", box)
+    try:
+        import fs_rt2_respec  # noqa: F401
+
+        assert box["ran"] == [6]
+    finally:
+        _cleanup("fs_rt2_respec")
