@@ -14,6 +14,7 @@ interpreter start.) ``FAILSECURE_AUTO=0`` turns it off and says so on stderr; a 
 that cannot start says so on stderr too.
 """
 
+import _thread  # loaded by the interpreter's own import system at start
 import os
 import sys
 
@@ -161,6 +162,10 @@ def when_imported(module_name, callback):
 
 #: ModuleSpec class -> its subclass that tells when a module's import has ended
 _READY_SPECS: dict = {}
+#: held while a deferral is checked and recorded, and while an ended import takes its
+#: callbacks (another thread asking between the check and the record must not lose one);
+#: never while a callback runs
+_READY_LOCK = _thread.allocate_lock()
 
 
 def _when_executed(module, callback):
@@ -174,40 +179,44 @@ def _when_executed(module, callback):
     if spec is None or getattr(spec, "_initializing", False) is not True:
         return False
     try:
-        pending = spec.__dict__.get("_failsecure_ready")
-        if pending is None:
-            base = type(spec)
-            ready = _READY_SPECS.get(base)
-            if ready is None:
+        with _READY_LOCK:
+            if getattr(spec, "_initializing", False) is not True:
+                return False  # ended since the check above (another thread's import)
+            pending = spec.__dict__.get("_failsecure_ready")
+            if pending is None:
+                base = type(spec)
+                ready = _READY_SPECS.get(base)
+                if ready is None:
 
-                def __setattr__(self, name, value, _base=base):
-                    _base.__setattr__(self, name, value)
-                    if name == "_initializing" and value is False:
-                        _executed(self, _base)
+                    def __setattr__(self, name, value, _base=base):
+                        _base.__setattr__(self, name, value)
+                        if name == "_initializing" and value is False:
+                            _executed(self, _base)
 
-                ready = _READY_SPECS[base] = type(base.__name__, (base,), {"__setattr__": __setattr__, "__slots__": ()})
-            spec.__dict__["_failsecure_ready"] = pending = []
-            spec.__class__ = ready
-        pending.append(callback)
-        return True
+                    ready = _READY_SPECS[base] = type(base.__name__, (base,), {"__setattr__": __setattr__, "__slots__": ()})
+                spec.__dict__["_failsecure_ready"] = pending = []
+                spec.__class__ = ready
+            pending.append(callback)
+            return True
     except BaseException:  # noqa: BLE001 - a spec that cannot be told (another class, no __dict__): the callback runs now, as before
         return False
 
 
 def _executed(spec, base):
-    """The import of ``spec``'s module has ended: its deferred callbacks run (if it is
-    still the module imported: a failed import left none)."""
-    callbacks = spec.__dict__.pop("_failsecure_ready", None) or ()
-    try:
-        spec.__class__ = base
-    except BaseException:  # noqa: BLE001 - keeps the subclass: it only calls the base's __setattr__ from now on
-        pass
-    module = sys.modules.get(spec.name)
-    if module is None or getattr(module, "__spec__", None) is not spec:
-        return
+    """The import of ``spec``'s module has ended: its deferred callbacks are asked for
+    again by name, as ``when_imported`` would be now. The module imported: they run on it
+    (or on what it put in its place in ``sys.modules``, as the finder's ``fire`` gives).
+    A failed import left none: they wait for the next import of the name (a caller that
+    caught a transient error and imports again gets the module patched)."""
+    with _READY_LOCK:
+        callbacks = spec.__dict__.pop("_failsecure_ready", None) or ()
+        try:
+            spec.__class__ = base
+        except BaseException:  # noqa: BLE001 - keeps the subclass: it only calls the base's __setattr__ from now on
+            pass
     for callback in callbacks:
         try:
-            callback(module)
+            when_imported(spec.name, callback)
         except BaseException as exc:  # noqa: BLE001 - a post-import step must never break the user's import
             _say(f"failsecure: a post-import step for {spec.name} failed ({type(exc).__name__})")
 

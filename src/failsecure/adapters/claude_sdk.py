@@ -167,12 +167,22 @@ class _NotPlain(Exception):
     pass
 
 
+#: bits of an int whose decimal text is surely within CPython's default digit limit for
+#: int -> str (4300 digits; 4300 * log2(10) is 14284 bits): a longer one takes the round
+#: trip, where the limit in force decides (the SDK's json.dumps cannot write past it)
+_INT_BITS = 14_000
+
+
 def _plain_copy(value: Any, depth: int) -> Any:
     """A copy of ``value`` when it holds only what a JSON round trip gives back unchanged
     (``dict`` with ``str`` keys, ``list``, ``str``, ``int``, ``bool``, ``None``, a finite
     ``float``; exact types), else :class:`_NotPlain` (the round trip decides)."""
     kind = type(value)
-    if kind is str or kind is bool or kind is int or value is None:
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        if value.bit_length() > _INT_BITS:  # maybe past int_max_str_digits: json.dumps may refuse its text
+            raise _NotPlain()
         return value
     if depth > 32:
         raise _NotPlain()

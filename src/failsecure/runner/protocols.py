@@ -536,6 +536,11 @@ def _find_handler(node, token, depth=0):
 # a string (its closing quote optional: a token never fails, so the scan stays linear),
 # a line comment, a block comment (unclosed: to the end, as strip-json-comments does)
 _COMMENT_TOKENS = r'"[^"\\]*(?:\\.[^"\\]*)*"?|//[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/)?'
+# what strip-json-comments keeps of a comment (it blanks /\S/ only: JavaScript's white
+# space, which JSON.parse then refuses but for space, tab, CR and LF: a comment holding a
+# no-break space leaves a file Gemini CLI cannot read, and ignores)
+_JS_SPACE = frozenset("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+                      "\u2028\u2029\u202f\u205f\u3000\ufeff")
 COMMENTED_CAP = 256 * 1024  # bytes of a settings file read again without its comments
 
 
@@ -547,7 +552,7 @@ def _strip_json_comments(text):
 
     def blank(match):
         token = match.group()
-        return token if token[0] == '"' else "".join(c if c in "\r\n" else " " for c in token)
+        return token if token[0] == '"' else "".join(c if c in _JS_SPACE else " " for c in token)
 
     return re.sub(_COMMENT_TOKENS, blank, text)
 
@@ -570,7 +575,10 @@ def _handler_seconds(handler, key, unit, default):
         return None
     if isinstance(unit, bool) or not isinstance(unit, (int, float)) or not unit > 0:
         return None
-    return float(value) / unit
+    try:
+        return float(value) / unit
+    except OverflowError:  # an int too large for a float (JSON.parse: Infinity): no clock from this copy, the others' stand
+        return None
 
 
 def host_timeout(token):
@@ -586,6 +594,11 @@ def host_timeout(token):
         text = _read_settings(host["settings"])
         if text is None:
             return None
+        if text.startswith("\ufeff"):
+            # Claude Code reads a settings file after a UTF-8 byte-order mark (an editor's):
+            # its clock there is the host's. (A host that cannot read such a file does not
+            # run the hook from it: a clock read from it changes nothing.)
+            text = text[1:]
         handlers = _find_handlers(_settings_document(text), token, [])
         if not handlers:
             return None  # not where install wrote it: moved or edited by hand
