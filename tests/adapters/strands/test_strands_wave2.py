@@ -370,6 +370,19 @@ def test_middleware_tool_swap_is_judged(rig):
     assert (rig.last()["outcome"], rig.last()["tool"]) == ("deny", "dangerous")
 
 
+def test_middleware_tool_swap_to_a_harmless_tool_runs_judged(rig):
+    """Allow twin: the middleware swaps the call to another tool the policy allows; that
+    tool runs, and the audit names the tool that ran."""
+    harmless = rig.marker.tool("harmless")
+    import dataclasses
+
+    agent = rig.agent(hooks=[provider(_dangerous_policy)], tools=[rig.marker.tool(), harmless], command="ls")
+    _add_input_middleware(agent, lambda ctx: dataclasses.replace(ctx, tool=harmless))
+    agent("go")
+    assert rig.marker.runs() == ["ls"]
+    assert rig.last()["outcome"] in ("allow", "abstain") and rig.last()["tool"] == "harmless"
+
+
 def _add_wrap_middleware(agent, handler):
     try:
         from strands.middleware import ExecuteToolStage
