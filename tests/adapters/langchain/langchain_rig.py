@@ -636,14 +636,25 @@ class AfterReviewHarness(MiddlewareHarness):
         from langgraph.checkpoint.memory import InMemorySaver
 
         self.marker.reset()
+        judged: list = []
+
+        def reviews(request):
+            judged.append(request.tool_call.get("name"))
+            return reviews_etc(request)
+
+        reviews.__name__ = reviews.__qualname__ = "kit_reviews_etc"
+        reviews.__module__ = __name__
         review = HumanInTheLoopMiddleware(interrupt_on={TOOL: {"allowed_decisions": ["approve", "edit", "reject"],
-                                                               "when": reviews_etc}})
+                                                               "when": reviews}})
         agent = create_agent(script(arguments), tools=[self.marker.tool(mode == "async")],
                              middleware=[review, *self.middleware], checkpointer=InMemorySaver())
         self.threads += 1
         config = {"configurable": {"thread_id": f"kit-after-review-{self.threads}"}}
-        return self._invoke(lambda state: agent.invoke(state, config=config),
-                            lambda state: agent.ainvoke(state, config=config), mode)
+        ran = self._invoke(lambda state: agent.invoke(state, config=config),
+                           lambda state: agent.ainvoke(state, config=config), mode)
+        # the kind's premise: HITL judged the call before the kit's middleware saw it
+        assert TOOL in judged, "HITL's predicate never judged the call"
+        return ran
 
 
 class AsyncAfterReviewHarness(AfterReviewHarness):
