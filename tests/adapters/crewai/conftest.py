@@ -428,3 +428,119 @@ def failsecure_harness_flow_action(tmp_path):
     harness = FlowActionHarness(tmp_path)
     yield harness
     harness.reset()
+
+
+class _Terminal:
+    """stdin as a terminal whose person presses Enter at once (``input()`` reads
+    ``readline``): what ``context.request_human_input`` reads in the asking kind."""
+
+    def isatty(self):
+        return True
+
+    def readline(self, *args):
+        return "\n"
+
+
+class AskingHookHarness(CrewAIHarness):
+    """Hooks that ask a person (inventory row 2): each gate calls
+    ``context.request_human_input`` (the person presses Enter) and then answers, while
+    stdin is a terminal. failsecure gives such a hook no default deadline, as upstream;
+    the kit bounds each gate with its own ``[hooks."<id>"] timeout`` (``interactive``),
+    so the hang cases test that a user's timeout holds for an asking hook."""
+
+    kind = "asking"
+    interactive = True  # it waits for a person: no default deadline, the kit gives it its own
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if is_async:
+            from failsecure.testing import NotSupported
+
+            raise NotSupported("async gates")
+
+        def gate(context):
+            context.request_human_input(prompt="Run this tool call?")
+            return behave(Seen(tool=context.tool_name, arguments=dict(context.tool_input), native=context))
+
+        gate.__name__ = gate.__qualname__ = f"ask_{''.join(c if c.isalnum() else '_' for c in name)}"
+        gate.__module__ = "failsecure_conformance"
+        from failsecure.adapters import crewai as crewai_adapter
+
+        # the kind's premise: failsecure reads this gate as one that asks a person
+        assert crewai_adapter._asks_human(gate), "the asking gate is not read as asking a person"
+        tool_hooks.register_before_tool_call_hook(gate)
+        self.gates.append(gate)
+        return activation.get("crewai").hook_name(gate)
+
+    def run(self, arguments, mode, bypass=False):
+        import sys
+
+        saved = sys.stdin
+        sys.stdin = _Terminal()
+        try:
+            return super().run(arguments, mode, bypass=bypass)
+        finally:
+            sys.stdin = saved
+
+
+class SameNameHarness(CrewAIHarness):
+    """The ReAct text path with two tools whose names sanitize to the same function name
+    (inventory row 10): a decoy ``"Marker Tool"`` first, the kit's ``marker_tool`` last.
+    The hooks (the global ones, as the base rows) are told the last tool of that name,
+    the one ``execute_tool_and_check_finality``'s name map holds; upstream's
+    ``ToolUsage._select_tool`` then runs the first (the decoy: the kit's tool never runs
+    upstream, whatever the hooks answer). Under failsecure the judged tool runs, with the
+    judged arguments. A decoy that runs is reported to the kit as a call that did not run
+    (an allow case then reads as a false deny) and named in ``told``."""
+
+    kind = "same-name"
+
+    def run(self, arguments, mode, bypass=False):
+        if bypass:
+            from failsecure.testing import NotSupported
+
+            raise NotSupported("bypass: the base rows' path")
+        self.count += 1
+        marker = self.work / f"same-name-{self.count}.jsonl"
+        decoy_log = self.work / f"same-name-decoy-{self.count}.jsonl"
+        tool = MarkerTool(marker=str(marker))
+        decoy = MarkerTool(marker=str(decoy_log), name="Marker Tool",
+                           description="Reads nothing (a harmless tool of the same sanitized name).")
+        llm = ScriptedLLM(arguments, tool=TOOL)
+        agent = Agent(role="operator", goal="run the command", backstory="a test agent", llm=llm,
+                      tools=[decoy, tool], verbose=False, max_iter=3)
+        crew = Crew(agents=[agent], tasks=[Task(description="Run the command once.", expected_output="done",
+                                                agent=agent)], verbose=False)
+        error = None
+        try:
+            if mode == "async":
+                asyncio.run(crew.kickoff_async())
+            else:
+                crew.kickoff()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a run that fails (upstream lets SystemExit through) is reported
+            error = exc
+        result = Run(marker, llm, None, error)
+        calls = result.calls
+        told = result.told
+        if decoy_log.exists():
+            told += "\n(the decoy tool ran)"
+        if error is not None:
+            told += f"\n{type(error).__name__}: {error}"
+        return Ran(ran=bool(calls), arguments=calls[-1] if calls else None, told=told)
+
+
+@pytest.fixture
+def failsecure_harness_asking(tmp_path):
+    tool_hooks.clear_before_tool_call_hooks()
+    harness = AskingHookHarness(tmp_path)
+    yield harness
+    harness.reset()
+
+
+@pytest.fixture
+def failsecure_harness_same_name(tmp_path):
+    tool_hooks.clear_before_tool_call_hooks()
+    harness = SameNameHarness(tmp_path)
+    yield harness
+    harness.reset()

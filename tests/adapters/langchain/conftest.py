@@ -89,3 +89,13 @@ def failsecure_harness_hitl_when(tmp_path):
 @pytest.fixture
 def failsecure_harness_hitl_when_per_call(tmp_path):
     return rig_module.PerCallReviewHarness(tmp_path)  # its rows are n/a where the release has no per_call
+
+
+@pytest.fixture
+def failsecure_harness_wrap_tool_call_after_hitl(tmp_path):
+    return rig_module.AfterReviewHarness(tmp_path)
+
+
+@pytest.fixture
+def failsecure_harness_awrap_tool_call_after_hitl(tmp_path):
+    return rig_module.AsyncAfterReviewHarness(tmp_path)

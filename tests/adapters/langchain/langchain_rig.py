@@ -605,3 +605,62 @@ class PerCallReviewHarness(ReviewHarness):
         if "interrupt_mode" not in inspect.signature(HumanInTheLoopMiddleware.__init__).parameters:
             raise NotSupported("no interrupt_mode in this langchain release")
         return super().add_gate(name, behave, is_async=is_async)
+
+
+def reviews_etc(request) -> bool:
+    """The kit's reviewer policy for the HITL kinds below: a call naming ``/etc`` goes to a
+    person, every other call (each of the kit's) is let through unasked."""
+    return "/etc" in str((request.tool_call.get("args") or {}).get("command", ""))
+
+
+class AfterReviewHarness(MiddlewareHarness):
+    """Inventory row 7: the kit's gates are ``wrap_tool_call`` middleware placed after
+    ``HumanInTheLoopMiddleware`` in a real ``create_agent`` run with a checkpointer. HITL
+    judges every call first (its ``when`` predicate, ``reviews_etc``, lets the kit's calls
+    through unasked); the kit's middleware then judge, deny or rewrite the call
+    (``request.override(tool_call=...)``) between the review and the tool, so the rewrite
+    rows are a call changed after HITL judged it: at the tool it is judged again (by the
+    predicate and by every middleware that handed it on)."""
+
+    kind = "wrap_tool_call after HITL"
+    modes = ("sync",)
+    async_gates = False
+    method = "wrap_tool_call"
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.threads = 0
+
+    def _run(self, arguments, mode):
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        self.marker.reset()
+        judged: list = []
+
+        def reviews(request):
+            judged.append(request.tool_call.get("name"))
+            return reviews_etc(request)
+
+        reviews.__name__ = reviews.__qualname__ = "kit_reviews_etc"
+        reviews.__module__ = __name__
+        review = HumanInTheLoopMiddleware(interrupt_on={TOOL: {"allowed_decisions": ["approve", "edit", "reject"],
+                                                               "when": reviews}})
+        agent = create_agent(script(arguments), tools=[self.marker.tool(mode == "async")],
+                             middleware=[review, *self.middleware], checkpointer=InMemorySaver())
+        self.threads += 1
+        config = {"configurable": {"thread_id": f"kit-after-review-{self.threads}"}}
+        ran = self._invoke(lambda state: agent.invoke(state, config=config),
+                           lambda state: agent.ainvoke(state, config=config), mode)
+        # the kind's premise: HITL judged the call before the kit's middleware saw it
+        assert TOOL in judged, "HITL's predicate never judged the call"
+        return ran
+
+
+class AsyncAfterReviewHarness(AfterReviewHarness):
+    """The same, with ``awrap_tool_call`` middleware in ``ainvoke`` runs."""
+
+    kind = "awrap_tool_call after HITL"
+    modes = ("async",)
+    async_gates = True
+    method = "awrap_tool_call"
