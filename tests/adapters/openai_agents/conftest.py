@@ -790,7 +790,7 @@ def realtime_tool_call(marker: Path, guardrails=(), arguments=None, needs_approv
     async def go():
         try:
             await session._handle_tool_call(event)
-        except Exception as exc:  # upstream ends the tool call with a raising gate's exception
+        except Exception as exc:  # noqa: BLE001 - upstream ends the tool call with a raising gate's exception
             return exc
         return None
 

@@ -15,9 +15,8 @@ NAMESPACE = "ops"
 
 def namespaced_model(arguments):
     """The scripted model, its call carrying the tool's namespace."""
-    from openai.types.responses import ResponseFunctionToolCall
-
     from failsecure_oa_rig import CALL_ID, TOOL, make_model
+    from openai.types.responses import ResponseFunctionToolCall
 
     model = make_model(arguments)
     scripted = type(model).get_response
@@ -38,7 +37,6 @@ def namespaced_model(arguments):
 
 def run_namespaced(rig, arguments, mode, state=None):
     from agents import tool_namespace
-
     from failsecure_oa_rig import agent_with, run
 
     if state is None:

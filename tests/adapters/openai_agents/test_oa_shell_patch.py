@@ -57,9 +57,8 @@ def run_shell(rig, mode, needs_approval=False, on_approval=None):
     """One real run with a local ``ShellTool``; the model asks for one ``shell_call``.
     Returns (the commands the executor ran, the interruptions, what the model was told)."""
     from agents import Agent, ShellTool
-    from openai.types.responses import ResponseFunctionShellToolCall
-
     from failsecure_oa_rig import item_model, run
+    from openai.types.responses import ResponseFunctionShellToolCall
 
     ran: list = []
 
@@ -132,9 +131,8 @@ def run_patch(rig, mode, needs_approval=False, on_approval=None):
     ``apply_patch_call`` creating a file. Returns (the paths the editor wrote, the
     interruptions, what the model was told)."""
     from agents import Agent, ApplyPatchTool
-    from openai.types.responses import ResponseApplyPatchToolCall
-
     from failsecure_oa_rig import item_model, run
+    from openai.types.responses import ResponseApplyPatchToolCall
 
     written: list = []
 
@@ -214,9 +212,8 @@ def test_an_apply_patch_on_approval_that_approves_runs(rig, mode):
 def run_custom(rig, mode, on_approval):
     from agents import Agent
     from agents.tool import CustomTool
-    from openai.types.responses import ResponseCustomToolCall
-
     from failsecure_oa_rig import item_model, run
+    from openai.types.responses import ResponseCustomToolCall
 
     ran: list = []
 
@@ -273,9 +270,8 @@ def run_hosted(rig, mode, on_approval_request):
     sends one ``mcp_approval_request``. Returns the ``mcp_approval_response`` items the
     model got back."""
     from agents import Agent, HostedMCPTool
-    from openai.types.responses.response_output_item import McpApprovalRequest
-
     from failsecure_oa_rig import _item_get, item_model, run
+    from openai.types.responses.response_output_item import McpApprovalRequest
 
     def first():
         return [McpApprovalRequest(id="mcpr_1", type="mcp_approval_request", name="run_command",
