@@ -1025,11 +1025,26 @@ class OpenAIAgentsAdapter(Adapter):
 
     @staticmethod
     def _approved(tool_context: Any, func_tool: Any) -> bool:
+        """A human approved this call: the SDK keys the approval of a namespaced tool
+        (``tool_namespace``, an MCP-prefixed name) by its qualified name / lookup key, not
+        its bare name, so every key the SDK files it under is asked. Approved when one
+        says yes and none says no."""
         try:
-            status = tool_context.is_tool_approved(func_tool.name, tool_context.tool_call_id)
+            keys = [func_tool.name]
+            try:
+                from agents import _tool_identity as identity
+
+                keys += [k for k in identity.get_function_tool_approval_keys(
+                    tool_name=func_tool.name,
+                    tool_namespace=identity.get_function_tool_namespace(func_tool),
+                    tool_lookup_key=identity.get_function_tool_lookup_key_for_tool(func_tool),
+                ) if k not in keys]
+            except (ImportError, AttributeError, TypeError):  # a release without namespaces: the bare name
+                pass
+            statuses = [tool_context.is_tool_approved(key, tool_context.tool_call_id) for key in keys]
         except Exception:  # noqa: BLE001 - the SDK's approval lookup can raise anything: not approved, so the ask rejects the call
             return False
-        return status is True
+        return any(status is True for status in statuses) and not any(status is False for status in statuses)
 
     # ------------------------------------------------------------ doctor
 

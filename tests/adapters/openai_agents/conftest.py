@@ -757,3 +757,143 @@ class HostedMCPApprovalHarness(OnApprovalHarness):
 @pytest.fixture
 def failsecure_harness_on_approval_request(tmp_path):
     return HostedMCPApprovalHarness(tmp_path)
+
+
+# ---------------------------------------------------------------- row 10: the realtime session
+
+
+def realtime_tool_call(marker: Path, guardrails=(), arguments=None, needs_approval=False, run_config=None):
+    """One function tool call event through a real ``RealtimeSession``
+    (``_handle_tool_call``, the handler of the model's tool call event; the realtime model
+    is a stand-in transport that records what the session sends back). Returns (the
+    output the model was told, or None; the exception the handler raised, or None; the
+    call ids left to a human's approval)."""
+    import asyncio
+
+    from agents import function_tool
+    from agents.realtime import RealtimeAgent
+    from agents.realtime.model_events import RealtimeModelToolCallEvent
+    from agents.realtime.session import RealtimeSession
+
+    def run_command(command: str) -> str:
+        """Run a command (test tool: writes a marker file)."""
+        with open(marker, "a") as fh:
+            fh.write(json.dumps({"command": command}) + "\n")
+        return f"ran {command}"
+
+    tool = function_tool(run_command, needs_approval=needs_approval)
+    tool.tool_input_guardrails = list(guardrails)
+    model = oa_rig.Transport()
+    session = RealtimeSession(model, RealtimeAgent(name="rt", tools=[tool]), None, run_config=run_config)
+    event = RealtimeModelToolCallEvent(name=oa_rig.TOOL, call_id="call_kit_rt1", arguments=json.dumps(arguments or {}))
+
+    async def go():
+        try:
+            await session._handle_tool_call(event)
+        except Exception as exc:  # noqa: BLE001 - upstream ends the tool call with a raising gate's exception
+            return exc
+        return None
+
+    # on a thread of its own: a SystemExit out of upstream's handler leaves asyncio.run's
+    # SIGINT handler installed in the thread that ran it (it breaks the next run there)
+    box: dict = {}
+
+    def thread():
+        try:
+            box["raised"] = asyncio.run(go())
+        except BaseException as exc:  # noqa: BLE001 - upstream lets a SystemExit out: passed on
+            box["escaped"] = exc
+
+    worker = threading.Thread(target=thread, daemon=True)
+    worker.start()
+    worker.join()
+    if "escaped" in box:
+        raise box["escaped"]
+    raised = box.get("raised")
+    outputs = [getattr(e, "output", None) for e in model.sent if type(e).__name__ == "RealtimeModelSendToolOutput"]
+    return (outputs[-1] if outputs else None), raised, list(session._pending_tool_calls)
+
+
+def _realtime_ran(marker: Path, told, raised, asked) -> Ran:
+    runs = Tool(marker).runs()
+    text = str(told or "") if raised is None else type(raised).__name__
+    return Ran(ran=bool(runs), arguments=runs[-1] if runs else None, told=text, asked=bool(asked))
+
+
+class RealtimeGuardrailHarness(OpenAIAgentsHarness):
+    """Row 10: tool input guardrails of a function tool in a realtime session
+    (``RealtimeSession._run_tool_input_guardrails``, its own loop). A call is the model's
+    tool call event handled by a real ``RealtimeSession``; what the model is told is the
+    tool output the session sends back. The session is async only."""
+
+    kind = "realtime guardrails"
+    modes = ("async",)
+
+    def add_gate(self, name, behave, *, is_async=False):
+        # a row the harness cannot play (NotSupported raised inside a gate) is n/a, not
+        # the gate's raise failsecure would deny
+        harness = self
+        self.__dict__.setdefault("unsupported", [])
+
+        def judged(seen):
+            try:
+                return behave(seen)
+            except NotSupported as exc:
+                harness.unsupported.append(exc)
+                raise
+
+        if is_async:
+            async def judged_async(seen):
+                return await judged(seen)
+
+            return super().add_gate(name, judged_async, is_async=True)
+        return super().add_gate(name, judged, is_async=False)
+
+    def reset(self):
+        super().reset()
+        self.unsupported = []
+
+    def run(self, arguments, mode):
+        self.count += 1
+        marker = self.work / f"realtime-{self.count}.jsonl"
+        result = realtime_tool_call(marker, self.gates, arguments)
+        if self.unsupported:
+            raise self.unsupported[0]
+        return _realtime_ran(marker, *result)
+
+    def rewrite(self, seen, arguments):
+        # the realtime session builds the guardrails' ToolContext without the tool call and
+        # invokes the tool with the event's own arguments: a guardrail has no way to
+        # rewrite them (upstream or with failsecure)
+        raise NotSupported("a realtime guardrail cannot rewrite the call")
+
+    def bypass(self, arguments, mode):
+        raise NotSupported("the realtime session's ungoverned path is the Runner kind's")
+
+
+@pytest.fixture
+def failsecure_harness_realtime_guardrails(tmp_path):
+    return RealtimeGuardrailHarness(tmp_path)
+
+
+class RealtimeNeedsApprovalHarness(NeedsApprovalHarness):
+    """Row 10: the realtime ``needs_approval`` callable of a function tool
+    (``RealtimeSession._function_needs_approval``). ``True`` leaves the call to a human
+    (pending in the session: ``Ran.asked``), ``False`` runs it; a failure denies the call
+    (the tool output the model is told, nobody asked)."""
+
+    kind = "realtime needs_approval"
+    modes = ("async",)
+
+    def run(self, arguments, mode):
+        self.count += 1
+        marker = self.work / f"realtime-approval-{self.count}.jsonl"
+        result = realtime_tool_call(marker, (), arguments, needs_approval=self.needs[0] if self.needs else False)
+        if self.unsupported:
+            raise self.unsupported[0]
+        return _realtime_ran(marker, *result)
+
+
+@pytest.fixture
+def failsecure_harness_realtime_needs_approval(tmp_path):
+    return RealtimeNeedsApprovalHarness(tmp_path)
