@@ -801,10 +801,10 @@ class ProcessToolCallHarness(PydanticAIHarness):
             told = str(result.output)
         except KeyboardInterrupt:
             raise
-        except BaseException as exc:  # upstream lets a raising process_tool_call end the run (SystemExit too)
+        except BaseException as exc:  # noqa: BLE001 - upstream lets a raising process_tool_call end the run (SystemExit too)
             try:
                 told = f"{type(exc).__name__}: {exc}"
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - its str raised
                 told = "<an exception that cannot be shown>"
         finally:
             try:
