@@ -634,10 +634,14 @@ class PydanticAIAdapter(Adapter):
         the toolset that lists the tool being judged (``ApprovalRequiredToolset``s, asked
         after the before-tool gates): a ``required`` naming one is met by the first
         decision, and the predicate itself is judged when it is asked. Also the approval
-        handlers that approved this call in this run (judged when they answered)."""
+        handlers that approved this call in this run (judged when they answered), and the
+        ``process_tool_call`` of an ``MCPToolset`` there (a wrapper the call is handed to
+        after the gates, its hand-on checked where the call reaches the server)."""
         tool = _CALLING.get()
         approved = _APPROVED_BY.get()
         found: list = list(approved.get(call_id, ())) if approved is not None and call_id is not None else []
+        mcp = sys.modules.get(MCP)  # the MCPToolset class (its leaf is patched only once it runs a call)
+        mcp_toolset = getattr(mcp, "MCPToolset", None) if mcp is not None else None
         try:
             depth = 0
             while tool is not None and depth < 32:
@@ -648,6 +652,10 @@ class PydanticAIAdapter(Adapter):
                             predicate = getattr(toolset, "approval_required_func", None)
                             if callable(predicate):
                                 found.append(self.callable_id(predicate))
+                        elif isinstance(mcp_toolset, type) and isinstance(toolset, mcp_toolset):
+                            hook = self._process_tool_call(toolset)  # asked when the call is handed to it
+                            if hook is not None:
+                                found.append(hook)
                         toolset, inner = getattr(toolset, "wrapped", None), inner + 1
                 tool, depth = getattr(tool, "source_tool", None), depth + 1
         except Exception:  # noqa: BLE001 - the tool's toolsets (user objects) can raise anything: no predicate found, so a required one fails closed

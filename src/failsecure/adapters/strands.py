@@ -219,12 +219,15 @@ class _BatchSeen:
     """What the batch gates (``BeforeToolsEvent``) judged of one tool use, carried to its
     call: the use's picture (``CHANGED``: not known), and what a round of its own needs
     (the registry, the event class, the agent, the invocation state); ``late``: a batch
-    gate missed its deadline (abandoned, it may still write the use at any time)."""
+    gate missed its deadline (abandoned, it may still write the use at any time); ``ids``:
+    the hook ids of the batch gates that judged it (there for the call: a ``required``
+    naming one is met)."""
 
-    __slots__ = ("pic", "registry", "kind", "agent", "state", "late")
+    __slots__ = ("pic", "registry", "kind", "agent", "state", "late", "ids")
 
-    def __init__(self, pic: Any, registry: Any, kind: Any, agent: Any, state: Any, late: bool):
+    def __init__(self, pic: Any, registry: Any, kind: Any, agent: Any, state: Any, late: bool, ids: tuple = ()):
         self.pic, self.registry, self.kind, self.agent, self.state, self.late = pic, registry, kind, agent, state, late
+        self.ids = ids
 
 
 def _same_use(pic: Any, use: Any) -> bool:
@@ -481,6 +484,15 @@ class StrandsAdapter(Adapter):
             self.wrap(cls, "compose", compose)
             self._stage = (stage, context)
 
+    def _later(self, event: Any) -> tuple:
+        """The hook ids of the gates of this call decided at another point than its
+        ``BeforeToolCallEvent`` callbacks: the ExecuteToolStage gates (asked later, at the
+        chain) and the batch gates (``BeforeToolsEvent``) that judged it before; there for
+        the call, so a ``required`` naming one is met."""
+        call_id = self._call_id(event)
+        seen = self._batch_seen.get(call_id) if call_id is not None else None
+        return self._middleware_ids(getattr(event, "agent", None)) + (seen.ids if seen is not None else ())
+
     def _middleware_ids(self, agent: Any) -> tuple:
         """The hook ids of the ExecuteToolStage gates registered on ``agent``: asked later,
         at the chain (a ``required`` naming one is met when it is registered)."""
@@ -581,7 +593,8 @@ class StrandsAdapter(Adapter):
             self._write(event, "cancel", start)
             if decision.action is Action.ASK:
                 return event, [o.verdict.data for o in decision.deciding if o.verdict is not None and o.verdict.data is not None]
-            self._carry(event, registry, before, late)
+            ids = tuple(self.callable_id(cb) for cb in registry.get_callbacks_for(event) if not _strands_own(cb))
+            self._carry(event, registry, before, late, ids)
             return event, []
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the batch is cancelled
             self._write(event, "cancel", self.failed(exc).deny_text)
@@ -625,7 +638,7 @@ class StrandsAdapter(Adapter):
         except Exception:  # noqa: BLE001 - the message can hold anything: no picture, each use is judged again at its call
             return {}
 
-    def _carry(self, event: Any, registry: Any, before: dict, late: bool) -> None:
+    def _carry(self, event: Any, registry: Any, before: dict, late: bool, ids: tuple = ()) -> None:
         """What the batch gates judged of each tool use, carried to its call (``_batch_seen``,
         by call id): a use that reaches its call changed is judged again by them. Pictured
         as the round left it; where a gate missed its deadline (it may still be writing) and
@@ -646,7 +659,7 @@ class StrandsAdapter(Adapter):
             pic = fingerprint(use)
             if late and (pic is CHANGED or before.get(call_id, CHANGED) != pic):
                 pic = CHANGED
-            seen[call_id] = _BatchSeen(pic, registry, kind, agent, state, late)
+            seen[call_id] = _BatchSeen(pic, registry, kind, agent, state, late, ids)
 
     async def _entered(self, registry: Any, event: Any) -> tuple:
         """A tool use at its ``BeforeToolCallEvent``, before any of its callbacks ran: one
@@ -915,7 +928,7 @@ class StrandsAdapter(Adapter):
             judged = self._settled(event, end)  # before the plugin gates decide: a rewrite meanwhile is judged again
             tool, call_id = self._tool(event), self._call_id(event)
             decision = self.decide(tool, outcomes, call_id=call_id, arguments=self._arguments(event),
-                                   later=self._middleware_ids(getattr(event, 'agent', None)))
+                                   later=self._later(event))
             return self._render(event, start, decision, tool, call_id, judged)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))
@@ -964,7 +977,7 @@ class StrandsAdapter(Adapter):
             judged = self._settled(event, end)  # before the plugin gates decide: a rewrite meanwhile is judged again
             tool, call_id = self._tool(event), self._call_id(event)
             decision = await self.adecide(tool, outcomes, call_id=call_id, arguments=self._arguments(event),
-                                          later=self._middleware_ids(getattr(event, 'agent', None)))
+                                          later=self._later(event))
             return self._render(event, start, decision, tool, call_id, judged)
         except Exception as exc:  # noqa: BLE001 - a bug here must not read as "no callback objected": failed() says it and the call is cancelled
             self._deny(event, self.failed(exc, self._tool(event), self._call_id(event)))

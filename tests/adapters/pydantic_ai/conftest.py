@@ -9,6 +9,7 @@ Also the conformance kit's ``failsecure_harness`` fixture (``PydanticAIHarness``
 import asyncio
 import json
 import os
+import signal
 import sys
 import threading
 
@@ -691,3 +692,130 @@ def failsecure_harness_wrapper_toolset(tmp_path, adapter):
 
 
 __all__ = ["NotSupported"]
+
+
+def mcp_server(marker, other="delete_all"):
+    """An in-process MCP server (mcp 2's ``MCPServer``, mcp 1's ``FastMCP``: no network)
+    whose ``run_command`` tool records what it ran to ``marker``."""
+    try:
+        from mcp.server.mcpserver import MCPServer as Server  # mcp 2
+    except ImportError:
+        from mcp.server.fastmcp import FastMCP as Server  # mcp 1
+
+    server = Server("failsecure-conformance")
+
+    @server.tool()
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    return server
+
+
+class _HandOn:
+    """A ``process_tool_call`` answer: hand ``call_tool_func`` this name and these arguments."""
+
+    def __init__(self, name, args):
+        self.name, self.args = name, args
+
+
+class ProcessToolCallHarness(PydanticAIHarness):
+    """An ``MCPToolset``'s ``process_tool_call(ctx, call_tool_func, name, tool_args)``
+    (inventory row 14) over a real in-process MCP server, the gate: allow and no opinion
+    hand the call on (``await call_tool_func(name, tool_args)``); deny raises
+    ``ToolFailed`` (the model's failed tool result, as a ``before_tool_execute`` policy
+    denies), never calling the server; rewrite hands on other arguments; junk hands on
+    something that is no call (arguments that are no dict, a name that is no tool's). A
+    toolset has one ``process_tool_call`` (and pydantic-ai awaits it: a sync gate is the
+    body of an ``async def``), so the cases of two gates are n/a; no ask."""
+
+    kind = "process_tool_call"
+    has_ask = False
+
+    def __init__(self, base):
+        super().__init__(base)
+        self.hook = None
+
+    def add_gate(self, name, behave, *, is_async=False):
+        if self.hook is not None:
+            raise NotSupported("one process_tool_call per MCPToolset")
+        from pydantic_ai.exceptions import ToolFailed
+
+        def seen(name, tool_args):
+            return Seen(tool=name, arguments=dict(tool_args) if isinstance(tool_args, dict) else {}, native=(name, tool_args))
+
+        async def process_tool_call(ctx, call_tool_func, name, tool_args):
+            answer = behave(seen(name, tool_args))
+            if is_async:
+                answer = await answer
+            if isinstance(answer, _Deny):
+                raise ToolFailed(answer.reason)
+            if isinstance(answer, _HandOn):
+                return await call_tool_func(answer.name, answer.args)
+            return await call_tool_func(name, tool_args)
+
+        label = "".join(c if c.isalnum() else "_" for c in name)
+        process_tool_call.__name__ = process_tool_call.__qualname__ = f"process_tool_call_{label}"
+        process_tool_call.__module__ = "conformance"
+        self.hook = process_tool_call
+        return f"pydantic-ai:conformance.process_tool_call_{label}"
+
+    def reset(self):
+        super().reset()
+        self.hook = None
+
+    def allow(self, seen):
+        return _Same()
+
+    def abstain(self, seen):
+        return _Same()
+
+    def deny(self, seen):
+        return _Deny("denied by the policy gate")
+
+    def ask(self, seen):
+        raise NotSupported("a process_tool_call has no ask")
+
+    def junk(self):
+        # what a process_tool_call returns is the tool's result (any value is one), and
+        # what it hands the server that is no call (arguments that are no dict) the server
+        # refuses: it has no answer outside its protocol
+        return []
+
+    def rewrite(self, seen, arguments):
+        return _HandOn(seen.tool, dict(arguments))
+
+    def run(self, arguments, mode):
+        from pydantic_ai import Agent
+        from pydantic_ai.mcp import MCPToolset
+
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        toolset = MCPToolset(mcp_server(marker), process_tool_call=self.hook)
+        agent = Agent(make_model([dict(arguments)]), toolsets=[toolset])
+        # a raise passes through process_tool_call to asyncio.run as upstream; one whose repr
+        # raises leaves asyncio.Runner's SIGINT handler installed (its close fails before it
+        # restores it), which breaks every later asyncio.run of the process: put it back
+        sigint = signal.getsignal(signal.SIGINT)
+        try:
+            result = agent.run_sync("go") if mode == "sync" else asyncio.run(agent.run("go"))
+            told = str(result.output)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - upstream lets a raising process_tool_call end the run (SystemExit too)
+            try:
+                told = f"{type(exc).__name__}: {exc}"
+            except BaseException:  # noqa: BLE001 - its str raised
+                told = "<an exception that cannot be shown>"
+        finally:
+            try:
+                signal.signal(signal.SIGINT, sigint)
+            except Exception:  # noqa: BLE001 - replaced; reading back the one it replaced ran its hostile repr
+                pass
+        runs = marker.runs()
+        return Ran(ran=bool(runs), arguments={"command": runs[-1]} if runs else None, told=told)
+
+
+@pytest.fixture
+def failsecure_harness_process_tool_call(tmp_path, adapter):
+    pytest.importorskip("fastmcp.client", reason="the MCP client (pydantic-ai-slim[mcp]) is not installed")
+    return ProcessToolCallHarness(tmp_path)

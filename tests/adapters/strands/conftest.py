@@ -540,3 +540,73 @@ class MiddlewareHarness(StrandsHarness):
 @pytest.fixture
 def failsecure_harness_middleware(tmp_path, adapter):
     return MiddlewareHarness(tmp_path)
+
+
+class BatchHarness(StrandsHarness):
+    """``BeforeToolsEvent`` callbacks (the batch gate, fired once before a turn's tool uses):
+    each gate sees the batch's one tool use; it denies with ``event.cancel`` (a text: the
+    cancelled tools' error result), asks with ``event.interrupt(...)`` (the run stops for a
+    human's answer), rewrites the tool use of the message in place (the executor reads the
+    uses from the message after the event). The event has no "allow" field: allow is no
+    opinion (``cancel`` left as it was)."""
+
+    kind = "batch"
+
+    def add_gate(self, name, behave, *, is_async=False):
+        def seen(event):
+            uses = [c["toolUse"] for c in event.message["content"] if isinstance(c, dict) and "toolUse" in c]
+            use = uses[0] if uses else {}
+            return Seen(tool=use.get("name"), arguments=dict(use.get("input") or {}), native=event)
+
+        if is_async:
+
+            async def gate(event):
+                return await behave(seen(event))
+
+        else:
+
+            def gate(event):
+                return behave(seen(event))
+
+        label = "".join(c if c.isalnum() else "_" for c in name)
+        gate.__name__ = gate.__qualname__ = f"batch_{label}"
+        gate.__module__ = "conformance"
+        self.gates.append(gate)
+        return f"strands:conformance.batch_{label}"
+
+    def allow(self, seen):
+        return None
+
+    def deny(self, seen):
+        seen.native.cancel = "denied by the policy gate"
+        return None
+
+    def ask(self, seen):
+        seen.native.interrupt(f"conformance-{os.urandom(4).hex()}", reason="run these?")
+        return None
+
+    def junk(self):
+        return [
+            ("return value 'DENY'", "DENY"),
+            ("return value False", False),
+            ("return value dict", {"cancel": True}),
+        ]
+
+    def rewrite(self, seen, arguments):
+        for block in seen.native.message["content"]:
+            if isinstance(block, dict) and "toolUse" in block:
+                block["toolUse"]["input"] = dict(arguments)
+        return None
+
+    def run(self, arguments, mode):
+        marker = Marker(self.base / f"run-{os.urandom(4).hex()}")
+        from strands import Agent
+
+        agent = Agent(model=make_model([("run_command", dict(arguments))]), tools=[marker.tool()],
+                      hooks=[batch_provider(*self.gates)] if self.gates else [], callback_handler=None)
+        return _drive(agent, marker, mode)
+
+
+@pytest.fixture
+def failsecure_harness_batch(tmp_path, adapter):
+    return BatchHarness(tmp_path)
