@@ -729,12 +729,13 @@ class CodePuppyAdapter(Adapter):
             asking -= plain  # a hook id one callback that asks nobody has too keeps its deadline
             interactive = frozenset(asking) if asking and _interactive() else False
             data = _judged_object(phase, args, kwargs)
-            before = snapshot(data)
+            before = snapshot(data) if phase == FILE else None
             # one thread hand-off for all of them; a callback that edits the operation data
             # in place: the ones that judged it before judge it again (as for pre_tool_call)
             outcomes = self.settle_calls(calls, lambda: data, self.hook_id(phase), None, interactive,
                                          fail_closed=frozenset(opted), finish_pass=True)
-            outcomes = outcomes + self._edited_after_pre_tool(before, data)
+            if phase == FILE:
+                outcomes = outcomes + self._edited_after_pre_tool(before, data)
             return self._native(phase, self._decide_sync(phase, args, kwargs, outcomes, frozenset(opted)), outcomes)
         except KeyboardInterrupt:
             raise
