@@ -268,7 +268,7 @@ class HermesAdapter(Adapter):
                     return decision.reason
                 if state.failed is not None:
                     return None
-            judged = _judged.get()
+            judged = _judged_call(call_id)
             if judged is not None and judged[0] == tool and same(judged[1], fingerprint(final_args)):
                 return None
             if judged is not None and judged[0] == tool and entered is not CHANGED and same(judged[1], fingerprint(entered)):
@@ -322,7 +322,7 @@ class HermesAdapter(Adapter):
             # rewrote them judge again (a stamping callback settles; one after the last
             # rewrite runs once); what was judged is the call as it is at the end
             outcomes = self.settle_calls(self._entries(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT), finish_pass=True)
-            _judged.set((tool, fingerprint(kwargs.get("args"))))
+            _judge(call_id, (tool, fingerprint(kwargs.get("args"))))
             decision = self.decide(
                 tool,
                 outcomes,
@@ -466,8 +466,32 @@ class HermesAdapter(Adapter):
 
 # ---------------------------------------------------------------- helpers
 
-#: (tool name, fingerprint of the arguments) the gates last judged in this context
+#: what the gates judged in this context: call id (None: a call without one) -> (tool
+#: name, fingerprint of the arguments). A dict shared with the contexts copied from this
+#: one: hermes judges a concurrent batch call by call on the agent's thread, then runs
+#: each call on a worker with a copy of the turn's context, where its middleware chain
+#: must find what was judged for that call (not the batch's last call)
 _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_hermes_judged", default=None)
+_JUDGED_KEPT = 256  # calls remembered per context (a long session's oldest go)
+
+
+def _judge(call_id: Any, judged: tuple) -> None:
+    calls = _judged.get()
+    if calls is None:
+        calls = {}
+        _judged.set(calls)
+    key = call_id if isinstance(call_id, str) and call_id else None
+    calls.pop(key, None)
+    calls[key] = judged
+    while len(calls) > _JUDGED_KEPT:
+        calls.pop(next(iter(calls)), None)
+
+
+def _judged_call(call_id: Any) -> Any:
+    calls = _judged.get()
+    if not calls:
+        return None
+    return calls.get(call_id if isinstance(call_id, str) and call_id else None)
 
 
 class _ChainState:
