@@ -243,6 +243,9 @@ def _run_sync_callback(callback: Any, loop: Any, args: tuple, kwargs: dict) -> A
 
 #: set while a rewritten command is re-checked (a rewrite of a rewrite is not chased)
 _recheck: "contextvars.ContextVar[bool]" = contextvars.ContextVar("failsecure_code_puppy_recheck", default=False)
+#: (tool, arguments) the ``pre_tool_call`` callbacks last allowed in this task: the shell
+#: tool's rewrite check shows them a rewritten command of that call
+_pre_tool_judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_code_puppy_pre_tool_judged", default=None)
 #: failsecure's own deny of the last ``file_permission`` dispatch in this context (None: no
 #: deny, or a callback's own ``False``): what code-puppy's rejection response tells the model
 _file_denied: "contextvars.ContextVar[Optional[str]]" = contextvars.ContextVar("failsecure_code_puppy_file_denied", default=None)
@@ -678,6 +681,10 @@ class CodePuppyAdapter(Adapter):
             decision = await self.adecide(tool, outcomes + self._extra(), arguments=arguments, fail_closed=frozenset(opted))
             if phase == PRE_TOOL:
                 self.granted(decision, tool, None, arguments)  # the arguments after every callback
+                # the call these callbacks judged, for a shell rewrite inside the tool (only
+                # when they had a say: a callback there, and not a re-judge of a rewrite)
+                if not _recheck.get():
+                    _pre_tool_judged.set((tool, arguments) if calls and not decision.denied else None)
             results = self._native(phase, decision, outcomes)
             if phase == SHELL and not _recheck.get():
                 results = await self._recheck_rewrite(args, kwargs, results)
@@ -706,10 +713,28 @@ class CodePuppyAdapter(Adapter):
         token = _recheck.set(True)
         try:
             again = await self._callbacks._trigger_callbacks(SHELL, *[bound.get(n) for n in PARAMS[SHELL]])
+            blocks = [r for r in again if isinstance(r, dict) and r.get("blocked")]
+            if not blocks:
+                blocks = await self._recheck_pre_tool(command, final)
         finally:
             _recheck.reset(token)
-        blocks = [r for r in again if isinstance(r, dict) and r.get("blocked")]
         return blocks or results
+
+    async def _recheck_pre_tool(self, command: Any, final: str) -> list:
+        """The ``pre_tool_call`` callbacks that judged this shell tool call judged
+        ``command``; the rewrite runs ``final``: they judge the call again with it (its
+        blocks, or [] to run). Only when the call they judged carried that very command
+        (the shell tool reached from the model's call, in this task)."""
+        judged = _pre_tool_judged.get()
+        if judged is None:
+            return []
+        tool, arguments = judged
+        if not isinstance(arguments, dict) or arguments.get("command") != command:
+            return []
+        rewritten = dict(arguments, command=final)
+        again = await self._callbacks._trigger_callbacks(PRE_TOOL, tool, rewritten, None)
+        self.ungrant(tool, rewritten)  # judged inside the tool: no second run of it to grant
+        return [r for r in again if isinstance(r, dict) and r.get("blocked")]
 
     def _gate(self, phase: str, args: tuple, kwargs: dict) -> list:
         """One dispatch of a gating phase from upstream's sync loop (``on_file_permission``)."""
