@@ -279,8 +279,32 @@ class HermesAdapter(Adapter):
         except Exception as exc:  # noqa: BLE001 - the last step before the tool: any failure to judge the final arguments blocks it (audited)
             return self.failed(exc, tool, call_id, hook=self.hook_id(EVENT)).reason
         for directive in directives:
-            if directive.get("action") in ("block", "approve"):  # no approval prompt here: ask denies
+            if directive.get("action") == "approve":  # hermes' own approval gate, asked again
+                return self._approve_again(tool, final_args, directive, call_id)
+            if directive.get("action") == "block":
                 return directive.get("message") or self.decide(tool, [], call_id=call_id).reason or "failsecure: denied"
+        return None
+
+    def _approve_again(self, tool: Any, final_args: Any, directive: dict, call_id: Optional[str]) -> Optional[str]:
+        """A gate asked for the call a middleware changed: hermes' own approval gate
+        answers, as ``resolve_pre_tool_block`` has it answer an ``approve`` (a human, yolo,
+        cron ``approve`` mode; a failing or refusing gate blocks). Approved, the call's
+        grant is the arguments judged."""
+        asked = _asking.get()
+        _asking.set(None)
+        try:
+            from tools.approval import request_tool_approval
+
+            name = tool if isinstance(tool, str) else ""
+            result = request_tool_approval(name, directive.get("message") or "", rule_key=directive.get("rule_key") or name)
+            approved = isinstance(result, dict) and result.get("approved") is True
+        except Exception as exc:  # noqa: BLE001 - hermes' approval gate failed: the call is blocked (audited), as hermes blocks it
+            return self.failed(exc, tool, call_id, hook=self.hook_id(EVENT)).reason
+        if not approved:
+            message = result.get("message") if isinstance(result, dict) else None
+            return message if type(message) is str and message else f"BLOCKED: plugin approval required for {tool}"
+        if asked is not None:
+            self.granted(asked[0], asked[1], None, asked[2], approved=True, also=_coerced(asked[1], asked[2]))
         return None
 
     def _unpatch(self) -> None:
