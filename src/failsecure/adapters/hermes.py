@@ -142,8 +142,7 @@ class HermesAdapter(Adapter):
             callback = args[1] if len(args) > 1 else kwargs.get("callback")
             if hook_name == EVENT:
                 try:
-                    manifest = instance.manifest
-                    adapter._names[id(callback)] = (callback, str(manifest.key or manifest.name))
+                    adapter._names[id(callback)] = (callback, _manifest_key(instance.manifest))
                 except Exception:  # noqa: BLE001 - a plugin's manifest that cannot be read: the callback's plugin is found by its module instead
                     pass
             return result
@@ -612,6 +611,16 @@ def _shell_spec(cb: Any) -> Any:
     return _UNREADABLE
 
 
+def _manifest_key(manifest: Any) -> str:
+    """A plugin's name in its hook id: its key (``name``, ``<category>/<name>``, the
+    entry-point name). A plugin of the working directory's ``.hermes/plugins`` (source
+    ``project``: a cloned repo's) is ``project:<key>``: hermes lets it replace the user's
+    plugin of the same key, and the user's ``required`` and per-hook settings name the
+    user's plugin, never a project's that took its name."""
+    key = str(manifest.key or manifest.name)
+    return f"project:{key}" if getattr(manifest, "source", None) == "project" else key
+
+
 def _plugin_key(manager: Any, module: Optional[str]) -> Optional[str]:
     """The plugin that owns a callback registered before failsecure was active."""
     if not isinstance(module, str):
@@ -620,7 +629,8 @@ def _plugin_key(manager: Any, module: Optional[str]) -> Optional[str]:
         for key, loaded in list(manager._plugins.items()):
             owner = getattr(getattr(loaded, "module", None), "__name__", None)
             if owner and (module == owner or module.startswith(owner + ".")):
-                return str(key)
+                manifest = getattr(loaded, "manifest", None)
+                return _manifest_key(manifest) if manifest is not None else str(key)
     except Exception:  # noqa: BLE001 - hermes' plugin table or a plugin object (a hostile __getattr__): the callback has no plugin key
         pass
     return None
