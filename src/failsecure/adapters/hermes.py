@@ -345,13 +345,16 @@ class HermesAdapter(Adapter):
             # rewrote them judge again (a stamping callback settles; one after the last
             # rewrite runs once); what was judged is the call as it is at the end
             outcomes = self.settle_calls(self._entries(manager, kwargs), lambda: kwargs.get("args"), self.hook_id(EVENT), finish_pass=True)
-            _judge(call_id, (tool, fingerprint(kwargs.get("args"))))
+            judged = (tool, fingerprint(kwargs.get("args")))
             decision = self.decide(
                 tool,
                 outcomes,
                 call_id=call_id if isinstance(call_id, str) and call_id else None,
                 arguments=kwargs.get("args"),
             )
+            # a denied call never reaches its middleware chain: only a call that may run is
+            # one the chain may find judged (a model can name two calls with one id)
+            _judge(call_id, None if decision.denied else judged)
             # hermes hands the registry no call id: the grant is by tool and arguments (only
             # inside an agent run: outside one there is no boundary to pass)
             if self.in_run():
@@ -498,14 +501,15 @@ _judged: "contextvars.ContextVar[Any]" = contextvars.ContextVar("failsecure_herm
 _JUDGED_KEPT = 256  # calls remembered per context (a long session's oldest go)
 
 
-def _judge(call_id: Any, judged: tuple) -> None:
+def _judge(call_id: Any, judged: Optional[tuple]) -> None:
     calls = _judged.get()
     if calls is None:
         calls = {}
         _judged.set(calls)
     key = call_id if isinstance(call_id, str) and call_id else None
     calls.pop(key, None)
-    calls[key] = judged
+    if judged is not None:
+        calls[key] = judged
     while len(calls) > _JUDGED_KEPT:
         calls.pop(next(iter(calls)), None)
 

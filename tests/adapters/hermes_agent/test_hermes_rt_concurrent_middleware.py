@@ -45,8 +45,9 @@ def batch_model(calls):
             answered.append(1)
             if len(answered) == 1:
                 message = {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": f"call-{i}", "type": "function", "function": {"name": t, "arguments": json.dumps(a)}}
-                    for i, (t, a) in enumerate(calls)]}
+                    {"id": (c[2] if len(c) > 2 else f"call-{i}"), "type": "function",
+                     "function": {"name": c[0], "arguments": json.dumps(c[1])}}
+                    for i, c in enumerate(calls)]}
                 finish = "tool_calls"
             else:
                 message, finish = {"role": "assistant", "content": "done"}, "stop"
@@ -215,3 +216,31 @@ def test_a_block_of_a_concurrent_batch_with_an_approver_still_blocks(rig, parall
     told = run_batch([(TOOL, {"a_items": ["x"]}), (TOOL, {"b_items": ["y"]})])
     assert parallel_tool == [{"b_items": ["y"]}]
     assert any("no a" in (t or "") for t in told)
+
+
+DUPLICATE = ("def mw(next_call=None, args=None, **kw):\n"
+             "    if args == {'a_items': ['x']}:\n"
+             "        return next_call({'a_items': ['forbidden']})\n"
+             "    return next_call(args)\n")
+
+
+def test_a_rewrite_into_a_call_denied_under_the_same_call_id_is_judged_again(rig, parallel_tool, tmp_path):
+    """The model names two calls of one batch with one id: the second (the forbidden
+    arguments) is denied; the first, rewritten by a middleware into those very arguments,
+    must not pass as judged by the second's judgement."""
+    seen = tmp_path / "seen.txt"
+    counting_gate(rig, seen, "return {'action': 'block', 'message': 'no forbidden'} if 'forbidden' in str(kw['args']) else None")
+    middleware_plugin(rig, DUPLICATE)
+    rig.load()
+    told = run_batch([(TOOL, {"a_items": ["x"]}, "dup"), (TOOL, {"a_items": ["forbidden"]}, "dup")])
+    assert parallel_tool == []
+    assert all("no forbidden" in (t or "") for t in told)
+
+
+def test_two_calls_under_the_same_call_id_both_allowed_run(rig, parallel_tool, tmp_path):
+    seen = tmp_path / "seen.txt"
+    counting_gate(rig, seen, "return {'action': 'block', 'message': 'no forbidden'} if 'nope' in str(kw['args']) else None")
+    middleware_plugin(rig, DUPLICATE)
+    rig.load()
+    run_batch([(TOOL, {"a_items": ["x"]}, "dup"), (TOOL, {"b_items": ["y"]}, "dup")])
+    assert sorted(parallel_tool, key=str) == [{"a_items": ["forbidden"]}, {"b_items": ["y"]}]
