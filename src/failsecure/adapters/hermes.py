@@ -265,8 +265,8 @@ class HermesAdapter(Adapter):
                 decision = self.decide(tool if isinstance(tool, str) else None, [outcome], call_id=call_id)
                 if decision.denied:
                     return decision.reason
-                if state.failed is not None:
-                    return None
+                # a tolerated failure (on_error = "allow") is no judgement of the arguments:
+                # hermes goes on with what the middleware left (edited in place, maybe)
             judged = _judged_call(call_id)
             if judged is not None and judged[0] == tool and same(judged[1], fingerprint(final_args)):
                 return None
