@@ -720,7 +720,7 @@ class CodePuppyAdapter(Adapter):
             _recheck.reset(token)
         return blocks or results
 
-    async def _recheck_pre_tool(self, command: Any, final: str) -> list:
+    async def _recheck_pre_tool(self, command: Any, final: Any) -> list:
         """The ``pre_tool_call`` callbacks that judged this shell tool call judged
         ``command``; the rewrite runs ``final``: they judge the call again with it (its
         blocks, or [] to run). Only when the call they judged carried that very command
