@@ -187,6 +187,7 @@ class _NoGuardrails:
     def __init__(self, tool: Any) -> None:
         self.name = getattr(tool, "name", None)
         self.needs_approval = getattr(tool, "needs_approval", False)
+        self.tool = tool  # the SDK's tool itself: its namespace keys the human's approval
 
 
 def _plain(value: Any) -> Any:
@@ -1029,6 +1030,8 @@ class OpenAIAgentsAdapter(Adapter):
         (``tool_namespace``, an MCP-prefixed name) by its qualified name / lookup key, not
         its bare name, so every key the SDK files it under is asked. Approved when one
         says yes and none says no."""
+        if isinstance(func_tool, _NoGuardrails):
+            func_tool = func_tool.tool  # the namespace is the tool's, not the stand-in's
         try:
             keys = [func_tool.name]
             try:
