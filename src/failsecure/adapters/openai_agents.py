@@ -87,7 +87,11 @@ MCP_SERVER = "agents.mcp.server"
 TOOL = "agents.tool"
 APPROVAL_STATUS = "resolve_approval_status"
 #: callbacks a tool carries that decide whether its call runs: (class, attribute, kind)
-TOOL_CALLBACKS = (("ComputerTool", "on_safety_check", "safety"), ("HostedMCPTool", "on_approval_request", "request"))
+TOOL_CALLBACKS = (
+    ("ComputerTool", "on_safety_check", "safety"),
+    ("HostedMCPTool", "on_approval_request", "request"),
+    ("FunctionTool", "is_enabled", "enabled"),
+)
 MCP_APPROVAL = "_get_needs_approval_for_tool"
 #: the realtime API runs a function tool's input guardrails with a loop of its own
 REALTIME_SESSION = "agents.realtime.session"
@@ -147,6 +151,11 @@ def _approval_verdict(native: Any) -> Verdict:
 
 def _safety_verdict(native: Any) -> Verdict:
     """``on_safety_check``: exactly ``True`` (acknowledge) or ``False`` (do not)."""
+    return exactly(native, _SAFETY_ANSWERS)
+
+
+def _enabled_verdict(native: Any) -> Verdict:
+    """``is_enabled``: exactly ``True`` (the tool is offered) or ``False`` (it is not)."""
     return exactly(native, _SAFETY_ANSWERS)
 
 
@@ -565,6 +574,8 @@ class OpenAIAgentsAdapter(Adapter):
         a hosted MCP request cannot ask (a no).
         A valid answer is passed through as it came."""
         adapter = self
+        if kind == "enabled":
+            return self._guarded_enabled(callback, tool)
         validate = _safety_verdict if kind == "safety" else _approval_result_verdict
         name = plain_str(tool)
 
@@ -591,6 +602,32 @@ class OpenAIAgentsAdapter(Adapter):
                 # one carries the reason the audit records (not "not acknowledged")
                 raise adapter._user_error(reason)
             return {"approve": False, "reason": reason}
+
+        guarded._failsecure_guarded = True  # type: ignore[attr-defined]
+        guarded.__wrapped__ = callback  # type: ignore[attr-defined]
+        return guarded
+
+    def _guarded_enabled(self, callback: Any, tool: Any) -> Any:
+        """A function tool's callable ``is_enabled(ctx, agent)`` decides whether the tool is
+        offered, so whether a model's call to it runs (upstream takes ``bool(answer)``: a
+        truthy junk answer such as ``"no"`` enabled it, and a hang had no deadline). Under
+        the guard only ``True`` enables and ``False`` disables, as said (not audited: no
+        call yet); a raise, a hang past its deadline or junk is audited as its failure (a
+        later decision point: no plugin gates, no ``required``) and disables the tool,
+        unless the config lets that hook's failures allow."""
+        adapter = self
+        name = plain_str(tool)
+
+        async def guarded(*args, **kwargs):
+            if not adapter._active:
+                result = callback(*args, **kwargs)
+                return await result if inspect.isawaitable(result) else result
+            hook_id = adapter.callable_id(callback)
+            outcome = await adapter.ahook_call(hook_id, callback, *args, _validate=_enabled_verdict, **kwargs)
+            if outcome.failure is None and outcome.verdict is not None:
+                return outcome.verdict.action is Action.ALLOW
+            decision = await adapter.adecide_stage(name, [outcome])
+            return decision.action is Action.ALLOW
 
         guarded._failsecure_guarded = True  # type: ignore[attr-defined]
         guarded.__wrapped__ = callback  # type: ignore[attr-defined]
