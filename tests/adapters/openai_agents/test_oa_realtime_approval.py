@@ -9,7 +9,6 @@ import asyncio
 import json
 
 import pytest
-
 from failsecure_oa_rig import Transport, hook_of
 
 
