@@ -87,7 +87,11 @@ MCP_SERVER = "agents.mcp.server"
 TOOL = "agents.tool"
 APPROVAL_STATUS = "resolve_approval_status"
 #: callbacks a tool carries that decide whether its call runs: (class, attribute, kind)
-TOOL_CALLBACKS = (("ComputerTool", "on_safety_check", "safety"), ("HostedMCPTool", "on_approval_request", "request"))
+TOOL_CALLBACKS = (
+    ("ComputerTool", "on_safety_check", "safety"),
+    ("HostedMCPTool", "on_approval_request", "request"),
+    ("FunctionTool", "is_enabled", "enabled"),
+)
 MCP_APPROVAL = "_get_needs_approval_for_tool"
 #: the realtime API runs a function tool's input guardrails with a loop of its own
 REALTIME_SESSION = "agents.realtime.session"
@@ -150,6 +154,11 @@ def _safety_verdict(native: Any) -> Verdict:
     return exactly(native, _SAFETY_ANSWERS)
 
 
+def _enabled_verdict(native: Any) -> Verdict:
+    """``is_enabled``: exactly ``True`` (the tool is offered) or ``False`` (it is not)."""
+    return exactly(native, _SAFETY_ANSWERS)
+
+
 def _approval_result_verdict(native: Any) -> Verdict:
     """``on_approval`` / ``on_approval_request``: a mapping whose ``approve`` is a bool
     (and ``reason``, when there, a string)."""
@@ -187,6 +196,7 @@ class _NoGuardrails:
     def __init__(self, tool: Any) -> None:
         self.name = getattr(tool, "name", None)
         self.needs_approval = getattr(tool, "needs_approval", False)
+        self.tool = tool  # the SDK's tool itself: its namespace keys the human's approval
 
 
 def _plain(value: Any) -> Any:
@@ -564,6 +574,8 @@ class OpenAIAgentsAdapter(Adapter):
         a hosted MCP request cannot ask (a no).
         A valid answer is passed through as it came."""
         adapter = self
+        if kind == "enabled":
+            return self._guarded_enabled(callback, tool)
         validate = _safety_verdict if kind == "safety" else _approval_result_verdict
         name = plain_str(tool)
 
@@ -590,6 +602,32 @@ class OpenAIAgentsAdapter(Adapter):
                 # one carries the reason the audit records (not "not acknowledged")
                 raise adapter._user_error(reason)
             return {"approve": False, "reason": reason}
+
+        guarded._failsecure_guarded = True  # type: ignore[attr-defined]
+        guarded.__wrapped__ = callback  # type: ignore[attr-defined]
+        return guarded
+
+    def _guarded_enabled(self, callback: Any, tool: Any) -> Any:
+        """A function tool's callable ``is_enabled(ctx, agent)`` decides whether the tool is
+        offered, so whether a model's call to it runs (upstream takes ``bool(answer)``: a
+        truthy junk answer such as ``"no"`` enabled it, and a hang had no deadline). Under
+        the guard only ``True`` enables and ``False`` disables, as said (not audited: no
+        call yet); a raise, a hang past its deadline or junk is audited as its failure (a
+        later decision point: no plugin gates, no ``required``) and disables the tool,
+        unless the config lets that hook's failures allow."""
+        adapter = self
+        name = plain_str(tool)
+
+        async def guarded(*args, **kwargs):
+            if not adapter._active:
+                result = callback(*args, **kwargs)
+                return await result if inspect.isawaitable(result) else result
+            hook_id = adapter.callable_id(callback)
+            outcome = await adapter.ahook_call(hook_id, callback, *args, _validate=_enabled_verdict, **kwargs)
+            if outcome.failure is None and outcome.verdict is not None:
+                return outcome.verdict.action is Action.ALLOW
+            decision = await adapter.adecide_stage(name, [outcome])
+            return decision.action is Action.ALLOW
 
         guarded._failsecure_guarded = True  # type: ignore[attr-defined]
         guarded.__wrapped__ = callback  # type: ignore[attr-defined]
@@ -1029,6 +1067,8 @@ class OpenAIAgentsAdapter(Adapter):
         (``tool_namespace``, an MCP-prefixed name) by its qualified name / lookup key, not
         its bare name, so every key the SDK files it under is asked. Approved when one
         says yes and none says no."""
+        if isinstance(func_tool, _NoGuardrails):
+            func_tool = func_tool.tool  # the namespace is the tool's, not the stand-in's
         try:
             keys = [func_tool.name]
             try:
