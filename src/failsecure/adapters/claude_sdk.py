@@ -147,8 +147,9 @@ def _matches(matcher: Any, tool: Any) -> bool:
     """The CLI's matcher rule for the tool events: empty or ``*`` = every tool; a matcher
     of names, ``|``, ``,``, spaces and ``-`` is a list of names split on ``|`` or ``,``
     and trimmed, a legacy name standing for the tool it became (``Task``: ``Agent``);
-    otherwise a regular expression searched in the tool name or one of its legacy names
-    (an invalid one never matches, as in the CLI)."""
+    otherwise a JavaScript regular expression (``_js_regex``: read as the CLI's
+    ``new RegExp`` reads it, not as Python's ``re`` would) searched in the tool name or one
+    of its legacy names (an invalid one never matches, as in the CLI)."""
     if matcher is None or matcher == "" or matcher == "*":
         return True
     if type(matcher) is not str or type(tool) is not str:
@@ -156,11 +157,181 @@ def _matches(matcher: Any, tool: Any) -> bool:
     if re.fullmatch(r"[a-zA-Z0-9_|, -]+", matcher):
         names = [n.strip() for n in re.split(r"[|,]", matcher)]
         return any(n and (n == tool or _ALIASES.get(n) == tool) for n in names)
-    try:
-        pattern = re.compile(matcher)
-    except re.error:
+    pattern = _js_regex(matcher)
+    if pattern is None:
         return False
+    if pattern is _UNREAD:
+        return True  # valid JavaScript Python cannot run (a lookbehind of any length): selects (fail closed)
     return pattern.search(tool) is not None or any(pattern.search(old) is not None for old in _LEGACY.get(tool, ()))
+
+
+class _NotJS(Exception):
+    """A matcher JavaScript rejects (a SyntaxError there): it matches nothing."""
+
+
+#: a matcher valid in JavaScript that Python's ``re`` cannot run: it selects every tool
+_UNREAD = object()
+
+
+#: compiled matchers (a session's matchers are fixed; kept bounded)
+_JS_REGEXES: dict = {}
+#: escapes JavaScript and Python read alike (outside and inside a class)
+_SAME_ESCAPES = frozenset("dDwWsSnrtfv")
+_JS_SYNTAX = frozenset("^$\\.*+?()[]{}|")
+
+
+def _js_escape(pattern: str, i: int, in_class: bool) -> tuple:
+    """The escape at ``pattern[i]`` (after the backslash) as JavaScript reads it without
+    the ``u`` flag (Annex B) -> (Python text, next index)."""
+    if i >= len(pattern):
+        raise _NotJS()  # a trailing backslash: a SyntaxError in JavaScript
+    ch = pattern[i]
+    if ch in _SAME_ESCAPES or (ch in "bB" and not in_class):
+        return "\\" + ch, i + 1
+    if ch == "b":  # in a class: backspace
+        return "\\x08", i + 1
+    if ch == "0" and not pattern[i + 1:i + 2].isdigit():
+        return "\\x00", i + 1
+    if ch.isdigit():
+        return "\\" + ch, i + 1  # a back reference (Python's reads alike; no such group: not read)
+    hexdigits = "0123456789abcdefABCDEF"
+    if ch == "x" and len(pattern) >= i + 3 and all(c in hexdigits for c in pattern[i + 1:i + 3]):
+        return re.escape(chr(int(pattern[i + 1:i + 3], 16))), i + 3
+    if ch == "u" and len(pattern) >= i + 5 and all(c in hexdigits for c in pattern[i + 1:i + 5]):
+        return re.escape(chr(int(pattern[i + 1:i + 5], 16))), i + 5
+    if ch == "c" and i + 1 < len(pattern) and pattern[i + 1].isascii() and pattern[i + 1].isalpha():
+        return re.escape(chr(ord(pattern[i + 1]) % 32)), i + 2
+    if ch == "c":
+        return "\\\\c", i + 1  # Annex B: a backslash and a `c`
+    if ch == "k" and not in_class:
+        named = re.match(r"<([A-Za-z_$][A-Za-z0-9_$]*)>", pattern[i + 1:])
+        if named:
+            return "(?P=%s)" % named.group(1).replace("$", "_S_"), i + 1 + named.end()
+    return re.escape(ch), i + 1  # an identity escape (``\h`` is ``h``)
+
+
+def _js_to_python(pattern: str) -> str:
+    """A JavaScript regular expression (no flags, as the CLI builds it) as an equivalent
+    Python one; raises _NotJS for one JavaScript rejects or this does not read."""
+    out = []
+    i, n = 0, len(pattern)
+    depth = 0
+    repeatable = False  # whether a quantifier here has something to repeat (else a SyntaxError)
+    lazy = False  # just after a quantifier
+    while i < n:
+        ch = pattern[i]
+        if ch in "*+?" and not repeatable and not (ch == "?" and lazy):
+            raise _NotJS()  # nothing to repeat
+        was, repeatable = repeatable, True
+        lazy = ch in "*+?" and was  # a quantifier: a `?` may follow (lazy)
+        if ch in "|^*+?":
+            repeatable = False
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise _NotJS()  # an unmatched `)`
+        if ch == "\\":
+            text, i = _js_escape(pattern, i + 1, False)
+            out.append(text)
+            continue
+        if ch == "[":
+            j = i + 1
+            negated = pattern[j:j + 1] == "^"
+            j += negated
+            if pattern[j:j + 1] == "]":  # `[]` matches nothing, `[^]` any character
+                out.append("[\\s\\S]" if negated else "(?!)")
+                i = j + 1
+                continue
+            parts = ["[^" if negated else "["]
+            while True:
+                if j >= n:
+                    raise _NotJS()  # an unterminated class
+                c = pattern[j]
+                if c == "]":
+                    break
+                if c == "\\":
+                    text, j = _js_escape(pattern, j + 1, True)
+                    parts.append(text)
+                    continue
+                parts.append(c if c == "-" else re.escape(c))
+                j += 1
+            parts.append("]")
+            out.append("".join(parts))
+            i = j + 1
+            continue
+        if ch == "(":
+            if pattern.startswith("(?<", i) and not pattern.startswith(("(?<=", "(?<!"), i):
+                end = pattern.find(">", i)
+                name = pattern[i + 3:end] if end > 0 else ""
+                if not re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", name):
+                    raise _NotJS()
+                out.append("(?P<%s>" % name.replace("$", "_S_"))
+                depth += 1
+                repeatable = False
+                i = end + 1
+                continue
+            if pattern.startswith("(?", i) and not pattern.startswith(("(?:", "(?=", "(?!", "(?<=", "(?<!"), i):
+                raise _NotJS()  # `(?i)`, `(?P<...>`: a SyntaxError in JavaScript
+            if pattern.startswith("(?", i):
+                opener = 4 if pattern.startswith("(?<", i) else 3
+                out.append(pattern[i:i + opener])
+                depth += 1
+                repeatable = False
+                i += opener
+                continue
+            out.append("(")
+            depth += 1
+            repeatable = False
+            i += 1
+            continue
+        if ch == "{":
+            quantifier = re.match(r"\{[0-9]+(,[0-9]*)?\}", pattern[i:])
+            if quantifier:
+                if not was:
+                    raise _NotJS()  # nothing to repeat
+                repeatable, lazy = False, True
+                out.append(quantifier.group())
+                i += quantifier.end()
+                continue
+            out.append("\\{")  # Annex B: a brace that opens no quantifier is itself
+            i += 1
+            continue
+        if ch == "}":
+            out.append("\\}")
+            i += 1
+            continue
+        if ch == "$":
+            out.append("\\Z")  # JavaScript's `$`: the end, not before a last newline
+            i += 1
+            continue
+        out.append(ch if ch in _JS_SYNTAX else re.escape(ch))
+        i += 1
+    if depth:
+        raise _NotJS()  # an unterminated group
+    return "".join(out)
+
+
+def _js_regex(matcher: str) -> Any:
+    """The CLI's ``new RegExp(matcher)`` in Python, or None when it is invalid there (it
+    then matches nothing, as in the CLI), or _UNREAD when Python cannot run it. Read as
+    JavaScript reads it: a named group, ``[^]``, an identity escape such as ``\\h`` select
+    what they select in the CLI (Python's
+    own reading rejected them, so ``can_use_tool`` did not wait for a PermissionRequest
+    callback the CLI ran), and Python-only syntax (``(?i)``, ``\\Z``) selects nothing."""
+    cached = _JS_REGEXES.get(matcher)
+    if cached is not None or matcher in _JS_REGEXES:
+        return cached
+    compiled: Any
+    try:
+        compiled = re.compile(_js_to_python(matcher), re.ASCII)
+    except (_NotJS, RecursionError):
+        compiled = None
+    except (re.error, OverflowError):
+        compiled = _UNREAD
+    if len(_JS_REGEXES) >= MAX_SELECTIONS:
+        _JS_REGEXES.clear()
+    _JS_REGEXES[matcher] = compiled
+    return compiled
 
 
 class _NotPlain(Exception):

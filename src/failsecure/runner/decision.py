@@ -171,6 +171,7 @@ class _Call:
         self.state = state
         self.event = self.tool = self.call_id = None
         self.deadline = None  # the runner's deadline (monotonic), once known
+        self.path = None  # the installing user's PATH entries (the record's), first on the hook's PATH
 
     def elapsed(self):
         return (time.monotonic() - self.start) * 1000.0
@@ -301,6 +302,10 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     raw, payload_ok = process.read_payload(stdin_fd, deadline)
     call = _Call(proto, hid, start, config, stdout_fd, stderr_fd, state)
     call.deadline = deadline
+    if record:
+        from failsecure.runner.protocols import record_path
+
+        call.path = record_path(record)
     if payload_ok:
         try:
             from failsecure._fastjson import loads
@@ -338,7 +343,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     if not argv:
         return call.failed(MISSING)
 
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment(),
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment(None, call.path),
                              proto.stderr_cap or process.STDERR_CAP)
     category = _process_category(result)
     elapsed = result.elapsed_ms
@@ -392,7 +397,7 @@ def _advisory(call, argv, raw, payload_ok, deadline, state):
     if not payload_ok or not argv:
         category = MISSING if payload_ok else (INVALID if time.monotonic() < deadline else TIMEOUT)
         return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=call.elapsed()))
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment())
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment(None, call.path))
     category = _process_category(result)
     if category is not None:
         return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=result.elapsed_ms))

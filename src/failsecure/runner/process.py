@@ -33,13 +33,25 @@ _SIGKILL = 9
 SHELL_STARTUP = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "BASH_XTRACEFD", "PROMPT_COMMAND"})
 
 
-def hook_environment(environ=None):
+def hook_environment(environ=None, trusted_path=None):
     """The environment a hook is started with: the runner's own, without SHELL_STARTUP
-    variables and exported bash functions."""
+    variables and exported bash functions. ``trusted_path``: the installing user's PATH
+    entries (the launch line's record): they come first on the hook's PATH, then the
+    environment's own absolute entries (a relative one, "" or ".", is the project's
+    directory), so a program the original command names by name is found where the user's
+    PATH finds it, not where a project's settings `env` put its own first."""
     environ = os.environ if environ is None else environ
-    return {
+    env = {
         k: v for k, v in environ.items() if k not in SHELL_STARTUP and not k.startswith("BASH_FUNC_")
     }
+    if trusted_path:
+        parts = [p for p in trusted_path if type(p) is str and p.startswith("/") and ":" not in p]
+        if parts:
+            for part in (env.get("PATH") or "").split(":"):
+                if part.startswith("/") and part not in parts:
+                    parts.append(part)
+            env["PATH"] = ":".join(parts)
+    return env
 
 
 def ensure_std_fds():

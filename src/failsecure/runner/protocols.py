@@ -611,6 +611,19 @@ def host_timeout(token):
         return None
 
 
+def record_path(token):
+    """The installing user's PATH entries the record carries (``hook install``), or None.
+    Never raises."""
+    try:
+        record = _decode_record(token) if isinstance(token, str) and token else None
+        path = record.get("path") if record is not None else None
+        if isinstance(path, list) and all(isinstance(part, str) for part in path):
+            return path
+    except Exception:  # noqa: BLE001 - a record that cannot be read: the hook's own PATH stands
+        pass
+    return None
+
+
 def _wrote_no_timeout(token):
     """True when the record says `hook install` wrote no host timeout for this hook and
     names no settings file to read one from: the host's own default applies to it."""

@@ -308,6 +308,19 @@ def host_shell(spec, handler=None, environ=None):
     return "/bin/sh"
 
 
+def trusted_path(environ=None):
+    """The installing user's PATH, its absolute entries only (the record carries it): at
+    run time they come first on the hook's PATH, before anything the hook's environment
+    adds (a host builds it from the project's settings: a cloned repository's `env` could
+    put its own `sh` or `python3` first and run it as the user's guard)."""
+    environ = os.environ if environ is None else environ
+    found = []
+    for part in (environ.get("PATH") or "").split(":"):
+        if os.path.isabs(part) and part not in found:
+            found.append(part)
+    return found
+
+
 def trusted_options(environ=None):
     """The runner's trusted inputs as launch-line options: what $FAILSECURE_CONFIG,
     $XDG_CONFIG_HOME and $XDG_CACHE_HOME are now (the user running `hook install`), as
@@ -820,6 +833,7 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
         exec_shell = version is not None and version >= CLAUDE_EXEC_FORM_MIN
     trusted_file = _is_user_level(path, host)
     base_options = trusted_options(environ)
+    base_path = trusted_path(environ)
     report = WrapReport(path)
     changed = False
     for where, event, handler in list(_all_handlers(document)):
@@ -891,6 +905,8 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
             previous_env = handler.get("env")
             wrote["env"] = gemini_pinned_env(previous_env if isinstance(previous_env, dict) else None, environ)
         record = {"keys": {key: handler.get(key, _ABSENT) for key in touched}, "wrote": wrote}
+        if base_path:
+            record["path"] = base_path  # the user's PATH first on the hook's (process.hook_environment)
         if timeout_key:
             # where the runner reads the host's own timeout at run time (host_capped)
             record["host"] = {"settings": os.path.abspath(path), "key": timeout_key, "unit": unit,
