@@ -132,6 +132,10 @@ _HANDED: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_lang
 #: middleware had it: a middleware that hands the call on under another tool call id, or
 #: with a state that no longer holds the model's message, is still found at the tool
 _ENTRY: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("failsecure_langchain_entry", default=None)
+#: the reviewer's edit of that call (``_edited_picture``) as the state ToolNode built it
+#: with holds it: a middleware that hands the call on with a state of its own cannot name
+#: its rewrite "the reviewer's edit". A 1-tuple (the picture or None); () outside _run_one
+_ENTRY_EDIT: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_entry_edit", default=())
 #: while a middleware judges the final call again: the decisions of its failures
 _FAILED: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("failsecure_langchain_failed", default=None)
 
@@ -1087,17 +1091,19 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
             instance._awrap_tool_call = adapter._aguard_wrapper(instance._awrap_tool_call)
 
     def run_one(wrapped, instance, args, kwargs):
-        token = _ENTRY.set(_entry_key(args, kwargs))
+        token, edit = _ENTRY.set(_entry_key(args, kwargs)), _ENTRY_EDIT.set(_entry_edit(args, kwargs))
         try:
             return wrapped(*args, **kwargs)
         finally:
+            _ENTRY_EDIT.reset(edit)
             _ENTRY.reset(token)
 
     async def _arun_one(wrapped, args, kwargs):
-        token = _ENTRY.set(_entry_key(args, kwargs))
+        token, edit = _ENTRY.set(_entry_key(args, kwargs)), _ENTRY_EDIT.set(_entry_edit(args, kwargs))
         try:
             return await wrapped(*args, **kwargs)
         finally:
+            _ENTRY_EDIT.reset(edit)
             _ENTRY.reset(token)
 
     def arun_one(wrapped, instance, args, kwargs):
@@ -1440,6 +1446,18 @@ def _entry_key(args: tuple, kwargs: dict) -> Optional[tuple]:
         return None
 
 
+def _entry_edit(args: tuple, kwargs: dict) -> tuple:
+    """``(_edited_picture)`` of the call ``ToolNode._run_one(call, input_type, tool_runtime)``
+    is about to hand to the middleware, read from the state ToolNode has."""
+    try:
+        call = args[0] if args else kwargs.get("call")
+        runtime = args[2] if len(args) > 2 else kwargs.get("tool_runtime")
+        request = types.SimpleNamespace(tool_call=call, state=getattr(runtime, "state", None))
+        return (_state_edit(request),)
+    except Exception:  # noqa: BLE001 - the framework's call and runtime objects can raise anything: no reviewer's edit known for the call
+        return (None,)
+
+
 def _keys_at_tool(request: Any) -> list:
     """The keys a call at its tool is known by: its own, and the one ToolNode built it as."""
     keys = [k for k in (_call_key(request), _ENTRY.get()) if k is not None]
@@ -1515,7 +1533,18 @@ def _state_picture(request: Any) -> Any:
 
 
 def _edited_picture(request: Any) -> Any:
-    """The reviewer's edit of the call, where HITL keeps it (``hitl_edited_tool_calls``)."""
+    """The reviewer's edit of the call, where HITL keeps it (``hitl_edited_tool_calls``):
+    in the state ToolNode built the call with (HITL's own ``wrap_tool_call`` reads it there
+    when it is the outermost middleware), never the state a middleware handed on
+    (``request.override(state=...)`` naming its own rewrite the edit)."""
+    entry = _ENTRY_EDIT.get()
+    if entry:
+        return entry[0]
+    return _state_edit(request)
+
+
+def _state_edit(request: Any) -> Any:
+    """The reviewer's edit of the call as ``request.state`` holds it."""
     try:
         _, call_id = _request_ids(request)
         state = getattr(request, "state", None)
