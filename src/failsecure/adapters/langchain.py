@@ -162,6 +162,11 @@ class LangChainAdapter(Adapter):
         #: (thread id, tool call id) of the HITL calls a ``when`` decided to review: on
         #: resume the predicate is asked again, and that first answer must stick
         self._reviewed: dict = {}
+        #: (thread id, model message id, tool call id) -> picture of the reviewer's edit,
+        #: or None (HITL saw the call and nobody edited it): the edit as HITL itself made it
+        #: (its batched ``after_model``'s answer, its ``per_call`` review), never the
+        #: state's ``hitl_edited_tool_calls`` at the tool, which a later node can write
+        self._edits: dict = {}
         #: (thread id, model message id, tool call id) -> deny reason: the HITL calls whose
         #: ``when`` failed (nobody is asked; the call is denied at its tool)
         self._failed: dict = {}
@@ -530,10 +535,11 @@ class LangChainAdapter(Adapter):
             for call in last.tool_calls:
                 if isinstance(call, dict) and isinstance(call.get("id"), str):
                     _remember(self._seen, (thread, message_id, call["id"]), (middleware, call.get("name")))
+                    _remember(self._edits, (thread, message_id, call["id"]), None)
         except Exception:  # noqa: BLE001 - the state's messages (user objects) can raise anything: nothing recorded, the check at the tool has no record of this call
             return
 
-    def _unreviewed(self, request: Any, keys: list, reviewers: tuple) -> Optional[str]:
+    def _unreviewed(self, request: Any, keys: list, reviewers: tuple, edited: Any = None) -> Optional[str]:
         """HITL's batched review judges each call of the model message by the tool it
         names. A call that reaches a tool one of the agent's batched HITL middleware
         (``reviewers``) reviews, and that HITL did not see naming that tool, skipped the
@@ -565,7 +571,6 @@ class LangChainAdapter(Adapter):
             wanted = [n for n in wanted if n != seen_name]
             if not wanted:
                 continue
-            edited = _edited_picture(request)
             if edited is not None and _same_picture(_call_picture(request), edited):
                 return None  # the reviewer's edit
             for name in wanted:
@@ -582,6 +587,19 @@ class LangChainAdapter(Adapter):
                 return decision.reason or f"failsecure: hook '{hook}' asks for a review of a call it never saw"
         return None
 
+    def _per_call_edit(self, request: Any, resolved: Any) -> None:
+        """HITL's ``per_call`` review answered with the reviewer's edit (``to_run,
+        executed``): it is the reviewer's call, recorded under the call's keys."""
+        try:
+            if not isinstance(resolved, tuple) or len(resolved) != 2 or resolved[1] is None:
+                return
+            picture = _action_picture(resolved[1])
+            for key in (_call_key(request), _ENTRY.get()):
+                if key is not None:
+                    _remember(self._edits, key, picture)
+        except Exception:  # noqa: BLE001 - the reviewer's action (user objects) can raise anything: no edit recorded, the call at the tool is judged
+            return
+
     def _review_done(self, result: Any, middleware: Any = None) -> None:
         """HITL's batched ``after_model`` has the human's decisions: the model message it
         hands on holds each reviewed call as the reviewer let it run (approved, or edited
@@ -594,6 +612,8 @@ class LangChainAdapter(Adapter):
             thread = self._thread()
             configs = getattr(middleware, "interrupt_on", None)
             configs = configs if isinstance(configs, dict) else {}
+            edits = result.get("hitl_edited_tool_calls")
+            edits = edits if isinstance(edits, dict) else {}
             for message in messages:
                 message_id = getattr(message, "id", None)
                 if not isinstance(message_id, str):
@@ -605,6 +625,8 @@ class LangChainAdapter(Adapter):
                         self._reviewed[key] = picture
                     if key in self._seen:  # the call as the review let it run (an edit's name)
                         self._seen[key] = (middleware, call.get("name"))
+                    if key in self._edits:
+                        self._edits[key] = _action_picture(edits.get(key[2]))
                     config = configs.get(call.get("name"))
                     if isinstance(config, dict) and config.get("when") is None and key[2] is not None:
                         _remember(self._always, key, (self.callable_id(type(middleware)), picture))
@@ -634,12 +656,16 @@ class LangChainAdapter(Adapter):
         keys = _keys_at_tool(request)
         found = [(self._judged.pop(k, None), self._reviewed.pop(k, None), self._failed.pop(k, None)) for k in keys]
         always = next((a for a in (self._always.pop(k, None) for k in keys) if a is not None), None)
+        edits = [self._edits.pop(k) for k in keys if k in self._edits]
         if self.state != "patched":
             return None
+        # the reviewer's edit as HITL made it; a call no HITL review recorded: the edit
+        # the state ToolNode built the call with holds
+        edited = next((e for e in edits if e is not None), None) if edits else _edited_picture(request)
         failed = next((f for _, _, f in found if f is not None), None)
         if failed is not None:
             return failed  # the call's `when` predicate failed: denied, nobody was asked
-        unreviewed = self._unreviewed(request, keys, reviewers)
+        unreviewed = self._unreviewed(request, keys, reviewers, edited)
         if unreviewed is not None:
             return unreviewed
         key = keys[0]
@@ -652,14 +678,14 @@ class LangChainAdapter(Adapter):
             # a tool reviewed every time: the call that runs is the one reviewed (or the
             # reviewer's edit), or a call nobody saw: nobody can be asked here, denied
             hook, reviewed_call = always
-            if any(_same_picture(final, p) for p in (reviewed_call, _edited_picture(request)) if p is not None):
+            if any(_same_picture(final, p) for p in (reviewed_call, edited) if p is not None):
                 return None
             tool, _ = _request_ids(request)
             decision = self.decide_stage(tool, [Outcome(hook=hook, verdict=_REVIEW)], call_id=call_id)
             return decision.reason or f"failsecure: hook '{hook}' asks for a review of a rewritten call"
         guarded, _ = known
         allowed = [p for j, _, _ in found if j is not None for p in j[1]]
-        allowed.append(_edited_picture(request))
+        allowed.append(edited)
         for _, reviewed, _ in found:
             if reviewed is True:  # no batched after_model recorded the reviewed call (per_call)
                 allowed.append(_state_picture(request))
@@ -1138,9 +1164,17 @@ def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:
             adapter._review_done(result, instance)
         return result
 
+    def resolve_per_call(wrapped, instance, args, kwargs):
+        resolved = wrapped(*args, **kwargs)
+        if adapter.state == "patched":
+            adapter._per_call_edit(args[0] if args else kwargs.get("request"), resolved)
+        return resolved
+
     adapter.wrap(middleware, "__init__", init)
     if callable(vars(middleware).get("after_model")):  # batched reviews (aafter_model calls it)
         adapter.wrap(middleware, "after_model", after_model)
+    if callable(vars(middleware).get("_resolve_per_call")):  # per_call reviews (langchain 1.5)
+        adapter.wrap(middleware, "_resolve_per_call", resolve_per_call)
 
 
 def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
@@ -1557,6 +1591,15 @@ def _state_edit(request: Any) -> Any:
         return _picture(name, args, name)
     except Exception:  # noqa: BLE001 - a reviewer's edit (user objects) can raise anything: no picture of it, nothing allowed by it
         return None
+
+
+def _action_picture(action: Any) -> Any:
+    """The picture of a reviewer's action (``{"name", "args"}``), or None."""
+    if action is None:
+        return None
+    name = action.get("name") if isinstance(action, dict) else getattr(action, "name", None)
+    args = action.get("args") if isinstance(action, dict) else getattr(action, "args", None)
+    return _picture(name, args, name)
 
 
 def _same_picture(a: Any, b: Any) -> bool:
