@@ -134,7 +134,8 @@ _HANDED: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_lang
 _ENTRY: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("failsecure_langchain_entry", default=None)
 #: the reviewer's edit of that call (``_edited_picture``) as the state ToolNode built it
 #: with holds it: a middleware that hands the call on with a state of its own cannot name
-#: its rewrite "the reviewer's edit". A 1-tuple (the picture or None); () outside _run_one
+#: its rewrite "the reviewer's edit"; and whether another call of the model's message
+#: shares the call's id. (picture or None, shared); () outside _run_one
 _ENTRY_EDIT: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_entry_edit", default=())
 #: while a middleware judges the final call again: the decisions of its failures
 _FAILED: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("failsecure_langchain_failed", default=None)
@@ -654,9 +655,13 @@ class LangChainAdapter(Adapter):
         # the call as it arrives here, and as ToolNode built it from the model's message
         # (a middleware may have handed it on under another id, or with another state)
         keys = _keys_at_tool(request)
-        found = [(self._judged.pop(k, None), self._reviewed.pop(k, None), self._failed.pop(k, None)) for k in keys]
-        always = next((a for a in (self._always.pop(k, None) for k in keys) if a is not None), None)
-        edits = [self._edits.pop(k) for k in keys if k in self._edits]
+        entry = _ENTRY_EDIT.get()
+        # the records of a call are taken here, unless another call of its message shares
+        # its id (those are kept for it: the table is bounded)
+        take = dict.pop if not (entry[1] if entry else _shares_id(request)) else dict.get
+        found = [(take(self._judged, k, None), take(self._reviewed, k, None), take(self._failed, k, None)) for k in keys]
+        always = next((a for a in (take(self._always, k, None) for k in keys) if a is not None), None)
+        edits = [take(self._edits, k) for k in keys if k in self._edits]
         if self.state != "patched":
             return None
         # the reviewer's edit as HITL made it; a call no HITL review recorded: the edit
@@ -1481,15 +1486,25 @@ def _entry_key(args: tuple, kwargs: dict) -> Optional[tuple]:
 
 
 def _entry_edit(args: tuple, kwargs: dict) -> tuple:
-    """``(_edited_picture)`` of the call ``ToolNode._run_one(call, input_type, tool_runtime)``
-    is about to hand to the middleware, read from the state ToolNode has."""
+    """(``_edited_picture``, shared id) of the call ``ToolNode._run_one(call, input_type,
+    tool_runtime)`` is about to hand to the middleware, read from the state ToolNode has."""
     try:
         call = args[0] if args else kwargs.get("call")
         runtime = args[2] if len(args) > 2 else kwargs.get("tool_runtime")
         request = types.SimpleNamespace(tool_call=call, state=getattr(runtime, "state", None))
-        return (_state_edit(request),)
-    except Exception:  # noqa: BLE001 - the framework's call and runtime objects can raise anything: no reviewer's edit known for the call
-        return (None,)
+        return (_state_edit(request), _shares_id(request))
+    except Exception:  # noqa: BLE001 - the framework's call and runtime objects can raise anything: no reviewer's edit known, the id read as shared (records kept)
+        return (None, True)
+
+
+def _shares_id(request: Any) -> bool:
+    """Another tool call of the model message that made this call has its tool call id."""
+    _, call_id = _request_ids(request)
+    if call_id is None:
+        return False
+    message = _model_call(request, call_id)[0]
+    calls = getattr(message, "tool_calls", None) or () if message is not None else ()
+    return sum(1 for c in calls if isinstance(c, dict) and c.get("id") == call_id) > 1
 
 
 def _keys_at_tool(request: Any) -> list:
