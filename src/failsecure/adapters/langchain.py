@@ -175,7 +175,8 @@ class LangChainAdapter(Adapter):
         #: the calls it judged): what a later rewrite is compared against
         self._judged: dict = {}
         #: (thread id, model message id, tool call id) -> (hook id of the HITL middleware,
-        #: picture of the call as the review let it run): calls of a tool HITL reviews
+        #: pictures of the calls under that key as the review let them run; a model may
+        #: give two calls one id): calls of a tool HITL reviews
         #: every time (no ``when``), so a call rewritten after the review is one nobody saw
         self._always: dict = {}
         #: (thread id, model message id, tool call id) -> (the HITL middleware, the name of
@@ -615,6 +616,7 @@ class LangChainAdapter(Adapter):
             configs = configs if isinstance(configs, dict) else {}
             edits = result.get("hitl_edited_tool_calls")
             edits = edits if isinstance(edits, dict) else {}
+            always: dict = {}
             for message in messages:
                 message_id = getattr(message, "id", None)
                 if not isinstance(message_id, str):
@@ -630,7 +632,9 @@ class LangChainAdapter(Adapter):
                         self._edits[key] = _action_picture(edits.get(key[2]))
                     config = configs.get(call.get("name"))
                     if isinstance(config, dict) and config.get("when") is None and key[2] is not None:
-                        _remember(self._always, key, (self.callable_id(type(middleware)), picture))
+                        always.setdefault(key, []).append(picture)
+            for key, pictures in always.items():
+                _remember(self._always, key, (self.callable_id(type(middleware)), tuple(pictures)))
         except Exception:  # noqa: BLE001 - the middleware's own objects can raise anything: nothing recorded, the check at the tool keeps its older picture
             return
 
@@ -682,8 +686,8 @@ class LangChainAdapter(Adapter):
                 return None
             # a tool reviewed every time: the call that runs is the one reviewed (or the
             # reviewer's edit), or a call nobody saw: nobody can be asked here, denied
-            hook, reviewed_call = always
-            if any(_same_picture(final, p) for p in (reviewed_call, edited) if p is not None):
+            hook, reviewed_calls = always
+            if any(_same_picture(final, p) for p in (*reviewed_calls, edited) if p is not None):
                 return None
             tool, _ = _request_ids(request)
             decision = self.decide_stage(tool, [Outcome(hook=hook, verdict=_REVIEW)], call_id=call_id)

@@ -73,3 +73,43 @@ def test_a_harmless_rewrite_of_a_call_sharing_its_id_runs(rig, mode):
     result = run(rig, mode, "second too", f"dup-ok-{mode}")
     assert "__interrupt__" not in result
     assert sorted(c["command"] for c in rig.marker.calls) == ["first", "second too"]
+
+
+def run_always(rig, mode, thread, middleware=()):
+    from langgraph.types import Command
+
+    calls = [{"name": TOOL, "args": {"command": c}, "id": "dup", "type": "tool_call"} for c in ("first", "second")]
+    model = ScriptedChat(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")]))
+    hitl = HumanInTheLoopMiddleware(interrupt_on={TOOL: True})
+    agent = create_agent(model, tools=[rig.marker.tool(mode == "async")], middleware=[hitl, *middleware],
+                         checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": thread}}
+
+    def go(state):
+        if mode == "sync":
+            return agent.invoke(state, config=config)
+        return asyncio.run(agent.ainvoke(state, config=config))
+
+    assert "__interrupt__" in go({"messages": [{"role": "user", "content": "go"}]})
+    return go(Command(resume={"decisions": [{"type": "approve"}, {"type": "approve"}]}))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_reviewed_calls_sharing_an_id_both_run(rig, mode):
+    """A tool reviewed every time, both calls approved: both run, as upstream."""
+    run_always(rig, mode, f"dup-always-{mode}")
+    assert sorted(c["command"] for c in rig.marker.calls) == ["first", "second"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_rewrite_of_a_reviewed_call_sharing_its_id_is_denied(rig, mode):
+    result = run_always(rig, mode, f"dup-always-rw-{mode}", [RewritesSecond("rm -rf /")])
+    assert rig.marker.calls == [{"command": "first"}]
+    message = [m for m in tool_messages(result) if m.status == "error"]
+    assert len(message) == 1 and "HumanInTheLoopMiddleware" in message[0].content
+
+
+def test_two_reviewed_calls_sharing_an_id_both_run_upstream(rig, upstream):
+    with upstream:
+        run_always(rig, "sync", "dup-always-up")
+    assert sorted(c["command"] for c in rig.marker.calls) == ["first", "second"]
