@@ -168,6 +168,14 @@ class LangChainAdapter(Adapter):
         #: (its batched ``after_model``'s answer, its ``per_call`` review), never the
         #: state's ``hitl_edited_tool_calls`` at the tool, which a later node can write
         self._edits: dict = {}
+        #: (thread id, model message id, tool call id) -> (hook id of the HITL middleware,
+        #: picture of the call): the calls a review that stopped the run showed the person
+        self._shown: dict = {}
+        #: the same keys -> (hook id of the HITL middleware, picture of the call as it came
+        #: back): calls that changed between the
+        #: review's question and its resume (a checkpoint edited in between): the person's
+        #: answer was about another call
+        self._changed: dict = {}
         #: (thread id, model message id, tool call id) -> deny reason: the HITL calls whose
         #: ``when`` failed (nobody is asked; the call is denied at its tool)
         self._failed: dict = {}
@@ -534,6 +542,12 @@ class LangChainAdapter(Adapter):
             if last is None or not isinstance(message_id, str) or not getattr(last, "tool_calls", None):
                 return
             thread = self._thread()
+            now: dict = {}
+            for call in last.tool_calls:
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    now.setdefault((thread, message_id, call["id"]), []).append(_picture(call.get("name"), call.get("args"), call.get("name")))
+            for key, pictures in now.items():
+                self._compare_shown(key, tuple(pictures))
             for call in last.tool_calls:
                 if isinstance(call, dict) and isinstance(call.get("id"), str):
                     _remember(self._seen, (thread, message_id, call["id"]), (middleware, call.get("name")))
@@ -589,6 +603,44 @@ class LangChainAdapter(Adapter):
                 return decision.reason or f"failsecure: hook '{hook}' asks for a review of a call it never saw"
         return None
 
+    def _compare_shown(self, key: Any, pictures: tuple) -> None:
+        """A review resumes: calls under ``key`` that are not the ones its question showed
+        (a model may give two calls one id) changed in between."""
+        shown = self._shown.pop(key, None)
+        if shown is not None and not all(any(_same_picture(p, q) for q in shown[1]) for p in pictures):
+            _remember(self._changed, key, (shown[0], pictures))
+
+    def _review_asked(self, state: Any, middleware: Any) -> None:
+        """HITL's batched ``after_model`` stopped the run to ask a person about the calls
+        of the state's last model message: each is pictured as it was shown."""
+        try:
+            messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+            last = next((m for m in reversed(list(messages or ())) if getattr(m, "type", None) == "ai"), None)
+            message_id = getattr(last, "id", None)
+            if last is None or not isinstance(message_id, str):
+                return
+            thread, hook = self._thread(), self.callable_id(type(middleware))
+            shown: dict = {}
+            for call in getattr(last, "tool_calls", None) or ():
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    shown.setdefault((thread, message_id, call["id"]), []).append(
+                        _picture(call.get("name"), call.get("args"), call.get("name")))
+            for key, pictures in shown.items():
+                _remember(self._shown, key, (hook, tuple(pictures)))
+        except Exception:  # noqa: BLE001 - the state's messages (user objects) can raise anything: nothing pictured, a resume is not compared
+            return
+
+    def _per_call_asking(self, request: Any, middleware: Any) -> tuple:
+        """HITL's ``per_call`` review is about to judge ``request``: (its key, picture),
+        compared with what an earlier question about that call showed."""
+        try:
+            key, picture = _call_key(request), _call_picture(request)
+            if key is not None:
+                self._compare_shown(key, (picture,))
+            return key, picture
+        except Exception:  # noqa: BLE001 - the request (user objects) can raise anything: not compared
+            return None, None
+
     def _per_call_edit(self, request: Any, resolved: Any) -> None:
         """HITL's ``per_call`` review answered with the reviewer's edit (``to_run,
         executed``): it is the reviewer's call, recorded under the call's keys."""
@@ -615,7 +667,8 @@ class LangChainAdapter(Adapter):
             configs = getattr(middleware, "interrupt_on", None)
             configs = configs if isinstance(configs, dict) else {}
             edits = result.get("hitl_edited_tool_calls")
-            edits = edits if isinstance(edits, dict) else {}
+            kept = isinstance(edits, dict)  # langchain 1.5 keeps the edits there; 1.3 edits the message
+            edits = edits if kept else {}
             always: dict = {}
             for message in messages:
                 message_id = getattr(message, "id", None)
@@ -630,6 +683,9 @@ class LangChainAdapter(Adapter):
                         self._seen[key] = (middleware, call.get("name"))
                     if key in self._edits:
                         self._edits[key] = _action_picture(edits.get(key[2]))
+                    changed = self._changed.get(key)
+                    if not kept and changed is not None and not any(_same_picture(p, picture) for p in changed[1]):
+                        _remember(self._edits, key, picture)  # 1.3: the review handed on another call: the edit
                     config = configs.get(call.get("name"))
                     if isinstance(config, dict) and config.get("when") is None and key[2] is not None:
                         always.setdefault(key, []).append(picture)
@@ -671,9 +727,16 @@ class LangChainAdapter(Adapter):
         # the reviewer's edit as HITL made it; a call no HITL review recorded: the edit
         # the state ToolNode built the call with holds
         edited = next((e for e in edits if e is not None), None) if edits else _edited_picture(request)
+        stale = next((h[0] for h in (take(self._changed, k, None) for k in keys) if h is not None), None)
         failed = next((f for _, _, f in found if f is not None), None)
         if failed is not None:
             return failed  # the call's `when` predicate failed: denied, nobody was asked
+        if stale is not None and not (edited is not None and _same_picture(_call_picture(request), edited)):
+            # the call changed between the review's question and its answer: the person
+            # answered about another call (only the reviewer's own edit runs)
+            tool, call_id = _request_ids(request)
+            decision = self.decide_stage(tool, [Outcome(hook=stale, verdict=_REVIEW)], call_id=call_id)
+            return decision.reason or f"failsecure: hook '{stale}' asks for a review of a call changed after it was shown"
         unreviewed = self._unreviewed(request, keys, reviewers, edited)
         if unreviewed is not None:
             return unreviewed
@@ -1166,17 +1229,30 @@ def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:
                     configs[tool] = {**config, "when": adapter._guard_when(config["when"], tool)}
 
     def after_model(wrapped, instance, args, kwargs):
+        state = args[0] if args else kwargs.get("state")
         if adapter.state == "patched":
-            adapter._review_seen(args[0] if args else kwargs.get("state"), instance)
-        result = wrapped(*args, **kwargs)
+            adapter._review_seen(state, instance)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if adapter.state == "patched" and _bubbles_up(exc):  # the question is put to a person
+                adapter._review_asked(state, instance)
+            raise
         if adapter.state == "patched":
             adapter._review_done(result, instance)
         return result
 
     def resolve_per_call(wrapped, instance, args, kwargs):
-        resolved = wrapped(*args, **kwargs)
+        request = args[0] if args else kwargs.get("request")
+        key, picture = adapter._per_call_asking(request, instance) if adapter.state == "patched" else (None, None)
+        try:
+            resolved = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if key is not None and _bubbles_up(exc):  # the question is put to a person
+                _remember(adapter._shown, key, (adapter.callable_id(type(instance)), (picture,)))
+            raise
         if adapter.state == "patched":
-            adapter._per_call_edit(args[0] if args else kwargs.get("request"), resolved)
+            adapter._per_call_edit(request, resolved)
         return resolved
 
     adapter.wrap(middleware, "__init__", init)
