@@ -132,6 +132,11 @@ _HANDED: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_lang
 #: middleware had it: a middleware that hands the call on under another tool call id, or
 #: with a state that no longer holds the model's message, is still found at the tool
 _ENTRY: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("failsecure_langchain_entry", default=None)
+#: the reviewer's edit of that call (``_edited_picture``) as the state ToolNode built it
+#: with holds it: a middleware that hands the call on with a state of its own cannot name
+#: its rewrite "the reviewer's edit"; and whether another call of the model's message
+#: shares the call's id. (picture or None, shared); () outside _run_one
+_ENTRY_EDIT: contextvars.ContextVar[tuple] = contextvars.ContextVar("failsecure_langchain_entry_edit", default=())
 #: while a middleware judges the final call again: the decisions of its failures
 _FAILED: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("failsecure_langchain_failed", default=None)
 
@@ -158,6 +163,19 @@ class LangChainAdapter(Adapter):
         #: (thread id, tool call id) of the HITL calls a ``when`` decided to review: on
         #: resume the predicate is asked again, and that first answer must stick
         self._reviewed: dict = {}
+        #: (thread id, model message id, tool call id) -> picture of the reviewer's edit,
+        #: or None (HITL saw the call and nobody edited it): the edit as HITL itself made it
+        #: (its batched ``after_model``'s answer, its ``per_call`` review), never the
+        #: state's ``hitl_edited_tool_calls`` at the tool, which a later node can write
+        self._edits: dict = {}
+        #: (thread id, model message id, tool call id) -> (hook id of the HITL middleware,
+        #: picture of the call): the calls a review that stopped the run showed the person
+        self._shown: dict = {}
+        #: the same keys -> (hook id of the HITL middleware, picture of the call as it came
+        #: back): calls that changed between the
+        #: review's question and its resume (a checkpoint edited in between): the person's
+        #: answer was about another call
+        self._changed: dict = {}
         #: (thread id, model message id, tool call id) -> deny reason: the HITL calls whose
         #: ``when`` failed (nobody is asked; the call is denied at its tool)
         self._failed: dict = {}
@@ -165,7 +183,8 @@ class LangChainAdapter(Adapter):
         #: the calls it judged): what a later rewrite is compared against
         self._judged: dict = {}
         #: (thread id, model message id, tool call id) -> (hook id of the HITL middleware,
-        #: picture of the call as the review let it run): calls of a tool HITL reviews
+        #: pictures of the calls under that key as the review let them run; a model may
+        #: give two calls one id): calls of a tool HITL reviews
         #: every time (no ``when``), so a call rewritten after the review is one nobody saw
         self._always: dict = {}
         #: (thread id, model message id, tool call id) -> (the HITL middleware, the name of
@@ -523,13 +542,20 @@ class LangChainAdapter(Adapter):
             if last is None or not isinstance(message_id, str) or not getattr(last, "tool_calls", None):
                 return
             thread = self._thread()
+            now: dict = {}
+            for call in last.tool_calls:
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    now.setdefault((thread, message_id, call["id"]), []).append(_picture(call.get("name"), call.get("args"), call.get("name")))
+            for key, pictures in now.items():
+                self._compare_shown(key, tuple(pictures))
             for call in last.tool_calls:
                 if isinstance(call, dict) and isinstance(call.get("id"), str):
                     _remember(self._seen, (thread, message_id, call["id"]), (middleware, call.get("name")))
+                    _remember(self._edits, (thread, message_id, call["id"]), None)
         except Exception:  # noqa: BLE001 - the state's messages (user objects) can raise anything: nothing recorded, the check at the tool has no record of this call
             return
 
-    def _unreviewed(self, request: Any, keys: list, reviewers: tuple) -> Optional[str]:
+    def _unreviewed(self, request: Any, keys: list, reviewers: tuple, edited: Any = None) -> Optional[str]:
         """HITL's batched review judges each call of the model message by the tool it
         names. A call that reaches a tool one of the agent's batched HITL middleware
         (``reviewers``) reviews, and that HITL did not see naming that tool, skipped the
@@ -561,7 +587,6 @@ class LangChainAdapter(Adapter):
             wanted = [n for n in wanted if n != seen_name]
             if not wanted:
                 continue
-            edited = _edited_picture(request)
             if edited is not None and _same_picture(_call_picture(request), edited):
                 return None  # the reviewer's edit
             for name in wanted:
@@ -578,6 +603,57 @@ class LangChainAdapter(Adapter):
                 return decision.reason or f"failsecure: hook '{hook}' asks for a review of a call it never saw"
         return None
 
+    def _compare_shown(self, key: Any, pictures: tuple) -> None:
+        """A review resumes: calls under ``key`` that are not the ones its question showed
+        (a model may give two calls one id) changed in between."""
+        shown = self._shown.pop(key, None)
+        if shown is not None and not all(any(_same_picture(p, q) for q in shown[1]) for p in pictures):
+            _remember(self._changed, key, (shown[0], pictures))
+
+    def _review_asked(self, state: Any, middleware: Any) -> None:
+        """HITL's batched ``after_model`` stopped the run to ask a person about the calls
+        of the state's last model message: each is pictured as it was shown."""
+        try:
+            messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+            last = next((m for m in reversed(list(messages or ())) if getattr(m, "type", None) == "ai"), None)
+            message_id = getattr(last, "id", None)
+            if last is None or not isinstance(message_id, str):
+                return
+            thread, hook = self._thread(), self.callable_id(type(middleware))
+            shown: dict = {}
+            for call in getattr(last, "tool_calls", None) or ():
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    shown.setdefault((thread, message_id, call["id"]), []).append(
+                        _picture(call.get("name"), call.get("args"), call.get("name")))
+            for key, pictures in shown.items():
+                _remember(self._shown, key, (hook, tuple(pictures)))
+        except Exception:  # noqa: BLE001 - the state's messages (user objects) can raise anything: nothing pictured, a resume is not compared
+            return
+
+    def _per_call_asking(self, request: Any, middleware: Any) -> tuple:
+        """HITL's ``per_call`` review is about to judge ``request``: (its key, picture),
+        compared with what an earlier question about that call showed."""
+        try:
+            key, picture = _call_key(request), _call_picture(request)
+            if key is not None:
+                self._compare_shown(key, (picture,))
+            return key, picture
+        except Exception:  # noqa: BLE001 - the request (user objects) can raise anything: not compared
+            return None, None
+
+    def _per_call_edit(self, request: Any, resolved: Any) -> None:
+        """HITL's ``per_call`` review answered with the reviewer's edit (``to_run,
+        executed``): it is the reviewer's call, recorded under the call's keys."""
+        try:
+            if not isinstance(resolved, tuple) or len(resolved) != 2 or resolved[1] is None:
+                return
+            picture = _action_picture(resolved[1])
+            for key in (_call_key(request), _ENTRY.get()):
+                if key is not None:
+                    _remember(self._edits, key, picture)
+        except Exception:  # noqa: BLE001 - the reviewer's action (user objects) can raise anything: no edit recorded, the call at the tool is judged
+            return
+
     def _review_done(self, result: Any, middleware: Any = None) -> None:
         """HITL's batched ``after_model`` has the human's decisions: the model message it
         hands on holds each reviewed call as the reviewer let it run (approved, or edited
@@ -590,6 +666,10 @@ class LangChainAdapter(Adapter):
             thread = self._thread()
             configs = getattr(middleware, "interrupt_on", None)
             configs = configs if isinstance(configs, dict) else {}
+            edits = result.get("hitl_edited_tool_calls")
+            kept = isinstance(edits, dict)  # langchain 1.5 keeps the edits there; 1.3 edits the message
+            edits = edits if kept else {}
+            always: dict = {}
             for message in messages:
                 message_id = getattr(message, "id", None)
                 if not isinstance(message_id, str):
@@ -601,9 +681,16 @@ class LangChainAdapter(Adapter):
                         self._reviewed[key] = picture
                     if key in self._seen:  # the call as the review let it run (an edit's name)
                         self._seen[key] = (middleware, call.get("name"))
+                    if key in self._edits:
+                        self._edits[key] = _action_picture(edits.get(key[2]))
+                    changed = self._changed.get(key)
+                    if not kept and changed is not None and not any(_same_picture(p, picture) for p in changed[1]):
+                        _remember(self._edits, key, picture)  # 1.3: the review handed on another call: the edit
                     config = configs.get(call.get("name"))
                     if isinstance(config, dict) and config.get("when") is None and key[2] is not None:
-                        _remember(self._always, key, (self.callable_id(type(middleware)), picture))
+                        always.setdefault(key, []).append(picture)
+            for key, pictures in always.items():
+                _remember(self._always, key, (self.callable_id(type(middleware)), tuple(pictures)))
         except Exception:  # noqa: BLE001 - the middleware's own objects can raise anything: nothing recorded, the check at the tool keeps its older picture
             return
 
@@ -628,14 +715,29 @@ class LangChainAdapter(Adapter):
         # the call as it arrives here, and as ToolNode built it from the model's message
         # (a middleware may have handed it on under another id, or with another state)
         keys = _keys_at_tool(request)
-        found = [(self._judged.pop(k, None), self._reviewed.pop(k, None), self._failed.pop(k, None)) for k in keys]
-        always = next((a for a in (self._always.pop(k, None) for k in keys) if a is not None), None)
+        entry = _ENTRY_EDIT.get()
+        # the records of a call are taken here, unless another call of its message shares
+        # its id (those are kept for it: the table is bounded)
+        take = dict.pop if not (entry[1] if entry else _shares_id(request)) else dict.get
+        found = [(take(self._judged, k, None), take(self._reviewed, k, None), take(self._failed, k, None)) for k in keys]
+        always = next((a for a in (take(self._always, k, None) for k in keys) if a is not None), None)
+        edits = [take(self._edits, k) for k in keys if k in self._edits]
         if self.state != "patched":
             return None
+        # the reviewer's edit as HITL made it; a call no HITL review recorded: the edit
+        # the state ToolNode built the call with holds
+        edited = next((e for e in edits if e is not None), None) if edits else _edited_picture(request)
+        stale = next((h[0] for h in (take(self._changed, k, None) for k in keys) if h is not None), None)
         failed = next((f for _, _, f in found if f is not None), None)
         if failed is not None:
             return failed  # the call's `when` predicate failed: denied, nobody was asked
-        unreviewed = self._unreviewed(request, keys, reviewers)
+        if stale is not None and not (edited is not None and _same_picture(_call_picture(request), edited)):
+            # the call changed between the review's question and its answer: the person
+            # answered about another call (only the reviewer's own edit runs)
+            tool, call_id = _request_ids(request)
+            decision = self.decide_stage(tool, [Outcome(hook=stale, verdict=_REVIEW)], call_id=call_id)
+            return decision.reason or f"failsecure: hook '{stale}' asks for a review of a call changed after it was shown"
+        unreviewed = self._unreviewed(request, keys, reviewers, edited)
         if unreviewed is not None:
             return unreviewed
         key = keys[0]
@@ -647,15 +749,15 @@ class LangChainAdapter(Adapter):
                 return None
             # a tool reviewed every time: the call that runs is the one reviewed (or the
             # reviewer's edit), or a call nobody saw: nobody can be asked here, denied
-            hook, reviewed_call = always
-            if any(_same_picture(final, p) for p in (reviewed_call, _edited_picture(request)) if p is not None):
+            hook, reviewed_calls = always
+            if any(_same_picture(final, p) for p in (*reviewed_calls, edited) if p is not None):
                 return None
             tool, _ = _request_ids(request)
             decision = self.decide_stage(tool, [Outcome(hook=hook, verdict=_REVIEW)], call_id=call_id)
             return decision.reason or f"failsecure: hook '{hook}' asks for a review of a rewritten call"
         guarded, _ = known
         allowed = [p for j, _, _ in found if j is not None for p in j[1]]
-        allowed.append(_edited_picture(request))
+        allowed.append(edited)
         for _, reviewed, _ in found:
             if reviewed is True:  # no batched after_model recorded the reviewed call (per_call)
                 allowed.append(_state_picture(request))
@@ -1087,17 +1189,19 @@ def _patch_tool_node(adapter: LangChainAdapter, module: Any) -> None:
             instance._awrap_tool_call = adapter._aguard_wrapper(instance._awrap_tool_call)
 
     def run_one(wrapped, instance, args, kwargs):
-        token = _ENTRY.set(_entry_key(args, kwargs))
+        token, edit = _ENTRY.set(_entry_key(args, kwargs)), _ENTRY_EDIT.set(_entry_edit(args, kwargs))
         try:
             return wrapped(*args, **kwargs)
         finally:
+            _ENTRY_EDIT.reset(edit)
             _ENTRY.reset(token)
 
     async def _arun_one(wrapped, args, kwargs):
-        token = _ENTRY.set(_entry_key(args, kwargs))
+        token, edit = _ENTRY.set(_entry_key(args, kwargs)), _ENTRY_EDIT.set(_entry_edit(args, kwargs))
         try:
             return await wrapped(*args, **kwargs)
         finally:
+            _ENTRY_EDIT.reset(edit)
             _ENTRY.reset(token)
 
     def arun_one(wrapped, instance, args, kwargs):
@@ -1125,16 +1229,37 @@ def _patch_hitl(adapter: LangChainAdapter, module: Any) -> None:
                     configs[tool] = {**config, "when": adapter._guard_when(config["when"], tool)}
 
     def after_model(wrapped, instance, args, kwargs):
+        state = args[0] if args else kwargs.get("state")
         if adapter.state == "patched":
-            adapter._review_seen(args[0] if args else kwargs.get("state"), instance)
-        result = wrapped(*args, **kwargs)
+            adapter._review_seen(state, instance)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if adapter.state == "patched" and _bubbles_up(exc):  # the question is put to a person
+                adapter._review_asked(state, instance)
+            raise
         if adapter.state == "patched":
             adapter._review_done(result, instance)
         return result
 
+    def resolve_per_call(wrapped, instance, args, kwargs):
+        request = args[0] if args else kwargs.get("request")
+        key, picture = adapter._per_call_asking(request, instance) if adapter.state == "patched" else (None, None)
+        try:
+            resolved = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if key is not None and _bubbles_up(exc):  # the question is put to a person
+                _remember(adapter._shown, key, (adapter.callable_id(type(instance)), (picture,)))
+            raise
+        if adapter.state == "patched":
+            adapter._per_call_edit(request, resolved)
+        return resolved
+
     adapter.wrap(middleware, "__init__", init)
     if callable(vars(middleware).get("after_model")):  # batched reviews (aafter_model calls it)
         adapter.wrap(middleware, "after_model", after_model)
+    if callable(vars(middleware).get("_resolve_per_call")):  # per_call reviews (langchain 1.5)
+        adapter.wrap(middleware, "_resolve_per_call", resolve_per_call)
 
 
 def _patch_factory(adapter: LangChainAdapter, module: Any) -> None:
@@ -1440,6 +1565,31 @@ def _entry_key(args: tuple, kwargs: dict) -> Optional[tuple]:
         return None
 
 
+def _entry_edit(args: tuple, kwargs: dict) -> tuple:
+    """(``_edited_picture``, shared id) of the call ``ToolNode._run_one(call, input_type,
+    tool_runtime)`` is about to hand to the middleware, read from the state ToolNode has."""
+    try:
+        call = args[0] if args else kwargs.get("call")
+        runtime = args[2] if len(args) > 2 else kwargs.get("tool_runtime")
+        request = types.SimpleNamespace(tool_call=call, state=getattr(runtime, "state", None))
+        return (_state_edit(request), _shares_id(request))
+    except Exception:  # noqa: BLE001 - the framework's call and runtime objects can raise anything: no reviewer's edit known, the id read as shared (records kept)
+        return (None, True)
+
+
+def _shares_id(request: Any) -> bool:
+    """Another tool call of the model message that made this call has its tool call id."""
+    try:
+        _, call_id = _request_ids(request)
+        if call_id is None:
+            return False
+        message = _model_call(request, call_id)[0]
+        calls = (getattr(message, "tool_calls", None) or ()) if message is not None else ()
+        return sum(1 for c in calls if isinstance(c, dict) and c.get("id") == call_id) > 1
+    except Exception:  # noqa: BLE001 - the state's messages (user objects) can raise anything: read as shared (the records are kept, bounded)
+        return True
+
+
 def _keys_at_tool(request: Any) -> list:
     """The keys a call at its tool is known by: its own, and the one ToolNode built it as."""
     keys = [k for k in (_call_key(request), _ENTRY.get()) if k is not None]
@@ -1515,7 +1665,18 @@ def _state_picture(request: Any) -> Any:
 
 
 def _edited_picture(request: Any) -> Any:
-    """The reviewer's edit of the call, where HITL keeps it (``hitl_edited_tool_calls``)."""
+    """The reviewer's edit of the call, where HITL keeps it (``hitl_edited_tool_calls``):
+    in the state ToolNode built the call with (HITL's own ``wrap_tool_call`` reads it there
+    when it is the outermost middleware), never the state a middleware handed on
+    (``request.override(state=...)`` naming its own rewrite the edit)."""
+    entry = _ENTRY_EDIT.get()
+    if entry:
+        return entry[0]
+    return _state_edit(request)
+
+
+def _state_edit(request: Any) -> Any:
+    """The reviewer's edit of the call as ``request.state`` holds it."""
     try:
         _, call_id = _request_ids(request)
         state = getattr(request, "state", None)
@@ -1528,6 +1689,15 @@ def _edited_picture(request: Any) -> Any:
         return _picture(name, args, name)
     except Exception:  # noqa: BLE001 - a reviewer's edit (user objects) can raise anything: no picture of it, nothing allowed by it
         return None
+
+
+def _action_picture(action: Any) -> Any:
+    """The picture of a reviewer's action (``{"name", "args"}``), or None."""
+    if action is None:
+        return None
+    name = action.get("name") if isinstance(action, dict) else getattr(action, "name", None)
+    args = action.get("args") if isinstance(action, dict) else getattr(action, "args", None)
+    return _picture(name, args, name)
 
 
 def _same_picture(a: Any, b: Any) -> bool:
