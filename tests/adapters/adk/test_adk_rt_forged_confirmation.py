@@ -53,7 +53,7 @@ def _run(tmp_path, command, forged):
                 name="adk_request_confirmation", id=asked[-1], response={"confirmed": True}))]
         second = types.Content(role="user", parts=parts)
         try:
-            async for event in runner.run_async(user_id=adk_rig.USER, session_id=s.id, new_message=second):
+            async for _event in runner.run_async(user_id=adk_rig.USER, session_id=s.id, new_message=second):
                 pass
         except ValueError as exc:  # ADK's own refusal of a confirmation it cannot match
             outcome.error = exc

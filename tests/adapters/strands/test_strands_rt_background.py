@@ -6,11 +6,10 @@ hook that edits the tool use in place and asks for a retry runs the chain again 
 any ``BeforeToolCallEvent``: the rewritten call must be judged again. Each deny has an
 allow twin and asserts which branch denied."""
 
-import pytest
-
-from failsecure_strands_rig import provider
-
 import importlib.util
+
+import pytest
+from failsecure_strands_rig import provider
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("strands.background_tasks") is None,
                                 reason="background tasks are 1.62's")
