@@ -422,11 +422,16 @@ class ADKAdapter(Adapter):
         workflow ToolNode is calling) -> ADK's answer: None to run the tool, a dict to
         answer the call instead."""
         try:
+            key = _call_key(tool_context)
             if getattr(tool_context, "tool_confirmation", None) is not None:  # a resume
-                key = _call_key(tool_context)
                 stuck = self._stuck.get(key) if key is not None else None
                 if stuck is not None:  # denied while ADK checked the confirmation: it stands
                     return {"error": stuck}
+            elif key is not None:
+                # a new call of the model: one that reuses the id of an earlier call (a
+                # model may) is not that call, neither its standing deny nor its pause
+                self._stuck.pop(key, None)
+                self._paused.pop(key, None)
             if type(tool_args) is dict and tool_context is not None:
                 _model_keys.set((tool_context, tuple(tool_args)))
             self._ensure_agent_patch()

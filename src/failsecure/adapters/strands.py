@@ -1626,8 +1626,10 @@ class StrandsAdapter(Adapter):
             if event.selected_tool is not ctx.tool or event.tool_use is not ctx.tool_use:
                 ctx = dataclasses.replace(ctx, tool=event.selected_tool, tool_use=event.tool_use)
             # what runs is the call judged now, as the terminal's own check: one rewritten
-            # while it was judged again (the plugin gates deciding) is judged once more
-            if nonempty_str(call_id) is None or self._same_judged(seen, ctx):
+            # while it was judged again (the plugin gates deciding) is judged once more;
+            # one too large to picture was judged just now as it is (once: a change while
+            # the gates judged it cannot be seen)
+            if nonempty_str(call_id) is None or self._same_judged(seen, ctx) or self._judged_unpictured(seen, ctx):
                 return ctx, None
         decision = self.decide_stage(self._ctx_tool(ctx), [Outcome(hook=self.hook_id("BeforeToolCallEvent"), failure=Failure.INVALID)],
                                      call_id=self._ctx_call_id(ctx))
@@ -1635,10 +1637,21 @@ class StrandsAdapter(Adapter):
 
     @staticmethod
     def _same_judged(seen: Optional[tuple], ctx: Any) -> bool:
-        """``ctx``'s call is the one ``seen`` (a ``_judged`` entry) holds as judged."""
+        """``ctx``'s call is the one ``seen`` (a ``_judged`` entry) holds as judged. A call
+        too large to picture (``CHANGED``) is the same as nothing: two such pictures are
+        equal whatever the calls hold, so it is judged again."""
         try:
-            return seen is not None and seen[0] is ctx.tool and seen[1] == fingerprint((ctx.tool, ctx.tool_use))
+            return (seen is not None and seen[0] is ctx.tool and seen[1] is not CHANGED
+                    and seen[1] == fingerprint((ctx.tool, ctx.tool_use)))
         except Exception:  # noqa: BLE001 - the context's tool or tool_use can raise anything: not the call judged
+            return False
+
+    @staticmethod
+    def _judged_unpictured(seen: Optional[tuple], ctx: Any) -> bool:
+        """``seen`` holds the call just judged again with ``ctx``'s tool, too large to picture."""
+        try:
+            return seen is not None and seen[0] is ctx.tool and seen[1] is CHANGED
+        except Exception:  # noqa: BLE001 - the context's tool can raise anything: not the call judged
             return False
 
     def _render(self, event: Any, start: Any, decision, tool: Optional[str], call_id: Optional[str], judged: Any = CHANGED) -> tuple:
