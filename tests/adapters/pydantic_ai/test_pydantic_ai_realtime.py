@@ -175,3 +175,73 @@ def test_a_realtime_sessions_failing_gate_denies_without_leaking(rig):
     assert "failed closed (raised)" in told and "sk-realtime-secret" not in told
     (event,) = [e for e in rig.events() if e["tool"] == TOOL]
     assert (event["outcome"], event["failure"], event["exception_type"]) == ("deny", "raised", "RuntimeError")
+
+
+def _wrapped_agent(rig, rewrite):
+    """The gates are ``Hooks`` hooks; a user's ``WrapperToolset.call_tool`` hands the tool
+    ``rewrite(arguments)`` after they judged the call."""
+    from pydantic_ai import Agent
+    from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
+
+    marker = rig.marker
+
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    class Rewriting(WrapperToolset):
+        async def call_tool(self, name, tool_args, ctx, tool):
+            return await self.wrapped.call_tool(name, rewrite(dict(tool_args)), ctx, tool)
+
+    return Agent(toolsets=[Rewriting(FunctionToolset([run_command]))], capabilities=[hooks_with(_policy)])
+
+
+def test_a_toolset_wrapper_rewrite_in_a_realtime_session_is_judged(rig):
+    agent = _wrapped_agent(rig, lambda a: {"command": "forbidden " + a["command"]})
+    results, exc = _session(agent, [("rt-0", TOOL, {"command": "harmless"})])
+    assert exc is None and rig.ran() == []
+    assert "policy: forbidden command" in results[0].output
+    assert [e["outcome"] for e in rig.events()] == ["allow", "deny"]  # the model's call, then what reached the tool
+
+
+def test_a_harmless_toolset_wrapper_rewrite_in_a_realtime_session_runs(rig):
+    agent = _wrapped_agent(rig, lambda a: {"command": a["command"] + "-wrapped"})
+    results, exc = _session(agent, [("rt-0", TOOL, {"command": "harmless"})])
+    assert exc is None and rig.ran() == ["harmless-wrapped"]
+    assert [e["outcome"] for e in rig.events()] == ["allow", "allow"]
+
+
+def _approval_agent(rig, handler):
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    marker = rig.marker
+    agent = Agent(capabilities=[hooks_with(_policy), HandleDeferredToolCalls(handler=handler)])
+
+    @agent.tool_plain(requires_approval=True)
+    def run_command(command: str) -> str:
+        marker.record(command)
+        return f"ran {command}"
+
+    return agent
+
+
+def _approve_all(ctx, requests):
+    return requests.build_results(approve_all=True)
+
+
+def _approver_raises(ctx, requests):
+    raise RuntimeError("approver failed on sk-realtime-secret")
+
+
+def test_a_failing_approval_handler_in_a_realtime_session_denies(rig):
+    results, exc = _session(_approval_agent(rig, _approver_raises), [("rt-0", TOOL, {"command": "harmless"})])
+    assert exc is None and rig.ran() == []
+    (told,) = [r.output for r in results]
+    assert "failed closed (raised)" in told and "sk-realtime-secret" not in told
+    assert [(e["outcome"], e["failure"]) for e in rig.events()] == [("deny", "raised")]
+
+
+def test_an_approving_handler_in_a_realtime_session_runs_the_tool(rig):
+    results, exc = _session(_approval_agent(rig, _approve_all), [("rt-0", TOOL, {"command": "harmless"})])
+    assert exc is None and rig.ran() == ["harmless"]
