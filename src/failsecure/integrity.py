@@ -384,7 +384,7 @@ class _Rule:
     """The settling rule's bookkeeping for one call (see the module docstring)."""
 
     __slots__ = ("n", "current", "take", "fail_closed", "stamp_root", "latest", "judged", "version",
-                 "written", "pic", "passes", "watch", "config", "saved", "save", "history", "ends")
+                 "written", "pic", "passes", "watch", "config", "saved", "save", "history", "ends", "asked")
 
     def __init__(self, n: int, current: Callable[[], Any], picture: Optional[Callable[[Any], Any]], fail_closed, stamp_root: tuple,
                  save: Optional[Callable[[Any], Any]] = None):
@@ -394,6 +394,9 @@ class _Rule:
         self.fail_closed = fail_closed
         self.stamp_root = tuple(stamp_root)
         self.latest: list = [None] * n
+        #: per gate: its ask of an earlier pass (an ask in any pass stands, as a deny does:
+        #: a later rewrite does not turn it into the allow the gate gave the new call)
+        self.asked: list = [None] * n
         self.judged = [0] * n
         self.version = 0
         self.written: list = [[] for _ in range(n)]
@@ -443,6 +446,11 @@ class _Rule:
         if type(outs) is not list:
             outs = [outs]
         self.latest[i] = outs
+        if self.asked[i] is None:
+            for o in outs:
+                if o.failure is None and o.verdict is not None and o.verdict.action is Action.ASK:
+                    self.asked[i] = o
+                    break
         if self.watch:
             if after is _NOTHING:
                 after = self.take(self.current())
@@ -526,10 +534,17 @@ class _Rule:
         return self.result()
 
     def result(self) -> list:
+        """Each gate's latest outcomes, and its ask of an earlier pass when its latest
+        answer neither asks nor denies nor failed (the reducer ranks the ask over that)."""
         found: list = []
-        for outs in self.latest:
+        for i, outs in enumerate(self.latest):
             if outs is not None:
                 found += outs
+                ask = self.asked[i]
+                if ask is not None and ask not in outs and not any(
+                        o.failure is not None or (o.verdict is not None and o.verdict.action in (Action.ASK, Action.DENY))
+                        for o in outs):
+                    found.append(ask)
         return found
 
 
