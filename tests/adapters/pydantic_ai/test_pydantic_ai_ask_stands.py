@@ -8,7 +8,6 @@ call; a hook that asks about nothing lets it run; upstream defers it as well."""
 from __future__ import annotations
 
 import pytest
-
 from failsecure_pai_rig import _run_result, hooks_with, make_model
 
 MODES = ("sync", "async")
