@@ -690,11 +690,13 @@ def until_stable(run_round: Callable[[Any], list[Outcome]], current: Callable[[]
     ``current()``; without it only a plain dict or list changed in place can be put back,
     and a stamp that cannot be put back is a rewrite (rounds go on)."""
     rounds = _Rounds(current, picture, origin, restore)
+    asked: dict = {}
     for _ in range(MAX_ROUNDS):
         outcomes = run_round(rounds.before())
+        _book_asks(outcomes, asked)
         if rounds.settled(outcomes):
-            return outcomes
-    return outcomes + [unsettled(hook)]
+            return _with_asks(outcomes, asked)
+    return _with_asks(outcomes, asked) + [unsettled(hook)]
 
 
 async def auntil_stable(run_round: Callable[[Any], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str,
@@ -702,11 +704,43 @@ async def auntil_stable(run_round: Callable[[Any], Awaitable[list[Outcome]]], cu
                         restore: Optional[Callable[[Any], None]] = None) -> list[Outcome]:
     """``until_stable`` for async rounds."""
     rounds = _Rounds(current, picture, origin, restore)
+    asked: dict = {}
     for _ in range(MAX_ROUNDS):
         outcomes = await run_round(rounds.before())
+        _book_asks(outcomes, asked)
         if rounds.settled(outcomes):
-            return outcomes
-    return outcomes + [unsettled(hook)]
+            return _with_asks(outcomes, asked)
+    return _with_asks(outcomes, asked) + [unsettled(hook)]
+
+
+def _asks(o: Outcome) -> bool:
+    return o.failure is None and o.verdict is not None and o.verdict.action is Action.ASK
+
+
+def _book_asks(outcomes: Any, asked: dict) -> None:
+    """Book each hook's first ask of any round into ``asked``."""
+    for o in outcomes if isinstance(outcomes, list) else ():
+        if isinstance(o, Outcome) and _asks(o):
+            asked.setdefault(o.hook, o)
+
+
+def _with_asks(outcomes: list, asked: dict) -> list:
+    """The last round's outcomes with the earlier ask of every hook whose answer in it
+    neither asks nor denies nor failed: an ask in any round stands, as a deny does
+    (``settle``'s rule)."""
+    if not asked:
+        return outcomes
+    this: dict = {}
+    for o in outcomes:
+        this.setdefault(o.hook, []).append(o)
+    kept = list(outcomes)
+    for hook, ask in asked.items():
+        mine = this.get(hook)
+        if mine is not None and not any(
+                _asks(o) or o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY)
+                for o in mine):
+            kept.append(ask)
+    return kept
 
 
 class _Rounds:

@@ -62,3 +62,44 @@ def test_a_gate_that_never_asks_allows_the_rewritten_call(kind):
     outcomes = _run(kind, steps, current)
     assert reduce(outcomes).action is Action.ALLOW
     assert current() == {"command": "ls -la"}
+
+
+def _round_gates(ask_when):
+    """Two hooks run concurrently on one input (``until_stable``): ``t:asker`` asks
+    about the model's call, ``t:rewriter`` hands back a rewritten one."""
+    state = {"args": {"command": "ls"}}
+
+    def one_round(call):
+        said = Action.ASK if ask_when(call) else Action.ALLOW
+        state["args"] = {"command": "ls -la"}
+        return [Outcome(hook="t:asker", verdict=Verdict(said)), Outcome(hook="t:rewriter", verdict=Verdict(Action.ALLOW))]
+
+    return one_round, lambda: state["args"]
+
+
+def _rounds(kind, one_round, current):
+    if kind == "sync":
+        return integrity.until_stable(lambda call: one_round(call), current, "t:args")
+
+    async def go():
+        async def run(call):
+            return one_round(call)
+
+        return await integrity.auntil_stable(run, current, "t:args")
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_an_ask_in_an_earlier_round_stands(kind):
+    one_round, current = _round_gates(lambda call: call["command"] == "ls")
+    outcomes = _rounds(kind, one_round, current)
+    assert reduce(outcomes).action is Action.ASK
+    assert [o.action for o in outcomes if o.hook == "t:asker"] == [Action.ALLOW, Action.ASK]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_rounds_without_an_ask_allow_the_rewritten_call(kind):
+    one_round, current = _round_gates(lambda call: False)
+    outcomes = _rounds(kind, one_round, current)
+    assert reduce(outcomes).action is Action.ALLOW and current() == {"command": "ls -la"}
