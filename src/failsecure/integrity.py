@@ -384,7 +384,7 @@ class _Rule:
     """The settling rule's bookkeeping for one call (see the module docstring)."""
 
     __slots__ = ("n", "current", "take", "fail_closed", "stamp_root", "latest", "judged", "version",
-                 "written", "pic", "passes", "watch", "config", "saved", "save", "history", "ends")
+                 "written", "pic", "passes", "watch", "config", "saved", "save", "history", "ends", "asked")
 
     def __init__(self, n: int, current: Callable[[], Any], picture: Optional[Callable[[Any], Any]], fail_closed, stamp_root: tuple,
                  save: Optional[Callable[[Any], Any]] = None):
@@ -394,6 +394,9 @@ class _Rule:
         self.fail_closed = fail_closed
         self.stamp_root = tuple(stamp_root)
         self.latest: list = [None] * n
+        #: per gate: its ask of an earlier pass (an ask in any pass stands, as a deny does:
+        #: a later rewrite does not turn it into the allow the gate gave the new call)
+        self.asked: list = [None] * n
         self.judged = [0] * n
         self.version = 0
         self.written: list = [[] for _ in range(n)]
@@ -443,6 +446,11 @@ class _Rule:
         if type(outs) is not list:
             outs = [outs]
         self.latest[i] = outs
+        if self.asked[i] is None:
+            for o in outs:
+                if o.failure is None and o.verdict is not None and o.verdict.action is Action.ASK:
+                    self.asked[i] = o
+                    break
         if self.watch:
             if after is _NOTHING:
                 after = self.take(self.current())
@@ -526,10 +534,17 @@ class _Rule:
         return self.result()
 
     def result(self) -> list:
+        """Each gate's latest outcomes, and its ask of an earlier pass when its latest
+        answer neither asks nor denies nor failed (the reducer ranks the ask over that)."""
         found: list = []
-        for outs in self.latest:
+        for i, outs in enumerate(self.latest):
             if outs is not None:
                 found += outs
+                ask = self.asked[i]
+                if ask is not None and ask not in outs and not any(
+                        o.failure is not None or (o.verdict is not None and o.verdict.action in (Action.ASK, Action.DENY))
+                        for o in outs):
+                    found.append(ask)
         return found
 
 
@@ -675,11 +690,13 @@ def until_stable(run_round: Callable[[Any], list[Outcome]], current: Callable[[]
     ``current()``; without it only a plain dict or list changed in place can be put back,
     and a stamp that cannot be put back is a rewrite (rounds go on)."""
     rounds = _Rounds(current, picture, origin, restore)
+    asked: dict = {}
     for _ in range(MAX_ROUNDS):
         outcomes = run_round(rounds.before())
+        _book_asks(outcomes, asked)
         if rounds.settled(outcomes):
-            return outcomes
-    return outcomes + [unsettled(hook)]
+            return _with_asks(outcomes, asked)
+    return _with_asks(outcomes, asked) + [unsettled(hook)]
 
 
 async def auntil_stable(run_round: Callable[[Any], Awaitable[list[Outcome]]], current: Callable[[], Any], hook: str,
@@ -687,11 +704,43 @@ async def auntil_stable(run_round: Callable[[Any], Awaitable[list[Outcome]]], cu
                         restore: Optional[Callable[[Any], None]] = None) -> list[Outcome]:
     """``until_stable`` for async rounds."""
     rounds = _Rounds(current, picture, origin, restore)
+    asked: dict = {}
     for _ in range(MAX_ROUNDS):
         outcomes = await run_round(rounds.before())
+        _book_asks(outcomes, asked)
         if rounds.settled(outcomes):
-            return outcomes
-    return outcomes + [unsettled(hook)]
+            return _with_asks(outcomes, asked)
+    return _with_asks(outcomes, asked) + [unsettled(hook)]
+
+
+def _asks(o: Outcome) -> bool:
+    return o.failure is None and o.verdict is not None and o.verdict.action is Action.ASK
+
+
+def _book_asks(outcomes: Any, asked: dict) -> None:
+    """Book each hook's first ask of any round into ``asked``."""
+    for o in outcomes if isinstance(outcomes, list) else ():
+        if isinstance(o, Outcome) and _asks(o):
+            asked.setdefault(o.hook, o)
+
+
+def _with_asks(outcomes: list, asked: dict) -> list:
+    """The last round's outcomes with the earlier ask of every hook whose answer in it
+    neither asks nor denies nor failed: an ask in any round stands, as a deny does
+    (``settle``'s rule)."""
+    if not asked:
+        return outcomes
+    this: dict = {}
+    for o in outcomes:
+        this.setdefault(o.hook, []).append(o)
+    kept = list(outcomes)
+    for hook, ask in asked.items():
+        mine = this.get(hook)
+        if mine is not None and not any(
+                _asks(o) or o.failure is not None or (o.verdict is not None and o.verdict.action is Action.DENY)
+                for o in mine):
+            kept.append(ask)
+    return kept
 
 
 class _Rounds:

@@ -917,11 +917,12 @@ def is_trusted(path: str, raw: bytes) -> bool:
     path = os.path.abspath(path)
     if _breaks_lines(path):
         return False  # such a path cannot have been stored as one entry
-    try:
-        with open(store, encoding="utf-8") as fh:
-            lines = fh.read().split("\n")
-    except OSError:
+    # a store another user can write (not owned by this user or root, writable by
+    # everyone, a foreign link on the way) could trust any file for this user: not read
+    state, stored = _candidate(store)
+    if state != _OURS or not isinstance(stored, bytes):
         return False
+    lines = stored.decode("utf-8").split("\n")  # a corrupt store is an error (fail closed), as before
     entry = f"{_digest(raw)} {path}"
     return entry in lines
 
@@ -961,11 +962,46 @@ def trust(path: str) -> str:
 # ---------------------------------------------------------------- the effective config
 
 
+def _read_trusted(path: str, named: bool) -> "dict | None":
+    """A trusted file's settings, read only when no other user can have written it: the
+    file is not writable by everyone and (``named`` False: the user's or the system's
+    file, found by its place, not named by the user) every symlink on the way and the
+    file itself are owned by this user or root. Trusted files have full effect, so one
+    another user can write would hand that user the loosening a project file is denied
+    (``on_error = "allow"``, observers, no deadline): it is an error, not a source (every
+    gated call denies until it is fixed), like ssh's refusal of a config others can
+    write. Read from the descriptor that was checked. Raises ConfigError."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:  # no ownership on this platform
+        return _read(path, False)[1]
+    me = getuid()
+    try:
+        real = _resolve(os.path.abspath(path), me)
+        if real is None:
+            if named:
+                real = os.path.realpath(path)
+            else:
+                raise ConfigError(f"{path}: another user can write this file (a symlink on the way to it is "
+                                  "not owned by you or root); it is not read")
+        st, raw = _read_regular(real, follow=False)
+    except ConfigError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the file ({type(exc).__name__})") from None
+    if raw is None:
+        raise ConfigError(f"{path}: not a regular file")
+    if st.st_mode & 0o002 or (not named and st.st_uid not in (me, 0)):
+        raise ConfigError(f"{path}: another user can write this file (it is not owned by you or root, or it is "
+                          "writable by everyone); it is not read")
+    return _parse(raw, path, False)
+
+
 def load() -> Config:
     """Load, validate and merge every source in force. Raises ConfigError."""
     config = Config()
+    named = _env().get("FAILSECURE_CONFIG")
     for path in trusted_paths():
-        _, data = _read(path, False)
+        data = _read_trusted(path, named is not None and path == named)
         if data is not None:
             _apply(config, layer(data, path), path, trusted=True)
         config.sources.append(path)

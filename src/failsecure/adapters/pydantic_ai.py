@@ -111,6 +111,11 @@ ABSTRACT_AGENT = "pydantic_ai.agent.abstract"
 #: the run entry points (docs/ungoverned.md): ``AbstractAgent``'s, and the ``iter`` of every
 #: agent class (``Agent.iter``: the one every run and stream of an ``Agent`` goes through)
 RUN_ENTRIES = ("run", "run_sync", "run_stream", "run_stream_sync", "run_stream_events")
+#: the run entry points each agent class defines for itself (``@asynccontextmanager``
+#: methods: the run is their ``async with`` body): ``iter``, and the realtime session
+#: (``agent.realtime(model).session()`` enters ``_open_realtime_session``; its tool calls
+#: go through the tool manager's hooks as a run's do)
+AGENT_RUN_ENTRIES = ("iter", "_open_realtime_session")
 APPROVAL = "pydantic_ai.toolsets.approval_required"
 #: an ``MCPToolset``'s ``call_tool`` runs the user's ``process_tool_call`` around the call
 #: that reaches the server: ``_call_tool_checked`` (2.68.0: every path to the server, the
@@ -361,11 +366,13 @@ class PydanticAIAdapter(Adapter):
             if callable(base.__dict__.get(attr)):
                 self.wrap_run(base, attr, gated=self._agent_gated)
         def own_iter(cls: type) -> None:
-            value = vars(cls).get("iter")
-            if not self._runs_on or cls in self._iters or not callable(value) or getattr(value, "__isabstractmethod__", False):
+            if not self._runs_on or cls in self._iters:
                 return
             self._iters.add(cls)
-            self.wrap_run(cls, "iter", gated=self._agent_gated)
+            for attr in AGENT_RUN_ENTRIES:
+                value = vars(cls).get(attr)
+                if callable(value) and not getattr(value, "__isabstractmethod__", False):
+                    self.wrap_run(cls, attr, gated=self._agent_gated)
 
         self.each_subclass(base, own_iter)
 

@@ -526,3 +526,24 @@ def test_deny_twin_a_required_callback_registered_nowhere_denies_the_permission_
     _, hooks, permission = ask_path({PERM: pre(gate("perm_silent", {}))}, allowing_permission())
     assert behaviors(hooks) == ["deny"] and permission["response"]["behavior"] == "deny"
     assert rig.last()["failure"] == "missing" and rig.last()["hook"] == "claude-agent-sdk:policy.absent"
+
+
+def test_an_ask_of_an_earlier_round_stands_when_a_rewrite_passes_later(rig):
+    """A PreToolUse hook asks about the model's input, another rewrites it; the next round
+    the asking hook allows the rewritten input: its ask stands (upstream merges the
+    concurrent answers, ask over allow, so the person is asked)."""
+    seen = []
+
+    async def policy(input_data, tool_use_id, context):
+        command = input_data["tool_input"]["command"]
+        seen.append(command)
+        return out("ask", "check this") if command == "harmless" else out("allow")
+
+    async def rewriter(input_data, tool_use_id, context):
+        return out(updatedInput={"command": "rewritten"})
+
+    _, answers = dispatch({PRE: pre(named(policy, "policy"), named(rewriter, "rewriter"))}, tool_input={"command": "harmless"})
+    assert "rewritten" in seen  # the rewrite was judged, and passed, and the first ask still stands
+    assert "allow" not in decisions(answers) and "ask" in decisions(answers)
+    event = rig.last()
+    assert event["outcome"] == "ask" and event["hook"].endswith(".policy")
