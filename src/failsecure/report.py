@@ -94,9 +94,12 @@ def internal_error(message: str, *, level: int = _ERROR) -> Iterator[None]:
 
 def type_name(obj) -> str:
     """The name of ``obj``'s type, read without running anything the type defines (a
-    metaclass ``__name__`` property, a hostile ``__class__``). Never raises."""
+    metaclass ``__name__`` property, a hostile ``__class__``). Never raises. A name that is
+    not a short identifier is ``"<unnamed>"``: a class made at run time can carry any text
+    in its name (``type(secret, (Exception,), {})``), and the name reaches the audit and
+    stderr."""
     try:
         name = type.__dict__["__name__"].__get__(type(obj))
-        return name if type(name) is str else "<unnamed>"
+        return name if type(name) is str and len(name) <= 100 and name.isidentifier() else "<unnamed>"
     except BaseException:  # noqa: BLE001 - a hostile type's own exception: the name is unknown, not an error
         return "<unnamed>"

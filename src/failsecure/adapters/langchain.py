@@ -328,7 +328,7 @@ class LangChainAdapter(Adapter):
                 if isolate and not inspect.iscoroutinefunction(method) and not handler.run_inline:
                     method = _isolated(method)
             except Exception as exc:  # noqa: BLE001 - a handler's own attributes can raise anything: that is this gate's failure (raised), judged
-                fixed.append(Outcome(hook=hook_id, failure=Failure.RAISED, exception_type=type(exc).__name__))
+                fixed.append(Outcome(hook=hook_id, failure=Failure.RAISED, exception_type=type_name(exc)))
                 continue
             calls.append((hook_id, method))
         return calls, fixed
