@@ -2,8 +2,8 @@
 time can carry any text in its name, so only a short identifier is kept."""
 
 import pytest
-
 from core_helpers import validate
+
 from failsecure import guard
 from failsecure.report import type_name
 from failsecure.verdict import Failure

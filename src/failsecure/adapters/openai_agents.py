@@ -574,7 +574,7 @@ class OpenAIAgentsAdapter(Adapter):
         a hosted MCP request cannot ask (a no).
         A valid answer is passed through as it came."""
         adapter = self
-        if kind == "enabled":
+        if kind in ("enabled", "filter"):
             return self._guarded_enabled(callback, tool)
         validate = _safety_verdict if kind == "safety" else _approval_result_verdict
         name = plain_str(tool)
@@ -608,7 +608,8 @@ class OpenAIAgentsAdapter(Adapter):
         return guarded
 
     def _guarded_enabled(self, callback: Any, tool: Any) -> Any:
-        """A function tool's callable ``is_enabled(ctx, agent)`` decides whether the tool is
+        """A function tool's callable ``is_enabled(ctx, agent)`` (an MCP server's callable
+        ``tool_filter(ctx, tool)`` likewise, for each of its tools) decides whether the tool is
         offered, so whether a model's call to it runs (upstream takes ``bool(answer)``: a
         truthy junk answer such as ``"no"`` enabled it, and a hang had no deadline). Under
         the guard only ``True`` enables and ``False`` disables, as said (not audited: no
@@ -658,6 +659,10 @@ class OpenAIAgentsAdapter(Adapter):
             return _mcp_policy(policy, agent, tool)
 
         self.wrap(server, MCP_APPROVAL, get_needs_approval)
+        # a callable tool_filter(ctx, tool) decides whether a server's tool is offered (so
+        # whether a model's call to it runs): upstream includes the tool on any truthy
+        # answer and waits for ever on a hang; guarded as is_enabled is
+        self._guard_attribute(server, "tool_filter", "filter")
         self._mcp_patched = True
 
     def _late_realtime(self, module: Any) -> None:
