@@ -1578,7 +1578,7 @@ def _entry_edit(args: tuple, kwargs: dict) -> tuple:
     ``ToolNode._run_one(call, input_type, tool_runtime)`` is about to hand to the
     middleware, read from the state ToolNode has."""
     try:
-        call = args[0] if args else kwargs.get("call")
+        call: Any = args[0] if args else kwargs.get("call")
         runtime = args[2] if len(args) > 2 else kwargs.get("tool_runtime")
         request = types.SimpleNamespace(tool_call=call, state=getattr(runtime, "state", None))
         return (_state_edit(request), _shares_id(request), _picture(call.get("name"), call.get("args"), call.get("name")))
