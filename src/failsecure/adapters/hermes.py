@@ -622,7 +622,21 @@ def _manifest_key(manifest: Any) -> str:
     plugin of the same key, and the user's ``required`` and per-hook settings name the
     user's plugin, never a project's that took its name."""
     key = str(manifest.key or manifest.name)
-    return f"project:{key}" if getattr(manifest, "source", None) == "project" else key
+    return f"project:{key}" if getattr(manifest, "source", None) == "project" and not _project_is_users() else key
+
+
+def _project_is_users() -> bool:
+    """The working directory's ``.hermes/plugins`` is the user's own plugin directory (hermes
+    run in the directory holding its home, ``~`` with ``~/.hermes``): hermes scans it a
+    second time as ``project``, and what it loads from there is the user's plugins, under
+    the user's keys. Any doubt: it is the project's."""
+    try:
+        from hermes_constants import get_hermes_home
+
+        project = os.path.realpath(os.path.join(os.getcwd(), ".hermes", "plugins"))
+        return project == os.path.realpath(os.path.join(str(get_hermes_home()), "plugins"))
+    except Exception:  # noqa: BLE001 - hermes' home or the working directory cannot be read: the plugin is the project's
+        return False
 
 
 def _plugin_key(manager: Any, module: Optional[str]) -> Optional[str]:

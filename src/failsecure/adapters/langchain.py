@@ -605,10 +605,11 @@ class LangChainAdapter(Adapter):
 
     def _compare_shown(self, key: Any, pictures: tuple) -> None:
         """A review resumes: calls under ``key`` that are not the ones its question showed
-        (a model may give two calls one id) changed in between."""
+        (a model may give two calls one id) changed in between (recorded under the call's
+        key: a ``per_call`` question of a call sharing its id is shown under a longer one)."""
         shown = self._shown.pop(key, None)
         if shown is not None and not all(any(_same_picture(p, q) for q in shown[1]) for p in pictures):
-            _remember(self._changed, key, (shown[0], pictures))
+            _remember(self._changed, key[:3], (shown[0], pictures))
 
     def _review_asked(self, state: Any, middleware: Any) -> None:
         """HITL's batched ``after_model`` stopped the run to ask a person about the calls
@@ -631,10 +632,17 @@ class LangChainAdapter(Adapter):
             return
 
     def _per_call_asking(self, request: Any, middleware: Any) -> tuple:
-        """HITL's ``per_call`` review is about to judge ``request``: (its key, picture),
-        compared with what an earlier question about that call showed."""
+        """HITL's ``per_call`` review is about to judge ``request``: (its key, picture,
+        whether another call of its message shares its id), compared with what an
+        earlier question about that call showed."""
         try:
-            key, picture = _call_key(request), _call_picture(request)
+            key, picture = _call_key(request), _asked_picture(request)
+            if key is not None and _shares_id(request):
+                # calls sharing the id ask at once, each under the call ToolNode built
+                # (the model's call): compared with its own question only
+                entry = _ENTRY_EDIT.get()
+                built = entry[2] if len(entry) > 2 else CHANGED
+                key = None if built is CHANGED else (*key, built)
             if key is not None:
                 self._compare_shown(key, (picture,))
             return key, picture
@@ -1566,15 +1574,16 @@ def _entry_key(args: tuple, kwargs: dict) -> Optional[tuple]:
 
 
 def _entry_edit(args: tuple, kwargs: dict) -> tuple:
-    """(``_edited_picture``, shared id) of the call ``ToolNode._run_one(call, input_type,
-    tool_runtime)`` is about to hand to the middleware, read from the state ToolNode has."""
+    """(``_edited_picture``, shared id, picture of the call) of the call
+    ``ToolNode._run_one(call, input_type, tool_runtime)`` is about to hand to the
+    middleware, read from the state ToolNode has."""
     try:
-        call = args[0] if args else kwargs.get("call")
+        call: Any = args[0] if args else kwargs.get("call")
         runtime = args[2] if len(args) > 2 else kwargs.get("tool_runtime")
         request = types.SimpleNamespace(tool_call=call, state=getattr(runtime, "state", None))
-        return (_state_edit(request), _shares_id(request))
+        return (_state_edit(request), _shares_id(request), _picture(call.get("name"), call.get("args"), call.get("name")))
     except Exception:  # noqa: BLE001 - the framework's call and runtime objects can raise anything: no reviewer's edit known, the id read as shared (records kept)
-        return (None, True)
+        return (None, True, CHANGED)
 
 
 def _shares_id(request: Any) -> bool:
@@ -1637,6 +1646,26 @@ def _call_picture(request: Any) -> Any:
         tool = getattr(request, "tool", None)
         return _picture(call.get("name"), call.get("args"), getattr(tool, "name", None) if tool is not None else call.get("name"))
     except Exception:  # noqa: BLE001 - the request's tool_call or tool (user objects) can raise anything: pictured as changed (judged again)
+        return CHANGED
+
+
+def _asked_picture(request: Any) -> Any:
+    """The call a ``per_call`` question shows, as a resume of it is compared: the call
+    (``_call_picture``) with the arguments the model's call has keys for, and the keys a
+    middleware before HITL added by name only (a stamp's fresh value on each pass, such
+    as a trace id, is the same call; a key added on one pass only is another call)."""
+    try:
+        call = request.tool_call
+        args = call.get("args")
+        _, call_id = _request_ids(request)
+        model = _model_call(request, call_id)[1] if call_id is not None else None
+        known = model.get("args") if isinstance(model, dict) else None
+        if type(args) is dict and type(known) is dict:
+            added = tuple(sorted((k for k in args if k not in known), key=repr))
+            args = ({k: v for k, v in args.items() if k in known}, added)
+        tool = getattr(request, "tool", None)
+        return _picture(call.get("name"), args, getattr(tool, "name", None) if tool is not None else call.get("name"))
+    except Exception:  # noqa: BLE001 - the request's tool_call or state (user objects) can raise anything: pictured as changed (judged again)
         return CHANGED
 
 

@@ -65,3 +65,36 @@ def test_a_project_plugin_still_gates_under_its_own_id(rig, project):
     out = rig.call()
     assert not out["ran"]
     assert out["result"] == {"error": H.fail_closed("hermes-agent:project:repo_guard", "raised")}
+
+
+@pytest.fixture
+def home_as_cwd(rig, tmp_path, monkeypatch):
+    """The user runs hermes in the directory holding their hermes home (``~`` with the
+    default ``~/.hermes``): ``./.hermes/plugins`` IS the user's plugin directory, which
+    hermes then scans twice, the second time as ``project`` (and loads that one)."""
+    cwd = tmp_path / "user-home"
+    cwd.mkdir()
+    (cwd / ".hermes").symlink_to(rig.home, target_is_directory=True)
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("HERMES_ENABLE_PROJECT_PLUGINS", "1")
+    return cwd
+
+
+def test_the_users_guard_run_from_the_home_directory_meets_required(rig, home_as_cwd):
+    hook = rig.plugin("corp_guard", "return None")
+    _require(rig, hook)
+    rig.load()
+    out = rig.call()
+    assert out["ran"], rig.events()  # before: its own plugin was named project:..., the guard "missing"
+    assert not [e for e in rig.events() if e.get("failure") == "missing"]
+
+
+def test_the_users_guard_run_from_the_home_directory_still_blocks(rig, home_as_cwd):
+    """Deny twin: the same guard, blocking, blocks under the user's id."""
+    hook = rig.plugin("corp_guard", "return {'action': 'block', 'message': 'corp says no'}")
+    _require(rig, hook)
+    rig.load()
+    out = rig.call()
+    assert not out["ran"]
+    event = rig.last()
+    assert (event["hook"], event["outcome"]) == (hook, "deny") and event.get("failure") is None

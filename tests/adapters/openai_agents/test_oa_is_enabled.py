@@ -76,7 +76,7 @@ def test_is_enabled_junk_answer_does_not_enable_the_tool(rig, rigmod, fn, mode):
     _run(rig, rigmod, fn, mode)
     assert rig.tool.runs() == []
     failures = [(e["hook"], e["failure"]) for e in rig.events() if e.get("failure")]
-    assert failures and set(failures) == {(f"openai-agents:{fn.__module__}.{fn.__qualname__}", "invalid")}, rig.events()
+    assert failures and set(failures) == {(f"openai-agents:{fn.__module__}.{fn.__qualname__}", "invalid")}, [(e["hook"], e["outcome"], e.get("failure"), e.get("tool"), e.get("reason")) for e in rig.events()]
 
 
 def test_is_enabled_raising_disables_the_tool_without_its_text(rig, rigmod):
@@ -104,4 +104,29 @@ def test_is_enabled_junk_enables_the_tool_upstream(rig, rigmod, adapter):
     finally:
         failsecure.install()
         assert adapter.patch() == "patched"
+    assert rig.tool.runs() == [{"command": "harmless"}]
+
+
+def enabled_none(ctx, agent):
+    return None  # upstream: bool(None), the tool is not offered
+
+
+def enabled_raises_plain(ctx, agent):
+    raise RuntimeError("backend down")  # upstream: the run ends, the tool never runs
+
+
+@pytest.mark.parametrize("fn", [enabled_none, enabled_raises_plain])
+def test_is_enabled_failure_under_on_error_allow_offers_no_tool_upstream_withholds(rig, rigmod, fn):
+    """``on_error = "allow"`` lets a failing hook's call go on as upstream has it; it must
+    not offer a tool upstream does not offer (a None answer disables it upstream, a raise
+    ends the run): never more than upstream."""
+    rig.config(tables=f'[hooks."openai-agents:{fn.__module__}.{fn.__qualname__}"]\non_error = "allow"\n')
+    _run(rig, rigmod, fn)
+    assert rig.tool.runs() == []  # red-team: holds (the tool is not offered)
+
+
+def test_is_enabled_true_under_on_error_allow_offers_the_tool(rig, rigmod):
+    """Twin: the same setting, a valid True: offered, the call runs."""
+    rig.config(tables=f'[hooks."openai-agents:{enabled_true.__module__}.{enabled_true.__qualname__}"]\non_error = "allow"\n')
+    _run(rig, rigmod, enabled_true)
     assert rig.tool.runs() == [{"command": "harmless"}]
