@@ -614,8 +614,10 @@ class OpenAIAgentsAdapter(Adapter):
         truthy junk answer such as ``"no"`` enabled it, and a hang had no deadline). Under
         the guard only ``True`` enables and ``False`` disables, as said (not audited: no
         call yet); a raise, a hang past its deadline or junk is audited as its failure (a
-        later decision point: no plugin gates, no ``required``) and disables the tool,
-        unless the config lets that hook's failures allow."""
+        later decision point: no plugin gates, no ``required``) and disables the tool; a
+        failure the config tolerates (``on_error = "allow"``) abstains, which offers
+        nothing either (never more than upstream, where ``None`` disables and a raise
+        ends the run)."""
         adapter = self
         name = plain_str(tool)
 
