@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextvars
 import importlib
+import inspect
 import sys
 from time import perf_counter
 from typing import Any, Optional
@@ -53,6 +54,8 @@ FLOW_ACTIONS = "crewai.flow.runtime._actions"
 #: the ReAct path selects the tool to run by name again after the hooks judged one
 TOOL_USAGE = "crewai.tools.tool_usage"
 DISPATCH = "crewai.hooks.dispatch"
+#: an MCP server config's callable ``tool_filter`` decides which of its tools an agent is offered
+MCP_RESOLVER = "crewai.mcp.tool_resolver"
 #: CrewAI's own text for a blocked tool call (every call site starts with it)
 BLOCKED = "Tool execution blocked by hook."
 
@@ -89,7 +92,13 @@ class _Marker:
 _ABORTED: Any = _Marker("HookAborted")
 #: a hook not run because an earlier hook of the same round denied
 _SKIPPED: Any = _Marker("skipped")
+_FILTER_ANSWERS = ((True, _ALLOW), (False, _DENY), (None, _DENY))
 _ANSWERS = ((None, ABSTAIN), (_SKIPPED, ABSTAIN), (True, _ALLOW), (False, _DENY), (_ABORTED, _DENY))
+
+
+def _filter_verdict(native: Any) -> Verdict:
+    """An MCP ``tool_filter``: exactly ``True`` lists the tool, ``False``/``None`` do not."""
+    return exactly(native, _FILTER_ANSWERS)
 
 
 class _Round:
@@ -263,6 +272,8 @@ class CrewAIAdapter(Adapter):
         self._flow_patched = False
         self._usage_watch = False
         self._usage_patched = False
+        self._mcp_watch = False
+        self._mcp_patched = False
         self._names: dict = {}  # id(tool) -> (tool, its sanitized name)
         self._schema_cache: dict = {}  # args_schema class -> its JSON schema's property names
 
@@ -325,6 +336,11 @@ class CrewAIAdapter(Adapter):
         elif not self._usage_watch:
             self._usage_watch = True
             when_imported(TOOL_USAGE, self._late_tool_usage)
+        if MCP_RESOLVER in sys.modules:
+            self._patch_mcp(sys.modules[MCP_RESOLVER])
+        elif not self._mcp_watch:
+            self._mcp_watch = True
+            when_imported(MCP_RESOLVER, self._late_mcp)
 
     def _bind_boundary(self, entry: tuple, cls: type) -> None:
         """The run entry points and the innermost tool calls of every module of them that
@@ -434,6 +450,69 @@ class CrewAIAdapter(Adapter):
         except Exception as exc:  # noqa: BLE001 - crewai's calling object (a pydantic model) refused the judged input: said; the boundary still checks what runs
             internal(exc, "failsecure: crewai judged input not handed to the tool ({type})")
 
+    def _late_mcp(self, module: Any) -> None:
+        if self.state == "patched" and not self._mcp_patched:
+            self.patch_late(self._patch_mcp, module)
+
+    def _patch_mcp(self, module: Any) -> None:
+        """An MCP server config's callable ``tool_filter`` decides which of the server's
+        tools the agent is offered, so whether a model's call to one runs: upstream lists a
+        tool on any truthy answer (``"no"`` listed it) and waits for ever on a hang. The
+        resolver is handed a copy of the config whose filter runs under the guard."""
+        resolver = getattr(module, "MCPToolResolver", None)
+        if not isinstance(resolver, type) or not callable(vars(resolver).get("_resolve_native")):
+            raise PatchError(f"{MCP_RESOLVER}.MCPToolResolver._resolve_native")
+        adapter = self
+
+        def resolve(wrapped, instance, args, kwargs):
+            if adapter.state == "patched":
+                if args:
+                    args = (adapter._guarded_config(args[0]),) + tuple(args[1:])
+                elif "mcp_config" in kwargs:
+                    kwargs = dict(kwargs, mcp_config=adapter._guarded_config(kwargs["mcp_config"]))
+            return wrapped(*args, **kwargs)
+
+        self.wrap(resolver, "_resolve_native", resolve)
+        self._mcp_patched = True
+
+    def _guarded_config(self, config: Any) -> Any:
+        """``config`` with its callable ``tool_filter`` under the guard (the user's config
+        object is not changed). Called as upstream calls it (``(context, tool)``, or
+        ``(tool)`` for a filter that takes one argument), only ``True`` lists the tool;
+        ``False`` and ``None`` do not (as upstream); a raise, a hang past its deadline or
+        junk is audited as its failure (a later decision point) and does not list it,
+        unless the config lets that hook's failures allow."""
+        callback = getattr(config, "tool_filter", None)
+        if not callable(callback) or getattr(callback, "_failsecure_guarded", False):
+            return config
+        adapter = self
+
+        def guarded(*args: Any) -> bool:
+            if adapter.state != "patched":
+                return callback(*args)
+            try:
+                inspect.signature(callback).bind(*args)
+            except TypeError:
+                raise  # upstream's call with (context, tool) then asks (tool)
+            except ValueError:
+                pass  # no signature to read: called as given
+            hook_id = adapter.callable_id(callback)
+            tool = args[-1] if args else None
+            name = tool.get("name") if isinstance(tool, dict) else None
+            outcome = adapter.hook_call(hook_id, callback, *args, _validate=_filter_verdict)
+            if outcome.failure is None and outcome.verdict is not None:
+                return outcome.verdict.action is Action.ALLOW
+            decision = adapter.decide_stage(name if isinstance(name, str) else None, [outcome])
+            return not decision.denied  # a failure the config tolerates lists it, as upstream
+
+        guarded._failsecure_guarded = True  # type: ignore[attr-defined]
+        guarded.__wrapped__ = callback  # type: ignore[attr-defined]
+        try:
+            return config.model_copy(update={"tool_filter": guarded})
+        except Exception as exc:  # noqa: BLE001 - not a pydantic config as expected: said, the filter left as it is
+            internal(exc, "failsecure: crewai MCP tool_filter not guarded ({type})")
+            return config
+
     def _late_flow_actions(self, module: Any) -> None:
         if self.state == "patched" and not self._flow_patched:
             self.patch_late(self._patch_flow_actions, module)
@@ -462,6 +541,7 @@ class CrewAIAdapter(Adapter):
         self._schema_cache.clear()
         self._flow_patched = False
         self._usage_patched = False
+        self._mcp_patched = False
         for hooks, hook in self._locked:
             try:
                 while hook in hooks:
