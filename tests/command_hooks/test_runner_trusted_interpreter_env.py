@@ -57,6 +57,8 @@ def test_allow_twin_an_allowing_guard_under_the_same_environment_runs(tmp_path):
 def test_the_installing_users_own_values_are_what_the_hook_gets():
     recorded = settings.trusted_steering({"PYTHONPATH": "/u/lib", "HOME": "/h", "NODE_OPTIONS": "--x"})
     assert recorded == {"PYTHONPATH": "/u/lib", "NODE_OPTIONS": "--x"}
+    # relative entries of a list of directories are the project's directory at run time
+    assert settings.trusted_steering({"PYTHONPATH": "src::/u/lib:.", "LD_LIBRARY_PATH": "lib"}) == {"PYTHONPATH": "/u/lib"}
     env = process.hook_environment({"PYTHONPATH": "/p/evil", "LD_PRELOAD": "/p/x.so", "HOME": "/h"}, None, recorded)
     assert env == {"PYTHONPATH": "/u/lib", "NODE_OPTIONS": "--x", "HOME": "/h"}
     # a record of an earlier install (nothing recorded): the environment as it is

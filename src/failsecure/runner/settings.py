@@ -328,7 +328,23 @@ def trusted_steering(environ=None):
     from failsecure.runner.process import STEERING
 
     environ = os.environ if environ is None else environ
-    return {name: environ[name] for name in sorted(STEERING) if isinstance(environ.get(name), str)}
+    found = {}
+    for name in sorted(STEERING):
+        value = environ.get(name)
+        if not isinstance(value, str):
+            continue
+        if name in _PATH_LISTS:
+            # a relative entry ("", ".", "src") is the project's directory at run time
+            value = ":".join(part for part in value.split(":") if os.path.isabs(part))
+            if not value:
+                continue
+        found[name] = value
+    return found
+
+
+#: the STEERING variables that are lists of directories
+_PATH_LISTS = frozenset({"PYTHONPATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH", "NODE_PATH",
+                         "PERL5LIB", "PERLLIB", "RUBYLIB", "CLASSPATH"})
 
 
 def trusted_options(environ=None):
