@@ -66,6 +66,7 @@ import importlib
 import json
 import re
 import sys
+import warnings
 from collections import OrderedDict
 from time import perf_counter
 from typing import Any, Awaitable, Optional
@@ -162,11 +163,29 @@ def _matches(matcher: Any, tool: Any) -> bool:
         return False
     if pattern is _UNREAD:
         return True  # valid JavaScript Python cannot run (a lookbehind of any length): selects (fail closed)
-    return pattern.search(tool) is not None or any(pattern.search(old) is not None for old in _LEGACY.get(tool, ()))
+    return pattern.search(_utf16(tool)) is not None or any(pattern.search(_utf16(old)) is not None
+                                                           for old in _LEGACY.get(tool, ()))
+
+
+def _utf16(text: str) -> str:
+    """``text`` as JavaScript's string of UTF-16 code units (an astral character is two
+    surrogates): what a JavaScript regular expression without the ``u`` flag reads."""
+    if all(ord(c) < 0x10000 for c in text):
+        return text
+    return "".join(c if ord(c) < 0x10000 else chr(0xD800 + ((ord(c) - 0x10000) >> 10)) + chr(0xDC00 + ((ord(c) - 0x10000) & 0x3FF))
+                   for c in text)
 
 
 class _NotJS(Exception):
     """A matcher JavaScript rejects (a SyntaxError there): it matches nothing."""
+
+
+class _Unread(Exception):
+    """A matcher valid in JavaScript this translation cannot read exactly: it selects."""
+
+
+#: JavaScript's white space and line terminators (its ``\s``), as a class's contents
+_JS_SPACE = "\\t\\n\\x0b\\f\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 
 
 #: a matcher valid in JavaScript that Python's ``re`` cannot run: it selects every tool
@@ -186,33 +205,48 @@ def _js_escape(pattern: str, i: int, in_class: bool) -> tuple:
     if i >= len(pattern):
         raise _NotJS()  # a trailing backslash: a SyntaxError in JavaScript
     ch = pattern[i]
+    if ch == "s":
+        return (_JS_SPACE if in_class else "[" + _JS_SPACE + "]"), i + 1
+    if ch == "S":
+        if in_class:
+            raise _Unread()  # a negated class inside a class
+        return "[^" + _JS_SPACE + "]", i + 1
     if ch in _SAME_ESCAPES or (ch in "bB" and not in_class):
         return "\\" + ch, i + 1
     if ch == "b":  # in a class: backspace
         return "\\x08", i + 1
     if ch == "0" and not pattern[i + 1:i + 2].isdigit():
         return "\\x00", i + 1
+    if ch.isdigit() and not in_class:
+        if pattern[i + 1:i + 2].isdigit():
+            raise _Unread()  # `\\12`: a reference or an octal escape, by the count of groups
+        # a back reference; one to a group that took no part matches the empty string
+        # (Python's fails): a conditional; no such group: not read (selects)
+        return "(?(%s)\\%s)" % (ch, ch), i + 1
     if ch.isdigit():
-        return "\\" + ch, i + 1  # a back reference (Python's reads alike; no such group: not read)
+        return "\\" + ch, i + 1  # an octal escape in a class (Python's reads alike)
     hexdigits = "0123456789abcdefABCDEF"
     if ch == "x" and len(pattern) >= i + 3 and all(c in hexdigits for c in pattern[i + 1:i + 3]):
         return re.escape(chr(int(pattern[i + 1:i + 3], 16))), i + 3
     if ch == "u" and len(pattern) >= i + 5 and all(c in hexdigits for c in pattern[i + 1:i + 5]):
         return re.escape(chr(int(pattern[i + 1:i + 5], 16))), i + 5
-    if ch == "c" and i + 1 < len(pattern) and pattern[i + 1].isascii() and pattern[i + 1].isalpha():
+    if ch == "c" and i + 1 < len(pattern) and pattern[i + 1].isascii() and (
+            pattern[i + 1].isalpha() or (in_class and (pattern[i + 1].isdigit() or pattern[i + 1] == "_"))):
         return re.escape(chr(ord(pattern[i + 1]) % 32)), i + 2
     if ch == "c":
         return "\\\\c", i + 1  # Annex B: a backslash and a `c`
     if ch == "k" and not in_class:
         named = re.match(r"<([A-Za-z_$][A-Za-z0-9_$]*)>", pattern[i + 1:])
         if named:
-            return "(?P=%s)" % named.group(1).replace("$", "_S_"), i + 1 + named.end()
+            name = named.group(1).replace("$", "_S_")
+            return "(?(%s)(?P=%s))" % (name, name), i + 1 + named.end()
     return re.escape(ch), i + 1  # an identity escape (``\h`` is ``h``)
 
 
 def _js_to_python(pattern: str) -> str:
     """A JavaScript regular expression (no flags, as the CLI builds it) as an equivalent
     Python one; raises _NotJS for one JavaScript rejects or this does not read."""
+    pattern = _utf16(pattern)  # JavaScript reads code units
     out = []
     i, n = 0, len(pattern)
     depth = 0
@@ -304,6 +338,10 @@ def _js_to_python(pattern: str) -> str:
             out.append("\\Z")  # JavaScript's `$`: the end, not before a last newline
             i += 1
             continue
+        if ch == ".":
+            out.append("[^\\n\\r\\u2028\\u2029]")  # JavaScript's `.`: no line terminator
+            i += 1
+            continue
         out.append(ch if ch in _JS_SYNTAX else re.escape(ch))
         i += 1
     if depth:
@@ -323,10 +361,12 @@ def _js_regex(matcher: str) -> Any:
         return cached
     compiled: Any
     try:
-        compiled = re.compile(_js_to_python(matcher), re.ASCII)
+        with warnings.catch_warnings():  # Python's "possible set difference" (`[!--]`): read as today
+            warnings.simplefilter("ignore", FutureWarning)
+            compiled = re.compile(_js_to_python(matcher), re.ASCII)
     except (_NotJS, RecursionError):
         compiled = None
-    except (re.error, OverflowError):
+    except (_Unread, re.error, OverflowError):
         compiled = _UNREAD
     if len(_JS_REGEXES) >= MAX_SELECTIONS:
         _JS_REGEXES.clear()

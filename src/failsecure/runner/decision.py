@@ -172,6 +172,7 @@ class _Call:
         self.event = self.tool = self.call_id = None
         self.deadline = None  # the runner's deadline (monotonic), once known
         self.path = None  # the installing user's PATH entries (the record's), first on the hook's PATH
+        self.steering = None  # the installing user's interpreter-steering variables (the record's)
 
     def elapsed(self):
         return (time.monotonic() - self.start) * 1000.0
@@ -303,9 +304,10 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     call = _Call(proto, hid, start, config, stdout_fd, stderr_fd, state)
     call.deadline = deadline
     if record:
-        from failsecure.runner.protocols import record_path
+        from failsecure.runner.protocols import record_path, record_steering
 
         call.path = record_path(record)
+        call.steering = record_steering(record)
     if payload_ok:
         try:
             from failsecure._fastjson import loads
@@ -343,7 +345,7 @@ def _run(proto, hid, argv, timeout, start, stdin_fd, stdout_fd, stderr_fd, state
     if not argv:
         return call.failed(MISSING)
 
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment(None, call.path),
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment(None, call.path, call.steering),
                              proto.stderr_cap or process.STDERR_CAP)
     category = _process_category(result)
     elapsed = result.elapsed_ms
@@ -397,7 +399,7 @@ def _advisory(call, argv, raw, payload_ok, deadline, state):
     if not payload_ok or not argv:
         category = MISSING if payload_ok else (INVALID if time.monotonic() < deadline else TIMEOUT)
         return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=call.elapsed()))
-    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment(None, call.path))
+    result = process.execute(argv, raw, max(deadline - time.monotonic(), 0.001), process.hook_environment(None, call.path, call.steering))
     category = _process_category(result)
     if category is not None:
         return call.answer(b"", b"", 0, "abstain", Outcome(call.hid, failure=Failure(category), elapsed_ms=result.elapsed_ms))

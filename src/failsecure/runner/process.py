@@ -33,13 +33,29 @@ _SIGKILL = 9
 SHELL_STARTUP = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "BASH_XTRACEFD", "PROMPT_COMMAND"})
 
 
-def hook_environment(environ=None, trusted_path=None):
+# Variables that decide what an interpreter or the loader runs before a guard's own code
+# (a `sitecustomize` on PYTHONPATH, a preloaded library, NODE_OPTIONS' --require...). A
+# host builds the hook's environment from the project's settings, so `hook install`
+# records the installing user's values and the runner gives the hook those.
+STEERING = frozenset({
+    "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONUSERBASE", "PYTHONEXECUTABLE",
+    "PYTHONPYCACHEPREFIX", "PYTHONPLATLIBDIR", "PYTHONWARNINGS", "PYTHONBREAKPOINT",
+    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH",
+    "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH",
+    "NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB",
+    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
+})
+
+
+def hook_environment(environ=None, trusted_path=None, steering=None):
     """The environment a hook is started with: the runner's own, without SHELL_STARTUP
     variables and exported bash functions. ``trusted_path``: the installing user's PATH
     entries (the launch line's record): they come first on the hook's PATH, then the
     environment's own absolute entries (a relative one, "" or ".", is the project's
     directory), so a program the original command names by name is found where the user's
-    PATH finds it, not where a project's settings `env` put its own first."""
+    PATH finds it, not where a project's settings `env` put its own first. ``steering``:
+    the installing user's values of the STEERING variables (the record's): the hook gets
+    exactly those (an unset one is removed)."""
     environ = os.environ if environ is None else environ
     env = {
         k: v for k, v in environ.items() if k not in SHELL_STARTUP and not k.startswith("BASH_FUNC_")
@@ -51,6 +67,10 @@ def hook_environment(environ=None, trusted_path=None):
                 if part.startswith("/") and part not in parts:
                     parts.append(part)
             env["PATH"] = ":".join(parts)
+    if isinstance(steering, dict):
+        for name in STEERING:
+            env.pop(name, None)
+        env.update({k: v for k, v in steering.items() if k in STEERING and type(v) is str})
     return env
 
 

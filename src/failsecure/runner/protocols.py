@@ -624,6 +624,22 @@ def record_path(token):
     return None
 
 
+def record_steering(token):
+    """The installing user's values of process.STEERING the record carries (``hook
+    install``), or None (an earlier install, or a record that cannot be read: the hook's
+    environment as it is). Never raises."""
+    try:
+        from failsecure.runner.process import STEERING
+
+        record = _decode_record(token) if isinstance(token, str) and token else None
+        env = record.get("env") if record is not None else None
+        if isinstance(env, dict) and all(k in STEERING and isinstance(v, str) for k, v in env.items()):
+            return env
+    except Exception:  # noqa: BLE001 - a record that cannot be read: the hook's own environment stands
+        pass
+    return None
+
+
 def _wrote_no_timeout(token):
     """True when the record says `hook install` wrote no host timeout for this hook and
     names no settings file to read one from: the host's own default applies to it."""

@@ -321,6 +321,32 @@ def trusted_path(environ=None):
     return found
 
 
+def trusted_steering(environ=None):
+    """The installing user's values of the variables that steer an interpreter before a
+    guard's code runs (process.STEERING; the record carries them): at run time the hook
+    gets these, not what a project's settings `env` set."""
+    from failsecure.runner.process import STEERING
+
+    environ = os.environ if environ is None else environ
+    found = {}
+    for name in sorted(STEERING):
+        value = environ.get(name)
+        if not isinstance(value, str):
+            continue
+        if name in _PATH_LISTS:
+            # a relative entry ("", ".", "src") is the project's directory at run time
+            value = ":".join(part for part in value.split(":") if os.path.isabs(part))
+            if not value:
+                continue
+        found[name] = value
+    return found
+
+
+#: the STEERING variables that are lists of directories
+_PATH_LISTS = frozenset({"PYTHONPATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH", "NODE_PATH",
+                         "PERL5LIB", "PERLLIB", "RUBYLIB", "CLASSPATH"})
+
+
 def trusted_options(environ=None):
     """The runner's trusted inputs as launch-line options: what $FAILSECURE_CONFIG,
     $XDG_CONFIG_HOME and $XDG_CACHE_HOME are now (the user running `hook install`), as
@@ -834,6 +860,7 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
     trusted_file = _is_user_level(path, host)
     base_options = trusted_options(environ)
     base_path = trusted_path(environ)
+    base_steering = trusted_steering(environ)
     report = WrapReport(path)
     changed = False
     for where, event, handler in list(_all_handlers(document)):
@@ -907,6 +934,7 @@ def wrap_settings(path, host, *, python=None, runner=None, timeout=None, on_fail
         record = {"keys": {key: handler.get(key, _ABSENT) for key in touched}, "wrote": wrote}
         if base_path:
             record["path"] = base_path  # the user's PATH first on the hook's (process.hook_environment)
+        record["env"] = base_steering  # the user's interpreter-steering variables (process.STEERING)
         if timeout_key:
             # where the runner reads the host's own timeout at run time (host_capped)
             record["host"] = {"settings": os.path.abspath(path), "key": timeout_key, "unit": unit,
